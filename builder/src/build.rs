@@ -1,0 +1,411 @@
+//! The build pipeline: dataset -> append-only check -> methodology -> rendered bodies ->
+//! snapshot file.
+//!
+//! Companies are rendered in parallel in bounded chunks and streamed to the writer in slug
+//! order, so memory stays proportional to a chunk, not to the dataset, and the output is the
+//! same bytes whatever the thread count.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::dataset::{Company, Dataset, DatasetError, Status};
+use crate::format::{
+    CompanyEntry, EventFingerprint, Index, ListEntry, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED,
+    STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
+};
+use crate::methodology::{usd, Coverage, Fit, Params, METHODOLOGY_VERSION};
+use crate::render;
+use crate::signing::{self, KeyError};
+use crate::snapshot::{OpenOptions, Snapshot, SnapshotError};
+use crate::tiers::Tier;
+use crate::writer::{SnapshotWriter, WriteError};
+
+/// Bodies smaller than this are served uncompressed: gzip would save too little to matter.
+pub const GZIP_MIN_BYTES: usize = 1024;
+const CHUNK: usize = 256;
+
+#[derive(Debug)]
+pub struct BuildOptions {
+    pub source: PathBuf,
+    pub out: PathBuf,
+    /// Signs the resolution records.
+    pub signing_key: SigningKey,
+    /// The snapshot this one succeeds: its events must all still be here, unchanged.
+    pub previous: Option<PathBuf>,
+    /// Signs the snapshot header, for servers that require a publisher.
+    pub publisher_key: Option<SigningKey>,
+    /// 1-9, or 0 to store no compressed variants.
+    pub gzip_level: u32,
+    pub progress: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Dataset(#[from] DatasetError),
+    #[error("{0}")]
+    AppendOnly(String),
+    #[error("previous snapshot {path}: {source}")]
+    Previous { path: PathBuf, source: SnapshotError },
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error(transparent)]
+    Key(#[from] KeyError),
+}
+
+/// What a build produced, for the command line and the benches.
+#[derive(Debug)]
+pub struct BuildReport {
+    pub dataset_version: String,
+    pub companies: usize,
+    pub events: usize,
+    pub series_points: usize,
+    pub bytes: u64,
+    pub kid: String,
+    pub load_time: Duration,
+    pub fit_time: Duration,
+    pub render_time: Duration,
+    pub scorecard: String,
+}
+
+pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
+    let started = Instant::now();
+    let dataset = Dataset::load(&options.source)?;
+    let mut published_keys = vec![options.signing_key.verifying_key()];
+    if let Some(path) = &options.previous {
+        let previous = Snapshot::open(path, &OpenOptions::default()).map_err(|source| BuildError::Previous {
+            path: path.clone(),
+            source,
+        })?;
+        check_append_only(&dataset, &previous, &options.source)?;
+        let index = previous.index();
+        let jwks = previous.body_slice(&index.signing_keys.identity);
+        published_keys.extend(signing::parse_jwks(jwks).into_iter().map(|(_, key)| key));
+    }
+    let load_time = started.elapsed();
+
+    let started = Instant::now();
+    let fit = Fit::new(&dataset, Params::default());
+    let fit_time = started.elapsed();
+
+    let started = Instant::now();
+    let report = write_snapshot(&dataset, &fit, &published_keys, options)?;
+    Ok(BuildReport {
+        load_time,
+        fit_time,
+        render_time: started.elapsed(),
+        scorecard: fit.scorecard.to_text(),
+        ..report
+    })
+}
+
+/// Every body of one company, rendered.
+struct Rendered {
+    list_item: Vec<u8>,
+    bodies: [(Vec<u8>, Option<Vec<u8>>); 5],
+    value_usd: u64,
+    delta_30d_pct: Option<f64>,
+    series_points: usize,
+}
+
+fn gzip(bytes: &[u8], level: u32) -> Option<Vec<u8>> {
+    if level == 0 || bytes.len() < GZIP_MIN_BYTES {
+        return None;
+    }
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4), flate2::Compression::new(level));
+    encoder.write_all(bytes).ok()?;
+    encoder.finish().ok()
+}
+
+fn render_company(
+    company: &Company,
+    dataset: &Dataset,
+    fit: &Fit,
+    meta: &[u8],
+    key: &SigningKey,
+    kid: &str,
+    gzip_level: u32,
+) -> Result<Rendered, KeyError> {
+    let marks = fit.marks(company);
+    let record = render::resolution_record(meta, &dataset.info, company, &marks, kid)
+        .ok_or_else(|| KeyError::Canonical(format!("{} has no mark to resolve", company.slug)))?;
+    let with_gzip = |body: Vec<u8>| {
+        let compressed = gzip(&body, gzip_level);
+        (body, compressed)
+    };
+    Ok(Rendered {
+        list_item: render::list_item(company, &marks),
+        bodies: [
+            with_gzip(render::profile(meta, company, &marks)),
+            with_gzip(render::series(meta, &company.slug, Coverage::C80, &marks.series)),
+            with_gzip(render::series(meta, &company.slug, Coverage::C95, &marks.series)),
+            with_gzip(render::events(meta, company)),
+            with_gzip(signing::sign_record(record, key)?),
+        ],
+        value_usd: marks.latest().map_or(0, |m| usd(m.mark)),
+        delta_30d_pct: marks.delta_30d_pct,
+        series_points: marks.series.len(),
+    })
+}
+
+fn progress_bar(len: usize, enabled: bool) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(
+        Some(len as u64),
+        if enabled {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} companies ({eta} left)") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message("rendering");
+    bar
+}
+
+fn write_snapshot(
+    dataset: &Dataset,
+    fit: &Fit,
+    published_keys: &[VerifyingKey],
+    options: &BuildOptions,
+) -> Result<BuildReport, BuildError> {
+    let meta = render::meta_json(&dataset.info);
+    let kid = signing::kid(&options.signing_key.verifying_key());
+    let mut writer = SnapshotWriter::create(&options.out)?;
+    let meta_json = writer.append(&meta)?;
+    let sectors = sector_table(dataset);
+    let mut companies = Vec::with_capacity(dataset.companies.len());
+    let mut series_points = 0;
+    let bar = progress_bar(dataset.companies.len(), options.progress);
+    for chunk in dataset.companies.chunks(CHUNK) {
+        let rendered: Vec<Rendered> = chunk
+            .par_iter()
+            .map(|c| render_company(c, dataset, fit, &meta, &options.signing_key, &kid, options.gzip_level))
+            .collect::<Result<_, _>>()?;
+        for (company, r) in chunk.iter().zip(rendered) {
+            let [profile, marks_80, marks_95, events, resolution] =
+                r.bodies.map(|(body, gz)| (body, gz));
+            let mut body = |(identity, gz): (Vec<u8>, Option<Vec<u8>>)| writer.append_body(&identity, gz.as_deref());
+            let entry = CompanyEntry {
+                slug: company.slug.clone(),
+                name: company.name.clone(),
+                sector: sector_code(&sectors, company) - 1,
+                status: match company.status {
+                    Status::Private => STATUS_PRIVATE,
+                    Status::IpoCompleted => STATUS_IPO_COMPLETED,
+                },
+                value_usd: r.value_usd,
+                delta_30d_pct: r.delta_30d_pct,
+                profile: body(profile)?,
+                marks_80: body(marks_80)?,
+                marks_95: body(marks_95)?,
+                events: body(events)?,
+                resolution: body(resolution)?,
+                list_item: writer.append(&r.list_item)?,
+            };
+            series_points += r.series_points;
+            companies.push(entry);
+        }
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+
+    let (lists, list_rows) = list_indexes(dataset, &companies, &sectors);
+    let usage = Tier::ALL
+        .iter()
+        .map(|&tier| writer.append_body(&crate::tiers::usage_body(&meta, tier, tier.rate_per_min()), None))
+        .collect::<Result<Vec<_>, _>>()?;
+    let signing_keys = writer.append_body(&signing::jwks_body(published_keys), None)?;
+    let scorecard = render::scorecard(&meta, fit);
+    let scorecard = writer.append_body(&scorecard, gzip(&scorecard, options.gzip_level).as_deref())?;
+    let dataset_version = dataset.info.dataset_version.to_string();
+    let index = Index {
+        dataset_version: dataset_version.clone(),
+        methodology_version: METHODOLOGY_VERSION.to_string(),
+        as_of: dataset.info.as_of.to_string(),
+        meta_json,
+        companies,
+        sectors: sectors.iter().map(|s| s.to_string()).collect(),
+        lists,
+        list_rows,
+        usage,
+        signing_keys,
+        scorecard,
+        events: fingerprints(dataset),
+    };
+    let header = writer.finish(&index, options.publisher_key.as_ref())?;
+    Ok(BuildReport {
+        dataset_version,
+        companies: dataset.companies.len(),
+        events: dataset.event_count(),
+        series_points,
+        bytes: header.index_offset + header.index_len,
+        kid,
+        load_time: Duration::ZERO,
+        fit_time: Duration::ZERO,
+        render_time: Duration::ZERO,
+        scorecard: String::new(),
+    })
+}
+
+/// The sector names present, sorted (byte order), as the index stores them.
+fn sector_table(dataset: &Dataset) -> Vec<&'static str> {
+    let mut sectors: Vec<&'static str> = dataset.companies.iter().map(|c| c.sector.as_str()).collect();
+    sectors.sort_unstable();
+    sectors.dedup();
+    sectors
+}
+
+/// A company's sector code: its position in the sector table plus one (0 means "any").
+fn sector_code(sectors: &[&str], company: &Company) -> u16 {
+    let position = sectors.binary_search(&company.sector.as_str()).unwrap_or(0);
+    u16::try_from(position + 1).unwrap_or(u16::MAX)
+}
+
+/// The order of `SORTS[sort]` over all companies: strings by byte order, numbers numerically,
+/// nulls last in both directions, ties by slug ascending.
+pub fn sort_permutation(companies: &[CompanyEntry], sort: usize) -> Vec<u32> {
+    use std::cmp::Ordering;
+    let mut rows: Vec<u32> = (0..companies.len() as u32).collect();
+    let descending = SORTS[sort].starts_with('-');
+    let directed = |o: Ordering| if descending { o.reverse() } else { o };
+    rows.sort_by(|&a, &b| {
+        let (a, b) = (&companies[a as usize], &companies[b as usize]);
+        let primary = match SORTS[sort].trim_start_matches('-') {
+            "slug" => directed(a.slug.cmp(&b.slug)),
+            "name" => directed(a.name.as_bytes().cmp(b.name.as_bytes())),
+            "value_usd" => directed(a.value_usd.cmp(&b.value_usd)),
+            _ => match (a.delta_30d_pct, b.delta_30d_pct) {
+                (Some(x), Some(y)) => directed(x.total_cmp(&y)),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => Ordering::Equal,
+            },
+        };
+        primary.then_with(|| a.slug.cmp(&b.slug))
+    });
+    rows
+}
+
+/// Every (sort, universe, sector, status) list, as entries sorted for binary search.
+fn list_indexes(dataset: &Dataset, companies: &[CompanyEntry], sectors: &[&str]) -> (Vec<ListEntry>, Vec<u32>) {
+    let by_value = sort_permutation(companies, SORTS.iter().position(|s| *s == "-value_usd").unwrap_or(0));
+    let mut in_free_universe = vec![false; companies.len()];
+    for &row in by_value.iter().take(FREE_UNIVERSE_SIZE) {
+        in_free_universe[row as usize] = true;
+    }
+    let codes: Vec<u16> = dataset.companies.iter().map(|c| sector_code(sectors, c)).collect();
+    let mut lists = Vec::new();
+    let mut rows = Vec::new();
+    for sort in 0..SORTS.len() {
+        let order = sort_permutation(companies, sort);
+        for universe in [UNIVERSE_ALL, UNIVERSE_FREE] {
+            for sector in 0..=sectors.len() as u16 {
+                for status in [0, STATUS_PRIVATE, STATUS_IPO_COMPLETED] {
+                    let start = rows.len() as u32;
+                    rows.extend(order.iter().copied().filter(|&row| {
+                        let i = row as usize;
+                        (universe == UNIVERSE_ALL || in_free_universe[i])
+                            && (sector == 0 || codes[i] == sector)
+                            && (status == 0 || companies[i].status == status)
+                    }));
+                    let len = rows.len() as u32 - start;
+                    if len > 0 {
+                        lists.push(ListEntry {
+                            sort: sort as u8,
+                            universe,
+                            sector,
+                            status,
+                            start,
+                            len,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    (lists, rows)
+}
+
+fn text_hash(source_url: &str, note: &str) -> u64 {
+    let mut hasher = Xxh3::new();
+    hasher.update(source_url.as_bytes());
+    hasher.update(&[0]);
+    hasher.update(note.as_bytes());
+    hasher.digest()
+}
+
+fn fingerprints(dataset: &Dataset) -> Vec<EventFingerprint> {
+    let mut events: Vec<EventFingerprint> = dataset
+        .companies
+        .iter()
+        .flat_map(|c| {
+            c.events.iter().map(|e| EventFingerprint {
+                event_id: e.event_id.clone(),
+                slug: c.slug.clone(),
+                event_type: e.event_type.as_str().to_string(),
+                occurred_on: e.occurred_on.to_string(),
+                valuation_usd: e.valuation_usd,
+                text_hash: text_hash(&e.source_url, &e.note),
+            })
+        })
+        .collect();
+    events.sort_by(|a, b| a.event_id.cmp(&b.event_id));
+    events
+}
+
+/// Refuses a dataset that changed or dropped any event of the previous snapshot (SPEC 2.9).
+fn check_append_only(dataset: &Dataset, previous: &Snapshot, source: &Path) -> Result<(), BuildError> {
+    let index = previous.index();
+    let previous_version = index.dataset_version.as_str();
+    let current = fingerprints(dataset);
+    let events_csv = source.join("events.csv");
+    let refuse = |message: String| Err(BuildError::AppendOnly(message));
+    if dataset.info.dataset_version.to_string().as_str() < previous_version {
+        return refuse(format!(
+            "{}: dataset_version {} is older than the previous snapshot's {previous_version}",
+            source.join("dataset.toml").display(),
+            dataset.info.dataset_version
+        ));
+    }
+    for old in index.events.iter() {
+        let id = old.event_id.as_str();
+        let Ok(position) = current.binary_search_by(|e| e.event_id.as_str().cmp(id)) else {
+            return refuse(format!(
+                "{}: event {id} ({} {} on {}) of dataset {previous_version} was removed; the event history is append-only",
+                events_csv.display(),
+                old.slug,
+                old.event_type,
+                old.occurred_on
+            ));
+        };
+        let new = &current[position];
+        let changed = [
+            ("slug", old.slug.as_str() != new.slug),
+            ("event_type", old.event_type.as_str() != new.event_type),
+            ("occurred_on", old.occurred_on.as_str() != new.occurred_on),
+            ("valuation_usd", old.valuation_usd.to_native() != new.valuation_usd),
+            ("source_url or note", old.text_hash.to_native() != new.text_hash),
+        ];
+        if let Some((field, _)) = changed.iter().find(|(_, differs)| *differs) {
+            let line = dataset
+                .companies
+                .iter()
+                .flat_map(|c| c.events.iter())
+                .find(|e| e.event_id == id)
+                .map_or(0, |e| e.line);
+            return refuse(format!(
+                "{}:{line}: event {id} changes its {field} from dataset {previous_version}; the event history is append-only, add a new event instead",
+                events_csv.display()
+            ));
+        }
+    }
+    Ok(())
+}

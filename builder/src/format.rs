@@ -1,0 +1,345 @@
+//! The snapshot file format: the one definition shared by the builder that writes it and the
+//! server that maps it.
+//!
+//! A snapshot is three regions:
+//!
+//! ```text
+//! [ header: 256 bytes ][ bodies: every response body, back to back ][ pad to 16 ][ index: rkyv ]
+//! ```
+//!
+//! The header says what the file is (magic, format version, oldest reader version), where the
+//! regions are, the content checksum (XXH3-128 over everything after the header) and an
+//! optional publisher signature over the header itself, which covers the content through the
+//! checksum. The bodies region holds final JSON bytes (and their gzip variants); the index is
+//! an rkyv archive of small records that locate bodies by offset and carry their ETags, the
+//! sort permutations and list indexes, and the event fingerprints for the append-only check.
+//!
+//! Bodies live outside the archive so that the builder can stream gigabytes of them to disk
+//! without holding them in memory; the archive stays small enough to validate at load.
+
+use rkyv::{Archive, Deserialize, Serialize};
+
+/// "VMSNAP" + 0x00 + 0x01: identifies a Valuation Marks snapshot.
+pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
+/// The format this code writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// The oldest format this code still reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
+/// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
+pub const HEADER_LEN: usize = 256;
+/// Alignment of the index archive within the file.
+pub const INDEX_ALIGN: u64 = 16;
+/// The header bytes a publisher signature covers: everything before the signature fields.
+pub const SIGNED_HEADER_LEN: usize = 144;
+
+const FLAG_PUBLISHER_SIGNED: u64 = 1;
+
+/// The fixed-layout header, little-endian.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub format_version: u32,
+    /// Readers older than this cannot read the file.
+    pub min_reader_version: u32,
+    pub bodies_offset: u64,
+    pub bodies_len: u64,
+    pub index_offset: u64,
+    pub index_len: u64,
+    /// XXH3-128 of every byte after the header.
+    pub checksum: u128,
+    pub dataset_version: String,
+    pub methodology_version: String,
+    pub as_of: String,
+    /// Ed25519 public key and signature over the first `SIGNED_HEADER_LEN` header bytes.
+    pub publisher: Option<([u8; 32], [u8; 64])>,
+}
+
+/// Why a header could not be read; the reader turns these into operator-facing errors.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HeaderError {
+    Short,
+    Magic,
+    Text(&'static str),
+}
+
+fn put_text(buf: &mut [u8], text: &str) {
+    let bytes = text.as_bytes();
+    let n = bytes.len().min(buf.len());
+    buf[..n].copy_from_slice(&bytes[..n]);
+}
+
+fn get_text(buf: &[u8], field: &'static str) -> Result<String, HeaderError> {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    std::str::from_utf8(&buf[..end])
+        .map(str::to_owned)
+        .map_err(|_| HeaderError::Text(field))
+}
+
+fn u32_at(buf: &[u8], at: usize) -> u32 {
+    let mut bytes = [0; 4];
+    bytes.copy_from_slice(&buf[at..at + 4]);
+    u32::from_le_bytes(bytes)
+}
+
+fn u64_at(buf: &[u8], at: usize) -> u64 {
+    let mut bytes = [0; 8];
+    bytes.copy_from_slice(&buf[at..at + 8]);
+    u64::from_le_bytes(bytes)
+}
+
+impl Header {
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut buf = [0u8; HEADER_LEN];
+        buf[0..8].copy_from_slice(&MAGIC);
+        buf[8..12].copy_from_slice(&self.format_version.to_le_bytes());
+        buf[12..16].copy_from_slice(&self.min_reader_version.to_le_bytes());
+        buf[16..24].copy_from_slice(&self.bodies_offset.to_le_bytes());
+        buf[24..32].copy_from_slice(&self.bodies_len.to_le_bytes());
+        buf[32..40].copy_from_slice(&self.index_offset.to_le_bytes());
+        buf[40..48].copy_from_slice(&self.index_len.to_le_bytes());
+        buf[48..64].copy_from_slice(&self.checksum.to_le_bytes());
+        put_text(&mut buf[64..80], &self.dataset_version);
+        put_text(&mut buf[80..96], &self.methodology_version);
+        put_text(&mut buf[96..112], &self.as_of);
+        let flags = if self.publisher.is_some() { FLAG_PUBLISHER_SIGNED } else { 0 };
+        buf[112..120].copy_from_slice(&flags.to_le_bytes());
+        // 120..144 reserved, zero, and covered by the publisher signature.
+        if let Some((key, signature)) = &self.publisher {
+            buf[144..176].copy_from_slice(key);
+            buf[176..240].copy_from_slice(signature);
+        }
+        buf
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<Header, HeaderError> {
+        if buf.len() < HEADER_LEN {
+            return Err(HeaderError::Short);
+        }
+        if buf[0..8] != MAGIC {
+            return Err(HeaderError::Magic);
+        }
+        let flags = u64_at(buf, 112);
+        let publisher = (flags & FLAG_PUBLISHER_SIGNED != 0).then(|| {
+            let mut key = [0u8; 32];
+            let mut signature = [0u8; 64];
+            key.copy_from_slice(&buf[144..176]);
+            signature.copy_from_slice(&buf[176..240]);
+            (key, signature)
+        });
+        let mut checksum = [0u8; 16];
+        checksum.copy_from_slice(&buf[48..64]);
+        Ok(Header {
+            format_version: u32_at(buf, 8),
+            min_reader_version: u32_at(buf, 12),
+            bodies_offset: u64_at(buf, 16),
+            bodies_len: u64_at(buf, 24),
+            index_offset: u64_at(buf, 32),
+            index_len: u64_at(buf, 40),
+            checksum: u128::from_le_bytes(checksum),
+            dataset_version: get_text(&buf[64..80], "dataset_version")?,
+            methodology_version: get_text(&buf[80..96], "methodology_version")?,
+            as_of: get_text(&buf[96..112], "as_of")?,
+            publisher,
+        })
+    }
+}
+
+/// Where a body's bytes are in the bodies region.
+#[derive(Archive, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct BodyRef {
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// A compressed variant of a body with its own ETag.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    pub bytes: BodyRef,
+    pub etag: String,
+}
+
+/// A whole response body: identity bytes, their strong ETag (quoted), and a gzip variant when
+/// the body is large enough for compression to pay.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Body {
+    pub identity: BodyRef,
+    pub etag: String,
+    pub gzip: Option<Encoded>,
+}
+
+/// One company: its sort keys and every body about it.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CompanyEntry {
+    pub slug: String,
+    pub name: String,
+    /// Index into `Index::sectors`.
+    pub sector: u16,
+    /// `STATUS_PRIVATE` or `STATUS_IPO_COMPLETED`.
+    pub status: u8,
+    pub value_usd: u64,
+    /// As published (two decimals), so sorting agrees with what clients see.
+    pub delta_30d_pct: Option<f64>,
+    /// The CompanyListItem JSON object, spliced into list pages.
+    pub list_item: BodyRef,
+    pub profile: Body,
+    pub marks_80: Body,
+    pub marks_95: Body,
+    pub events: Body,
+    pub resolution: Body,
+}
+
+pub const STATUS_PRIVATE: u8 = 1;
+pub const STATUS_IPO_COMPLETED: u8 = 2;
+
+/// The `sort` values of listCompanies, in the order their permutations are stored.
+pub const SORTS: [&str; 8] = [
+    "slug",
+    "-slug",
+    "name",
+    "-name",
+    "value_usd",
+    "-value_usd",
+    "delta_30d_pct",
+    "-delta_30d_pct",
+];
+
+/// Which companies a list may show.
+pub const UNIVERSE_ALL: u8 = 0;
+/// The free tier's universe: the top 10 by latest value.
+pub const UNIVERSE_FREE: u8 = 1;
+pub const FREE_UNIVERSE_SIZE: usize = 10;
+
+/// One precomputed list: the companies matching (universe, sector, status) in `sort` order,
+/// as a range of `Index::list_rows`. Sector 0 and status 0 mean "any".
+#[derive(Archive, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ListEntry {
+    pub sort: u8,
+    pub universe: u8,
+    pub sector: u16,
+    pub status: u8,
+    pub start: u32,
+    pub len: u32,
+}
+
+/// What the append-only check compares: an event's identity and content, compactly.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct EventFingerprint {
+    pub event_id: String,
+    pub slug: String,
+    pub event_type: String,
+    pub occurred_on: String,
+    pub valuation_usd: u64,
+    /// XXH3-64 of `source_url`, a NUL byte and `note`.
+    pub text_hash: u64,
+}
+
+/// The root of the index archive.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Index {
+    pub dataset_version: String,
+    pub methodology_version: String,
+    pub as_of: String,
+    /// The `meta` object as JSON, spliced into list pages.
+    pub meta_json: BodyRef,
+    /// Sorted by slug (byte order).
+    pub companies: Vec<CompanyEntry>,
+    /// Sector names present in the dataset, sorted.
+    pub sectors: Vec<String>,
+    /// Sorted by (sort, universe, sector, status) for binary search.
+    pub lists: Vec<ListEntry>,
+    /// Company indexes (into `companies`) of every list, back to back.
+    pub list_rows: Vec<u32>,
+    /// UsageResponse bodies by tier, in `tiers::Tier::ALL` order.
+    pub usage: Vec<Body>,
+    /// The JWKS of every key that signed resolution records in this or earlier snapshots.
+    pub signing_keys: Body,
+    pub scorecard: Body,
+    /// Sorted by event_id.
+    pub events: Vec<EventFingerprint>,
+}
+
+impl ArchivedIndex {
+    /// Company entry and its position, by exact slug.
+    pub fn company(&self, slug: &str) -> Option<(usize, &ArchivedCompanyEntry)> {
+        let companies = self.companies.as_slice();
+        companies
+            .binary_search_by(|c| c.slug.as_str().cmp(slug))
+            .ok()
+            .map(|i| (i, &companies[i]))
+    }
+
+    /// Index of a sector name in `sectors`, plus one (0 is "any sector").
+    pub fn sector_code(&self, sector: &str) -> Option<u16> {
+        self.sectors
+            .as_slice()
+            .binary_search_by(|s| s.as_str().cmp(sector))
+            .ok()
+            .and_then(|i| u16::try_from(i + 1).ok())
+    }
+
+    /// The rows of one precomputed list; empty when no company matches.
+    pub fn list(&self, sort: u8, universe: u8, sector: u16, status: u8) -> &[rkyv::Archived<u32>] {
+        let lists = self.lists.as_slice();
+        let key = (sort, universe, sector, status);
+        let found = lists.binary_search_by(|l| {
+            (l.sort, l.universe, l.sector.to_native(), l.status).cmp(&key)
+        });
+        match found {
+            Ok(i) => {
+                let start = lists[i].start.to_native() as usize;
+                let len = lists[i].len.to_native() as usize;
+                self.list_rows.as_slice().get(start..start + len).unwrap_or(&[])
+            }
+            Err(_) => &[],
+        }
+    }
+
+    /// Every body reference in the index, for the bounds check at load.
+    pub fn body_refs(&self) -> impl Iterator<Item = &ArchivedBodyRef> {
+        fn of(body: &ArchivedBody) -> impl Iterator<Item = &ArchivedBodyRef> {
+            std::iter::once(&body.identity).chain(body.gzip.as_ref().map(|g| &g.bytes))
+        }
+        let companies = self.companies.iter().flat_map(|c| {
+            std::iter::once(&c.list_item)
+                .chain(of(&c.profile))
+                .chain(of(&c.marks_80))
+                .chain(of(&c.marks_95))
+                .chain(of(&c.events))
+                .chain(of(&c.resolution))
+        });
+        std::iter::once(&self.meta_json)
+            .chain(companies)
+            .chain(self.usage.iter().flat_map(of))
+            .chain(of(&self.signing_keys))
+            .chain(of(&self.scorecard))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips() {
+        let header = Header {
+            format_version: FORMAT_VERSION,
+            min_reader_version: OLDEST_READABLE_VERSION,
+            bodies_offset: HEADER_LEN as u64,
+            bodies_len: 1000,
+            index_offset: 1264,
+            index_len: 77,
+            checksum: 0x0123_4567_89ab_cdef_0011_2233_4455_6677,
+            dataset_version: "2026-11-20".into(),
+            methodology_version: "v0.2.0".into(),
+            as_of: "2026-11-20".into(),
+            publisher: Some(([7; 32], [9; 64])),
+        };
+        assert_eq!(Header::decode(&header.encode()), Ok(header.clone()));
+        let unsigned = Header {
+            publisher: None,
+            ..header
+        };
+        assert_eq!(Header::decode(&unsigned.encode()), Ok(unsigned));
+        assert_eq!(Header::decode(&[0u8; 10]), Err(HeaderError::Short));
+        assert_eq!(Header::decode(&[0u8; HEADER_LEN]), Err(HeaderError::Magic));
+    }
+}

@@ -1,0 +1,27 @@
+//! The Valuation Marks snapshot compiler, and the one definition of the snapshot format.
+//!
+//! A dataset version (`dataset.toml`, `companies.csv`, `events.csv`) goes in; one immutable
+//! snapshot file comes out, holding every response body the server will ever send, already
+//! rendered, with its ETag, plus every sort order and list index. The server (the `marks`
+//! crate) only maps the file and looks bytes up.
+//!
+//! - [`dataset`] reads and checks the source files;
+//! - [`methodology`] computes marks, bands, confidence and the scorecard;
+//! - [`render`] and [`signing`] turn them into response bodies and signed records;
+//! - [`format`], [`writer`] and [`snapshot`] define, write and read the file;
+//! - [`build`] runs the pipeline; [`synth`] makes synthetic datasets; [`tiers`] is the access
+//!   table shared with the server.
+
+pub mod build;
+pub mod dataset;
+pub mod format;
+pub mod methodology;
+pub mod render;
+pub mod signing;
+pub mod snapshot;
+pub mod synth;
+pub mod tiers;
+pub mod writer;
+
+pub use build::{build, BuildError, BuildOptions, BuildReport};
+pub use snapshot::{OpenOptions, Snapshot, SnapshotError};

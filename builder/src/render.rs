@@ -1,0 +1,267 @@
+//! Every response body of the data endpoints, rendered once at build time to final JSON bytes.
+//!
+//! Field names and shapes follow SPEC section 2; fields this service adds are additive. The
+//! `meta` object is rendered once and spliced into every body as raw JSON. Amounts are whole
+//! US dollars.
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use crate::dataset::{Company, DatasetInfo, Day, EventType, Sector, Status};
+use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkDay, METHODOLOGY_VERSION};
+
+#[derive(Serialize)]
+struct Meta<'a> {
+    data_mode: &'static str,
+    provenance: &'static str,
+    methodology_version: &'static str,
+    dataset_version: Day,
+    as_of: Day,
+    disclaimer: &'a str,
+}
+
+/// The `meta` object of SPEC 2.1, exactly its six fields.
+pub fn meta_json(info: &DatasetInfo) -> Vec<u8> {
+    let meta = Meta {
+        data_mode: info.data_mode.as_str(),
+        provenance: info.provenance.as_str(),
+        methodology_version: METHODOLOGY_VERSION,
+        dataset_version: info.dataset_version,
+        as_of: info.as_of,
+        disclaimer: &info.disclaimer,
+    };
+    to_json(&meta)
+}
+
+fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    // Serialising plain structs of strings and numbers into a Vec cannot fail.
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+fn raw(json: &[u8]) -> &RawValue {
+    serde_json::from_slice(json).unwrap_or_else(|_| {
+        let null: &RawValue = serde_json::from_str("null").unwrap_or_else(|_| unreachable!());
+        null
+    })
+}
+
+/// SPEC 2.2 MarkPoint; the interval is the 80% band, named by the additive `coverage`.
+#[derive(Serialize)]
+struct MarkPoint {
+    as_of_date: Day,
+    value_usd: u64,
+    lower_usd: u64,
+    upper_usd: u64,
+    confidence: f64,
+    coverage: u32,
+}
+
+impl MarkPoint {
+    fn of(day: &MarkDay) -> MarkPoint {
+        let Band { lower, upper } = Band::of(day.band80);
+        MarkPoint {
+            as_of_date: day.day,
+            value_usd: usd(day.mark),
+            lower_usd: lower,
+            upper_usd: upper,
+            confidence: round_to(day.confidence(), 4),
+            coverage: 80,
+        }
+    }
+}
+
+/// SPEC 2.4 CompanyListItem: a JSON object spliced into list pages.
+pub fn list_item(company: &Company, marks: &CompanyMarks) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct ListItem<'a> {
+        slug: &'a str,
+        name: &'a str,
+        sector: Sector,
+        status: Status,
+        latest_mark: Option<MarkPoint>,
+        delta_30d_pct: Option<f64>,
+    }
+    to_json(&ListItem {
+        slug: &company.slug,
+        name: &company.name,
+        sector: company.sector,
+        status: company.status,
+        latest_mark: marks.latest().map(MarkPoint::of),
+        delta_30d_pct: marks.delta_30d_pct,
+    })
+}
+
+/// SPEC 2.7 CompanyProfileResponse, with the observations behind the latest mark.
+pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Observation<'a> {
+        event_id: &'a str,
+        occurred_on: Day,
+        event_type: EventType,
+        valuation_usd: u64,
+        weight: f64,
+        gain: f64,
+        source_url: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Profile<'a> {
+        meta: &'a RawValue,
+        slug: &'a str,
+        name: &'a str,
+        sector: Sector,
+        status: Status,
+        latest_mark: Option<MarkPoint>,
+        delta_30d_pct: Option<f64>,
+        observations: Vec<Observation<'a>>,
+    }
+    let observations = marks
+        .observations
+        .iter()
+        .map(|o| {
+            let event = &company.events[o.event];
+            Observation {
+                event_id: &event.event_id,
+                occurred_on: event.occurred_on,
+                event_type: event.event_type,
+                valuation_usd: event.valuation_usd,
+                weight: round_to(o.weight, 4),
+                gain: round_to(o.gain, 4),
+                source_url: &event.source_url,
+            }
+        })
+        .collect();
+    to_json(&Profile {
+        meta: raw(meta),
+        slug: &company.slug,
+        name: &company.name,
+        sector: company.sector,
+        status: company.status,
+        latest_mark: marks.latest().map(MarkPoint::of),
+        delta_30d_pct: marks.delta_30d_pct,
+        observations,
+    })
+}
+
+/// SPEC 2.8 MarkSeriesResponse. Written by hand rather than through serde because series are
+/// most of a large build's bytes (tens of millions of points); the output is plain JSON that
+/// the tests parse back.
+pub fn series(meta: &[u8], slug: &str, coverage: Coverage, series: &[MarkDay]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(meta.len() + 64 + series.len() * 96);
+    let mut number = itoa::Buffer::new();
+    out.extend_from_slice(b"{\"meta\":");
+    out.extend_from_slice(meta);
+    out.extend_from_slice(b",\"slug\":");
+    out.extend_from_slice(&to_json(&slug));
+    out.extend_from_slice(b",\"coverage\":");
+    out.extend_from_slice(number.format(coverage.percent()).as_bytes());
+    out.extend_from_slice(b",\"series\":[");
+    for (i, point) in series.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let (lower, upper) = point.band(coverage);
+        out.extend_from_slice(b"{\"date\":\"");
+        out.extend_from_slice(&point.day.iso());
+        out.extend_from_slice(b"\",\"mark_usd\":");
+        out.extend_from_slice(number.format(usd(point.mark)).as_bytes());
+        out.extend_from_slice(b",\"lower_usd\":");
+        out.extend_from_slice(number.format(usd(lower)).as_bytes());
+        out.extend_from_slice(b",\"upper_usd\":");
+        out.extend_from_slice(number.format(usd(upper)).as_bytes());
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
+/// SPEC 2.9 MarkEventsResponse: the company's whole append-only history, oldest first.
+pub fn events(meta: &[u8], company: &Company) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct EventJson<'a> {
+        event_id: &'a str,
+        occurred_on: Day,
+        event_type: EventType,
+        valuation_usd: u64,
+        source_url: &'a str,
+        note: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Events<'a> {
+        meta: &'a RawValue,
+        slug: &'a str,
+        events: Vec<EventJson<'a>>,
+    }
+    to_json(&Events {
+        meta: raw(meta),
+        slug: &company.slug,
+        events: company
+            .events
+            .iter()
+            .map(|e| EventJson {
+                event_id: &e.event_id,
+                occurred_on: e.occurred_on,
+                event_type: e.event_type,
+                valuation_usd: e.valuation_usd,
+                source_url: &e.source_url,
+                note: &e.note,
+            })
+            .collect(),
+    })
+}
+
+/// The unsigned resolution record of SPEC 2.10 with DESIGN 4's versioned identifiers: the mark
+/// of record at `as_of`, or for a listed company the listing value with its last private bands.
+pub fn resolution_record(
+    meta: &[u8],
+    info: &DatasetInfo,
+    company: &Company,
+    marks: &CompanyMarks,
+    key_id: &str,
+) -> Option<Map<String, Value>> {
+    let latest = marks.latest()?;
+    let (basis, basis_date, value) = match company.listing() {
+        Some(listing) => ("listing", listing.occurred_on, listing.valuation_usd),
+        None => ("mark", latest.day, usd(latest.mark)),
+    };
+    let meta: Value = serde_json::from_slice(meta).ok()?;
+    let record = json!({
+        "meta": meta,
+        "record_id": format!("{}/{}/{}", company.slug, info.dataset_version, METHODOLOGY_VERSION),
+        "slug": company.slug,
+        "value_usd": value,
+        "band_80": Band::of(latest.band80),
+        "band_95": Band::of(latest.band95),
+        "basis": basis,
+        "basis_date": basis_date,
+        "marked_on": latest.day,
+        "dataset_version": info.dataset_version,
+        "methodology_version": METHODOLOGY_VERSION,
+        "as_of": info.as_of,
+        "key_id": key_id,
+    });
+    match record {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
+/// The published backtest: method constants, the quantiles now in force, and the scorecard.
+pub fn scorecard(meta: &[u8], fit: &Fit) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Scorecard<'a> {
+        meta: &'a RawValue,
+        methodology_version: &'static str,
+        params: Value,
+        quantiles_in_force: crate::methodology::Quantiles,
+        #[serde(flatten)]
+        scorecard: &'a crate::methodology::Scorecard,
+    }
+    to_json(&Scorecard {
+        meta: raw(meta),
+        methodology_version: METHODOLOGY_VERSION,
+        params: fit.params.to_json(),
+        quantiles_in_force: *fit.quantiles[0].at(fit.as_of.plus(1)),
+        scorecard: &fit.scorecard,
+    })
+}

@@ -1,0 +1,221 @@
+//! Ed25519 keys and the signed resolution record.
+//!
+//! Records are signed at build time, offline: the server only ever sees public keys. A record
+//! is signed over its RFC 8785 (JCS) canonical JSON without the `signature` member; the
+//! signature is base64url without padding. Public keys are published as a JWKS whose `kid` is
+//! the RFC 7638 thumbprint, so stock libraries in any language can verify a record.
+//!
+//! Key files are PKCS#8 PEM (private, mode 0600) and SPKI PEM (public), the formats OpenSSL
+//! and every Ed25519 library read.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("{path}: {reason}")]
+    File { path: PathBuf, reason: String },
+    #[error("cannot canonicalise the record: {0}")]
+    Canonical(String),
+}
+
+/// Why a signed record did not verify.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    #[error("the record is not a JSON object")]
+    NotAnObject,
+    #[error("the record has no string `signature`")]
+    NoSignature,
+    #[error("the record has no string `key_id`")]
+    NoKeyId,
+    #[error("no published key has kid {0}")]
+    UnknownKey(String),
+    #[error("the signature is not base64url of 64 bytes")]
+    MalformedSignature,
+    #[error("the signature does not verify")]
+    BadSignature,
+}
+
+pub fn generate_key() -> SigningKey {
+    SigningKey::generate(&mut rand::rngs::OsRng)
+}
+
+/// Writes a new private key (PKCS#8 PEM, mode 0600) and its public key beside it (`.pub`).
+/// Refuses to overwrite an existing key: losing a signing key breaks every old record.
+pub fn write_new_key(path: &Path, key: &SigningKey) -> Result<PathBuf, KeyError> {
+    let fail = |path: &Path, reason: String| KeyError::File {
+        path: path.to_owned(),
+        reason,
+    };
+    let private = key
+        .to_pkcs8_pem(Default::default())
+        .map_err(|e| fail(path, format!("cannot encode the key: {e}")))?;
+    let public = key
+        .verifying_key()
+        .to_public_key_pem(Default::default())
+        .map_err(|e| fail(path, format!("cannot encode the public key: {e}")))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(|e| fail(path, format!("cannot create: {e}")))?;
+    file.write_all(private.as_bytes())
+        .and_then(|_| file.sync_all())
+        .map_err(|e| fail(path, format!("cannot write: {e}")))?;
+    let public_path = public_key_path(path);
+    std::fs::write(&public_path, public.as_bytes()).map_err(|e| fail(&public_path, format!("cannot write: {e}")))?;
+    Ok(public_path)
+}
+
+/// Where `keygen` puts the public half of a key.
+pub fn public_key_path(private: &Path) -> PathBuf {
+    let mut name = private.as_os_str().to_owned();
+    name.push(".pub");
+    PathBuf::from(name)
+}
+
+pub fn read_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
+    let text = std::fs::read_to_string(path).map_err(|e| KeyError::File {
+        path: path.to_owned(),
+        reason: format!("cannot read: {e}"),
+    })?;
+    SigningKey::from_pkcs8_pem(&text).map_err(|e| KeyError::File {
+        path: path.to_owned(),
+        reason: format!("not an Ed25519 private key in PKCS#8 PEM ({e})"),
+    })
+}
+
+/// Reads a public key (SPKI PEM); a private key file is accepted too and its public half used.
+pub fn read_verifying_key(path: &Path) -> Result<VerifyingKey, KeyError> {
+    let text = std::fs::read_to_string(path).map_err(|e| KeyError::File {
+        path: path.to_owned(),
+        reason: format!("cannot read: {e}"),
+    })?;
+    VerifyingKey::from_public_key_pem(&text)
+        .or_else(|_| SigningKey::from_pkcs8_pem(&text).map(|k| k.verifying_key()))
+        .map_err(|e| KeyError::File {
+            path: path.to_owned(),
+            reason: format!("not an Ed25519 public key in PEM ({e})"),
+        })
+}
+
+/// RFC 7638 thumbprint of an Ed25519 key: SHA-256 over its canonical JWK members.
+pub fn kid(key: &VerifyingKey) -> String {
+    let x = URL_SAFE_NO_PAD.encode(key.as_bytes());
+    let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
+    URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
+}
+
+pub fn jwk(key: &VerifyingKey) -> Value {
+    json!({
+        "kty": "OKP",
+        "crv": "Ed25519",
+        "x": URL_SAFE_NO_PAD.encode(key.as_bytes()),
+        "kid": kid(key),
+        "alg": "EdDSA",
+        "use": "sig",
+    })
+}
+
+/// The JWKS body; the current key first, then earlier ones, each once.
+pub fn jwks_body(keys: &[VerifyingKey]) -> Vec<u8> {
+    let mut seen: Vec<VerifyingKey> = Vec::new();
+    for key in keys {
+        if !seen.contains(key) {
+            seen.push(*key);
+        }
+    }
+    let keys: Vec<Value> = seen.iter().map(jwk).collect();
+    serde_json::to_vec(&json!({ "keys": keys })).unwrap_or_default()
+}
+
+/// The keys of a JWKS body (as published by `jwks_body`), ignoring members it cannot use.
+pub fn parse_jwks(body: &[u8]) -> Vec<(String, VerifyingKey)> {
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return Vec::new();
+    };
+    value["keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| {
+            let x = URL_SAFE_NO_PAD.decode(k["x"].as_str()?).ok()?;
+            let key = VerifyingKey::from_bytes(&x.try_into().ok()?).ok()?;
+            Some((k["kid"].as_str()?.to_string(), key))
+        })
+        .collect()
+}
+
+/// The canonical bytes a record's signature covers: its JCS form without `signature`.
+pub fn signed_bytes(record: &Map<String, Value>) -> Result<Vec<u8>, KeyError> {
+    let mut unsigned = record.clone();
+    unsigned.remove("signature");
+    serde_jcs::to_vec(&unsigned).map_err(|e| KeyError::Canonical(e.to_string()))
+}
+
+/// Signs a record and returns the response body: the canonical JSON of the record with its
+/// `signature` member added.
+pub fn sign_record(mut record: Map<String, Value>, key: &SigningKey) -> Result<Vec<u8>, KeyError> {
+    let signature = key.sign(&signed_bytes(&record)?);
+    record.insert("signature".into(), Value::String(URL_SAFE_NO_PAD.encode(signature.to_bytes())));
+    serde_jcs::to_vec(&record).map_err(|e| KeyError::Canonical(e.to_string()))
+}
+
+/// Verifies a signed record body against published keys, choosing the key by `key_id`.
+pub fn verify_record(body: &[u8], keys: &[(String, VerifyingKey)]) -> Result<(), VerifyError> {
+    let value: Value = serde_json::from_slice(body).map_err(|_| VerifyError::NotAnObject)?;
+    let record = value.as_object().ok_or(VerifyError::NotAnObject)?;
+    let signature = record
+        .get("signature")
+        .and_then(Value::as_str)
+        .ok_or(VerifyError::NoSignature)?;
+    let key_id = record.get("key_id").and_then(Value::as_str).ok_or(VerifyError::NoKeyId)?;
+    let (_, key) = keys
+        .iter()
+        .find(|(kid, _)| kid == key_id)
+        .ok_or_else(|| VerifyError::UnknownKey(key_id.to_string()))?;
+    let signature: [u8; 64] = URL_SAFE_NO_PAD
+        .decode(signature)
+        .ok()
+        .and_then(|s| s.try_into().ok())
+        .ok_or(VerifyError::MalformedSignature)?;
+    let message = signed_bytes(record).map_err(|_| VerifyError::NotAnObject)?;
+    key.verify_strict(&message, &Signature::from_bytes(&signature))
+        .map_err(|_| VerifyError::BadSignature)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kid_is_the_rfc_7638_thumbprint() {
+        // RFC 8037 appendix A.3: the thumbprint of its example Ed25519 public key.
+        let x = URL_SAFE_NO_PAD
+            .decode("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo")
+            .expect("valid base64url");
+        let key = VerifyingKey::from_bytes(&x.try_into().expect("32 bytes")).expect("valid key");
+        assert_eq!(kid(&key), "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
+    }
+
+    #[test]
+    fn signed_record_verifies_and_a_changed_byte_does_not() {
+        let key = SigningKey::from_bytes(&[7u8; 32]);
+        let keys = vec![(kid(&key.verifying_key()), key.verifying_key())];
+        let mut record = Map::new();
+        record.insert("slug".into(), json!("acme"));
+        record.insert("value_usd".into(), json!(19_000_000_000u64));
+        record.insert("key_id".into(), json!(kid(&key.verifying_key())));
+        let body = sign_record(record, &key).expect("signable");
+        assert_eq!(verify_record(&body, &keys), Ok(()));
+        let tampered = String::from_utf8(body).expect("utf-8").replace("19000000000", "19000000001");
+        assert_eq!(verify_record(tampered.as_bytes(), &keys), Err(VerifyError::BadSignature));
+    }
+}

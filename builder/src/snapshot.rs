@@ -1,0 +1,283 @@
+//! The validated, memory-mapped reader of a snapshot file.
+//!
+//! `Snapshot::open` maps the file and checks it once, completely: header, versions, region
+//! bounds, content checksum, publisher signature, rkyv archive validation and the internal
+//! consistency the server relies on (every body in bounds, every list row a real company,
+//! companies sorted). After that, every accessor is infallible and copies nothing: bodies are
+//! `Bytes` slices that borrow the map and keep it alive, so a snapshot swapped out while a
+//! response is still being written stays mapped until that response is done.
+//!
+//! The file must never change while it is mapped; publishing is write-a-new-file-then-rename.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use ed25519_dalek::{Signature, VerifyingKey};
+use memmap2::{Mmap, MmapOptions};
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::format::{
+    ArchivedBodyRef, ArchivedIndex, Header, HeaderError, FORMAT_VERSION, HEADER_LEN, INDEX_ALIGN,
+    OLDEST_READABLE_VERSION, SIGNED_HEADER_LEN, SORTS,
+};
+
+/// Why a snapshot file was refused. Each message says what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("cannot open snapshot {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("not a Valuation Marks snapshot (bad magic bytes); check the path")]
+    BadMagic,
+    #[error(
+        "snapshot is truncated: it needs {expected} bytes but has {got}; the copy was cut short, publish it again (write a new file, then rename it into place)"
+    )]
+    Truncated { expected: u64, got: u64 },
+    #[error(
+        "snapshot format version {got} is not readable here (this build reads versions {oldest} to {newest}); rebuild the snapshot with a matching `marks build` or upgrade the server"
+    )]
+    Version { got: u32, oldest: u32, newest: u32 },
+    #[error("snapshot checksum mismatch: the content was modified or corrupted after it was written; rebuild it")]
+    ChecksumMismatch,
+    #[error("snapshot header is malformed: {0}; rebuild it")]
+    Header(String),
+    #[error("snapshot index failed validation: {0}; rebuild it")]
+    Archive(String),
+    #[error("snapshot is internally inconsistent: {0}; rebuild it")]
+    Inconsistent(String),
+    #[error(
+        "snapshot is not signed by a publisher, but a publisher key is required; build it with `marks build --publisher-key`"
+    )]
+    Unsigned,
+    #[error("snapshot publisher signature does not verify against {0}; it was not published by the configured key")]
+    PublisherSignature(&'static str),
+}
+
+/// What a reader requires beyond a well-formed file.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// Refuse snapshots not signed by this publisher key.
+    pub publisher_key: Option<VerifyingKey>,
+}
+
+type IndexRef<'a> = &'a ArchivedIndex;
+
+self_cell::self_cell!(
+    struct Mapped {
+        owner: Bytes,
+        #[covariant]
+        dependent: IndexRef,
+    }
+);
+
+/// A checked snapshot. Cheap to share behind an `Arc`.
+pub struct Snapshot {
+    mapped: Mapped,
+    header: Header,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("header", &self.header)
+            .field("companies", &self.index().companies.len())
+            .finish()
+    }
+}
+
+/// Maps a snapshot file read-only.
+///
+/// # Safety
+///
+/// A memory map is only sound while nobody modifies the file. Snapshot files are immutable by
+/// contract: the builder writes a new file and renames it into place, and the server never
+/// writes. Replacing the path by rename leaves the mapped inode untouched. Editing a mapped
+/// file in place breaks the contract; the checksum verified at load catches edits made before
+/// loading, not after.
+#[allow(unsafe_code)]
+fn map_file(file: &File) -> std::io::Result<Mmap> {
+    // SAFETY: see the function docs; the file is never written while mapped. `populate`
+    // prefaults the pages the checksum is about to read anyway, in one pass.
+    unsafe { MmapOptions::new().populate().map(file) }
+}
+
+impl Snapshot {
+    /// Maps and checks a snapshot file.
+    pub fn open(path: &Path, options: &OpenOptions) -> Result<Snapshot, SnapshotError> {
+        let io_error = |source| SnapshotError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let file = File::open(path).map_err(io_error)?;
+        let len = file.metadata().map_err(io_error)?.len();
+        if len < HEADER_LEN as u64 {
+            return Err(SnapshotError::Truncated {
+                expected: HEADER_LEN as u64,
+                got: len,
+            });
+        }
+        let map = map_file(&file).map_err(io_error)?;
+        Snapshot::from_bytes(Bytes::from_owner(map), options)
+    }
+
+    /// Checks a snapshot held in memory. The bytes must be 16-byte aligned (a map is).
+    pub fn from_bytes(bytes: Bytes, options: &OpenOptions) -> Result<Snapshot, SnapshotError> {
+        let header = Header::decode(&bytes).map_err(|e| match e {
+            HeaderError::Short => SnapshotError::Truncated {
+                expected: HEADER_LEN as u64,
+                got: bytes.len() as u64,
+            },
+            HeaderError::Magic => SnapshotError::BadMagic,
+            HeaderError::Text(field) => SnapshotError::Header(format!("{field} is not UTF-8")),
+        })?;
+        if header.min_reader_version > FORMAT_VERSION || header.format_version < OLDEST_READABLE_VERSION {
+            return Err(SnapshotError::Version {
+                got: header.format_version,
+                oldest: OLDEST_READABLE_VERSION,
+                newest: FORMAT_VERSION,
+            });
+        }
+        check_layout(&header, bytes.len() as u64)?;
+        verify_publisher(&header, &bytes[..HEADER_LEN], options)?;
+        if xxh3_128(&bytes[HEADER_LEN..]) != header.checksum {
+            return Err(SnapshotError::ChecksumMismatch);
+        }
+        let index_range = header.index_offset as usize..(header.index_offset + header.index_len) as usize;
+        let bodies_len = header.bodies_len;
+        let mapped = Mapped::try_new(bytes, |bytes| {
+            let index = rkyv::access::<ArchivedIndex, rkyv::rancor::Error>(&bytes[index_range])
+                .map_err(|e| SnapshotError::Archive(e.to_string()))?;
+            check_index(index, bodies_len)?;
+            Ok::<_, SnapshotError>(index)
+        })?;
+        Ok(Snapshot { mapped, header })
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn index(&self) -> &ArchivedIndex {
+        self.mapped.borrow_dependent()
+    }
+
+    /// Size of the whole file in bytes.
+    pub fn file_len(&self) -> u64 {
+        self.mapped.borrow_owner().len() as u64
+    }
+
+    /// A body's bytes, borrowing the map (no copy). In bounds: checked at load.
+    pub fn body(&self, body: &ArchivedBodyRef) -> Bytes {
+        let start = self.header.bodies_offset as usize + body.offset.to_native() as usize;
+        self.mapped
+            .borrow_owner()
+            .slice(start..start + body.len.to_native() as usize)
+    }
+
+    /// A body's bytes as a plain slice, for copying into assembled responses.
+    pub fn body_slice(&self, body: &ArchivedBodyRef) -> &[u8] {
+        let start = self.header.bodies_offset as usize + body.offset.to_native() as usize;
+        &self.mapped.borrow_owner()[start..start + body.len.to_native() as usize]
+    }
+}
+
+fn check_layout(header: &Header, file_len: u64) -> Result<(), SnapshotError> {
+    let inconsistent = |what: &str| SnapshotError::Header(what.to_string());
+    if header.bodies_offset != HEADER_LEN as u64 {
+        return Err(inconsistent("bodies do not start right after the header"));
+    }
+    let bodies_end = header
+        .bodies_offset
+        .checked_add(header.bodies_len)
+        .ok_or_else(|| inconsistent("bodies region overflows"))?;
+    let end = header
+        .index_offset
+        .checked_add(header.index_len)
+        .ok_or_else(|| inconsistent("index region overflows"))?;
+    if header.index_offset < bodies_end || header.index_offset % INDEX_ALIGN != 0 || header.index_len == 0 {
+        return Err(inconsistent("index region is misplaced"));
+    }
+    if file_len < end {
+        return Err(SnapshotError::Truncated {
+            expected: end,
+            got: file_len,
+        });
+    }
+    if file_len > end {
+        return Err(inconsistent("unexpected bytes after the index"));
+    }
+    Ok(())
+}
+
+fn verify_publisher(header: &Header, header_bytes: &[u8], options: &OpenOptions) -> Result<(), SnapshotError> {
+    let signed = &header_bytes[..SIGNED_HEADER_LEN];
+    match (&header.publisher, &options.publisher_key) {
+        (None, Some(_)) => Err(SnapshotError::Unsigned),
+        (None, None) => Ok(()),
+        (Some((key, signature)), required) => {
+            let signature = Signature::from_bytes(signature);
+            if let Some(required) = required {
+                if required.as_bytes() != key {
+                    return Err(SnapshotError::PublisherSignature("the configured publisher key (signed by another key)"));
+                }
+            }
+            // A signed file whose own signature fails is corrupt even when no key is required.
+            let embedded = VerifyingKey::from_bytes(key)
+                .map_err(|_| SnapshotError::PublisherSignature("its embedded key (not a valid Ed25519 key)"))?;
+            embedded
+                .verify_strict(signed, &signature)
+                .map_err(|_| SnapshotError::PublisherSignature("the publisher key in its header"))
+        }
+    }
+}
+
+/// The invariants the server's infallible accessors rely on.
+fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotError> {
+    let fail = |what: String| Err(SnapshotError::Inconsistent(what));
+    for body in index.body_refs() {
+        let end = body.offset.to_native().checked_add(body.len.to_native());
+        if end.is_none_or(|end| end > bodies_len) {
+            return fail(format!("a body at offset {} lies outside the bodies region", body.offset));
+        }
+    }
+    let companies = index.companies.as_slice();
+    if companies.windows(2).any(|w| w[0].slug.as_str() >= w[1].slug.as_str()) {
+        return fail("companies are not sorted by slug".into());
+    }
+    if index.sectors.as_slice().windows(2).any(|w| w[0].as_str() >= w[1].as_str()) {
+        return fail("sectors are not sorted".into());
+    }
+    let sectors = index.sectors.len();
+    if companies.iter().any(|c| usize::from(c.sector.to_native()) >= sectors) {
+        return fail("a company names a sector that is not in the sector table".into());
+    }
+    let lists = index.lists.as_slice();
+    if lists.windows(2).any(|w| {
+        (w[0].sort, w[0].universe, w[0].sector.to_native(), w[0].status)
+            >= (w[1].sort, w[1].universe, w[1].sector.to_native(), w[1].status)
+    }) {
+        return fail("lists are not sorted".into());
+    }
+    let rows = index.list_rows.len();
+    for list in lists {
+        let end = list.start.to_native() as usize + list.len.to_native() as usize;
+        if end > rows || usize::from(list.sort) >= SORTS.len() {
+            return fail("a list lies outside the list rows".into());
+        }
+    }
+    if index.list_rows.iter().any(|&row| row.to_native() as usize >= companies.len()) {
+        return fail("a list row names no company".into());
+    }
+    let tags = companies
+        .iter()
+        .flat_map(|c| [&c.profile, &c.marks_80, &c.marks_95, &c.events, &c.resolution])
+        .chain(index.usage.iter())
+        .chain([&index.signing_keys, &index.scorecard]);
+    for body in tags {
+        let valid = |tag: &str| tag.len() >= 2 && tag.bytes().all(|b| (0x21..0x7f).contains(&b));
+        if !valid(body.etag.as_str()) || body.gzip.as_ref().is_some_and(|g| !valid(g.etag.as_str())) {
+            return fail("an ETag is not a valid header value".into());
+        }
+    }
+    Ok(())
+}

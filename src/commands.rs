@@ -1,0 +1,174 @@
+//! The offline subcommands of `marks`: build, keygen, synth, verify-snapshot and keys.
+//!
+//! Each takes already-parsed arguments, does one job and returns a one-line error on failure;
+//! printing of results is here, argument parsing is in `main.rs`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use marks_builder::dataset::Day;
+use marks_builder::signing;
+use marks_builder::synth::{self, SynthOptions};
+use marks_builder::{BuildOptions, OpenOptions, Snapshot};
+
+/// The repository's bundled sample: dataset, demo signing key and demo API keys.
+pub fn sample_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots").join("sample")
+}
+
+/// Where `serve` keeps the sample snapshot it builds on first run.
+pub fn sample_snapshot() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots").join("sample.snap")
+}
+
+pub fn demo_signing_key() -> PathBuf {
+    sample_dir().join("demo-signing-key.pem")
+}
+
+pub fn demo_keys_file() -> PathBuf {
+    sample_dir().join("demo-keys.toml")
+}
+
+#[derive(Debug)]
+pub struct BuildArgs {
+    pub source: PathBuf,
+    pub out: PathBuf,
+    pub signing_key: Option<PathBuf>,
+    pub previous: Option<PathBuf>,
+    pub publisher_key: Option<PathBuf>,
+    pub gzip_level: u32,
+    pub quiet: bool,
+}
+
+pub fn build(args: &BuildArgs) -> Result<()> {
+    let started = Instant::now();
+    let signing_key = match &args.signing_key {
+        Some(path) => signing::read_signing_key(path)?,
+        None => bail!("--signing-key is required (make one with `marks keygen --out FILE`)"),
+    };
+    let publisher_key = args
+        .publisher_key
+        .as_deref()
+        .map(signing::read_signing_key)
+        .transpose()?;
+    let report = marks_builder::build(&BuildOptions {
+        source: args.source.clone(),
+        out: args.out.clone(),
+        signing_key,
+        previous: args.previous.clone(),
+        publisher_key,
+        gzip_level: args.gzip_level,
+        progress: !args.quiet,
+    })?;
+    if !args.quiet {
+        println!("{}", report.scorecard);
+    }
+    println!(
+        "built {} (dataset {}): {} companies, {} events, {} series points, {} bytes in {:.2}s (read {:.2}s, fit {:.2}s, render+write {:.2}s); records signed by kid {}",
+        args.out.display(),
+        report.dataset_version,
+        report.companies,
+        report.events,
+        report.series_points,
+        report.bytes,
+        started.elapsed().as_secs_f64(),
+        report.load_time.as_secs_f64(),
+        report.fit_time.as_secs_f64(),
+        report.render_time.as_secs_f64(),
+        report.kid,
+    );
+    Ok(())
+}
+
+pub fn keygen(out: &Path) -> Result<()> {
+    let key = signing::generate_key();
+    let public = signing::write_new_key(out, &key)?;
+    println!("{}", signing::kid(&key.verifying_key()));
+    eprintln!(
+        "wrote private key {} (mode 0600) and public key {}; the line above is its kid",
+        out.display(),
+        public.display()
+    );
+    Ok(())
+}
+
+#[derive(Debug)]
+pub struct SynthArgs {
+    pub companies: usize,
+    pub events: Option<usize>,
+    pub seed: u64,
+    pub as_of: Option<String>,
+    pub out: PathBuf,
+}
+
+pub fn synth(args: &SynthArgs) -> Result<()> {
+    let mut options = SynthOptions::new(args.companies, args.seed);
+    if let Some(events) = args.events {
+        options.events = events;
+    }
+    if let Some(as_of) = &args.as_of {
+        options.as_of = Day::parse(as_of).with_context(|| format!("--as-of {as_of:?} is not a date YYYY-MM-DD"))?;
+    }
+    let report = synth::generate(&options, &args.out).with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!(
+        "wrote synthetic dataset {}: {} companies, {} events (seed {})",
+        args.out.display(),
+        report.companies,
+        report.events,
+        args.seed
+    );
+    Ok(())
+}
+
+pub fn verify_snapshot(path: &Path, publisher_key: Option<&Path>) -> Result<()> {
+    let options = OpenOptions {
+        publisher_key: publisher_key.map(signing::read_verifying_key).transpose()?,
+    };
+    let started = Instant::now();
+    let snapshot = Snapshot::open(path, &options).with_context(|| format!("{} refused", path.display()))?;
+    let header = snapshot.header();
+    let index = snapshot.index();
+    println!(
+        "{}: ok in {:.3}s; format {}, dataset {}, methodology {}, as_of {}, {} companies, {} events, {} bytes, publisher {}",
+        path.display(),
+        started.elapsed().as_secs_f64(),
+        header.format_version,
+        header.dataset_version,
+        header.methodology_version,
+        header.as_of,
+        index.companies.len(),
+        index.events.len(),
+        snapshot.file_len(),
+        match &header.publisher {
+            Some((key, _)) => ed25519_dalek::VerifyingKey::from_bytes(key)
+                .map(|k| format!("signed, kid {}", signing::kid(&k)))
+                .unwrap_or_else(|_| "signed by an invalid key".into()),
+            None => "unsigned".into(),
+        }
+    );
+    Ok(())
+}
+
+/// Builds the bundled sample snapshot with the demo key when it is missing or older than its
+/// sources, so that `marks serve` works on a fresh clone.
+pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
+    let newest_source = ["dataset.toml", "companies.csv", "events.csv", "demo-signing-key.pem"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(sample_dir().join(f)).and_then(|m| m.modified()).ok())
+        .max();
+    let built = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    if matches!((built, newest_source), (Some(built), Some(source)) if built >= source) {
+        return Ok(());
+    }
+    eprintln!("building the sample snapshot {} from {}", path.display(), sample_dir().display());
+    build(&BuildArgs {
+        source: sample_dir(),
+        out: path.to_owned(),
+        signing_key: Some(demo_signing_key()),
+        previous: None,
+        publisher_key: None,
+        gzip_level: 6,
+        quiet: true,
+    })
+}
