@@ -19,7 +19,9 @@ pub fn sample_dir() -> PathBuf {
 
 /// Where `serve` keeps the sample snapshot it builds on first run.
 pub fn sample_snapshot() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots").join("sample.snap")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("snapshots")
+        .join("sample.snap")
 }
 
 pub fn demo_signing_key() -> PathBuf {
@@ -110,7 +112,8 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
     if let Some(as_of) = &args.as_of {
         options.as_of = Day::parse(as_of).with_context(|| format!("--as-of {as_of:?} is not a date YYYY-MM-DD"))?;
     }
-    let report = synth::generate(&options, &args.out).with_context(|| format!("cannot write {}", args.out.display()))?;
+    let report =
+        synth::generate(&options, &args.out).with_context(|| format!("cannot write {}", args.out.display()))?;
     println!(
         "wrote synthetic dataset {}: {} companies, {} events (seed {})",
         args.out.display(),
@@ -161,7 +164,11 @@ pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
     if matches!((built, newest_source), (Some(built), Some(source)) if built >= source) {
         return Ok(());
     }
-    eprintln!("building the sample snapshot {} from {}", path.display(), sample_dir().display());
+    eprintln!(
+        "building the sample snapshot {} from {}",
+        path.display(),
+        sample_dir().display()
+    );
     build(&BuildArgs {
         source: sample_dir(),
         out: path.to_owned(),

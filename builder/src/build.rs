@@ -16,8 +16,8 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::dataset::{Company, Dataset, DatasetError, Status};
 use crate::format::{
-    CompanyEntry, EventFingerprint, Index, ListEntry, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED,
-    STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
+    CompanyEntry, EventFingerprint, Index, ListEntry, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE,
+    UNIVERSE_ALL, UNIVERSE_FREE,
 };
 use crate::methodology::{usd, Coverage, Fit, Params, METHODOLOGY_VERSION};
 use crate::render;
@@ -118,7 +118,8 @@ fn gzip(bytes: &[u8], level: u32) -> Option<Vec<u8>> {
     if level == 0 || bytes.len() < GZIP_MIN_BYTES {
         return None;
     }
-    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4), flate2::Compression::new(level));
+    let mut encoder =
+        flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4), flate2::Compression::new(level));
     encoder.write_all(bytes).ok()?;
     encoder.finish().ok()
 }
@@ -190,8 +191,7 @@ fn write_snapshot(
             .map(|c| render_company(c, dataset, fit, &meta, &options.signing_key, &kid, options.gzip_level))
             .collect::<Result<_, _>>()?;
         for (company, r) in chunk.iter().zip(rendered) {
-            let [profile, marks_80, marks_95, events, resolution] =
-                r.bodies.map(|(body, gz)| (body, gz));
+            let [profile, marks_80, marks_95, events, resolution] = r.bodies.map(|(body, gz)| (body, gz));
             let mut body = |(identity, gz): (Vec<u8>, Option<Vec<u8>>)| writer.append_body(&identity, gz.as_deref());
             let entry = CompanyEntry {
                 slug: company.slug.clone(),

@@ -249,11 +249,7 @@ impl Dataset {
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
     #[error("{path}:{line}: {reason}")]
-    Row {
-        path: PathBuf,
-        line: u64,
-        reason: String,
-    },
+    Row { path: PathBuf, line: u64, reason: String },
     #[error("{path}: {reason}")]
     File { path: PathBuf, reason: String },
 }
@@ -317,7 +313,11 @@ fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
     let data_mode = DataMode::parse(raw.data_mode.get_ref()).ok_or_else(|| {
         at(
             &raw.data_mode,
-            format!("unknown data_mode {:?} (expected one of {})", raw.data_mode.get_ref(), DataMode::expected()),
+            format!(
+                "unknown data_mode {:?} (expected one of {})",
+                raw.data_mode.get_ref(),
+                DataMode::expected()
+            ),
         )
     })?;
     let provenance = Provenance::parse(raw.provenance.get_ref()).ok_or_else(|| {
@@ -368,16 +368,21 @@ impl CsvTable {
             .map_err(|err| file_error(format!("cannot read the header row: {err}")))?
             .clone();
         if headers.is_empty() || (headers.len() == 1 && headers[0].is_empty()) {
-            return Err(file_error("empty file: expected a header row and at least one row".into()));
+            return Err(file_error(
+                "empty file: expected a header row and at least one row".into(),
+            ));
         }
         let columns = required
             .iter()
             .map(|name| {
-                headers.iter().position(|h| h.trim() == *name).ok_or_else(|| DatasetError::Row {
-                    path: path.to_owned(),
-                    line: 1,
-                    reason: format!("missing column {name:?} (the header must name {})", required.join(", ")),
-                })
+                headers
+                    .iter()
+                    .position(|h| h.trim() == *name)
+                    .ok_or_else(|| DatasetError::Row {
+                        path: path.to_owned(),
+                        line: 1,
+                        reason: format!("missing column {name:?} (the header must name {})", required.join(", ")),
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(CsvTable {
@@ -388,10 +393,7 @@ impl CsvTable {
     }
 
     /// Calls `row` with each record's line and its required fields, in `required` order.
-    fn for_each_row(
-        mut self,
-        mut row: impl FnMut(u64, &[&str]) -> Result<(), String>,
-    ) -> Result<u64, DatasetError> {
+    fn for_each_row(mut self, mut row: impl FnMut(u64, &[&str]) -> Result<(), String>) -> Result<u64, DatasetError> {
         let mut record = csv::StringRecord::new();
         let mut rows = 0;
         loop {
@@ -483,7 +485,15 @@ fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
 fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Result<(), DatasetError> {
     let table = CsvTable::open(
         path,
-        &["event_id", "slug", "event_type", "occurred_on", "valuation_usd", "source_url", "note"],
+        &[
+            "event_id",
+            "slug",
+            "event_type",
+            "occurred_on",
+            "valuation_usd",
+            "source_url",
+            "note",
+        ],
     )?;
     let mut seen: HashMap<String, u64> = HashMap::new();
     table.for_each_row(|line, fields| {
@@ -491,7 +501,9 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
             return Err("wrong number of fields".into());
         };
         if !is_valid_event_id(event_id) {
-            return Err(format!("event_id {event_id:?} must be 1-64 characters of A-Z, a-z, 0-9, '-', '_', '.'"));
+            return Err(format!(
+                "event_id {event_id:?} must be 1-64 characters of A-Z, a-z, 0-9, '-', '_', '.'"
+            ));
         }
         if let Some(first) = seen.insert(event_id.to_string(), line) {
             return Err(format!("duplicate event_id {event_id:?} (first on line {first})"));
@@ -499,8 +511,12 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
         let company = companies
             .binary_search_by(|c| c.slug.as_str().cmp(slug))
             .map_err(|_| format!("unknown slug {slug:?}: it is not in companies.csv"))?;
-        let event_type = EventType::parse(event_type)
-            .ok_or_else(|| format!("unknown event_type {event_type:?} (expected one of {})", EventType::expected()))?;
+        let event_type = EventType::parse(event_type).ok_or_else(|| {
+            format!(
+                "unknown event_type {event_type:?} (expected one of {})",
+                EventType::expected()
+            )
+        })?;
         let occurred_on =
             Day::parse(occurred_on).ok_or_else(|| format!("occurred_on {occurred_on:?} is not a date YYYY-MM-DD"))?;
         if occurred_on > info.as_of {
@@ -510,7 +526,8 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
             ));
         }
         let valuation_usd = parse_valuation(valuation)?;
-        if !source_url.is_empty() && !(source_url.starts_with("https://") || source_url.starts_with("http://")) {
+        let is_http = source_url.starts_with("https://") || source_url.starts_with("http://");
+        if !(source_url.is_empty() || is_http) {
             return Err(format!("source_url {source_url:?} is not an http(s) address"));
         }
         companies[company].events.push(Event {
@@ -571,13 +588,19 @@ fn check_histories(companies_path: &Path, events_path: &Path, companies: &[Compa
     for company in companies {
         let slug = &company.slug;
         let Some(first) = company.events.first() else {
-            return Err(company_error(company, format!("company {slug:?} has no events in events.csv")));
+            return Err(company_error(
+                company,
+                format!("company {slug:?} has no events in events.csv"),
+            ));
         };
         let listings: Vec<&Event> = company.events.iter().filter(|e| e.event_type.is_listing()).collect();
         if let [_, second, ..] = listings.as_slice() {
             return Err(event_error(
                 second,
-                format!("second listing event for {slug:?} (the first is on line {})", listings[0].line),
+                format!(
+                    "second listing event for {slug:?} (the first is on line {})",
+                    listings[0].line
+                ),
             ));
         }
         match (company.status, listings.first()) {
@@ -585,9 +608,9 @@ fn check_histories(companies_path: &Path, events_path: &Path, companies: &[Compa
                 return Err(company_error(
                     company,
                     format!(
-                        "status is \"private\" but {slug:?} has a {} on {} (events.csv:{}); set it to \"ipo_completed\"",
-                        listing.event_type, listing.occurred_on, listing.line
-                    ),
+                    "status is \"private\" but {slug:?} has a {} on {} (events.csv:{}); set it to \"ipo_completed\"",
+                    listing.event_type, listing.occurred_on, listing.line
+                ),
                 ))
             }
             (Status::IpoCompleted, None) => {
@@ -629,7 +652,10 @@ mod tests {
 
     #[test]
     fn day_parses_only_real_dates() {
-        assert_eq!(Day::parse("2024-02-29").map(|d| d.to_string()), Some("2024-02-29".into()));
+        assert_eq!(
+            Day::parse("2024-02-29").map(|d| d.to_string()),
+            Some("2024-02-29".into())
+        );
         assert!(Day::parse("2025-02-29").is_none());
         assert!(Day::parse("2025-2-01").is_none());
         assert!(Day::parse(" 2025-02-01").is_none());

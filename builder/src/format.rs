@@ -100,7 +100,11 @@ impl Header {
         put_text(&mut buf[64..80], &self.dataset_version);
         put_text(&mut buf[80..96], &self.methodology_version);
         put_text(&mut buf[96..112], &self.as_of);
-        let flags = if self.publisher.is_some() { FLAG_PUBLISHER_SIGNED } else { 0 };
+        let flags = if self.publisher.is_some() {
+            FLAG_PUBLISHER_SIGNED
+        } else {
+            0
+        };
         buf[112..120].copy_from_slice(&flags.to_le_bytes());
         // 120..144 reserved, zero, and covered by the publisher signature.
         if let Some((key, signature)) = &self.publisher {
@@ -280,9 +284,7 @@ impl ArchivedIndex {
     pub fn list(&self, sort: u8, universe: u8, sector: u16, status: u8) -> &[rkyv::Archived<u32>] {
         let lists = self.lists.as_slice();
         let key = (sort, universe, sector, status);
-        let found = lists.binary_search_by(|l| {
-            (l.sort, l.universe, l.sector.to_native(), l.status).cmp(&key)
-        });
+        let found = lists.binary_search_by(|l| (l.sort, l.universe, l.sector.to_native(), l.status).cmp(&key));
         match found {
             Ok(i) => {
                 let start = lists[i].start.to_native() as usize;

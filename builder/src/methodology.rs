@@ -54,6 +54,9 @@ pub struct Params {
     pub sector_growth_pseudo_years: f64,
     /// Shrinkage of the all-sector growth towards zero, in years of data.
     pub pooled_growth_pseudo_years: f64,
+    /// Half-life (years) of a rise's weight in the pooled growth rates, so that a change of
+    /// market regime shows up in the rates instead of being averaged away.
+    pub growth_memory_half_life_years: f64,
     /// Baseline (b) quality weights: round, tender, secondary, acquisition.
     pub step_weight_round: f64,
     pub step_weight_tender: f64,
@@ -71,12 +74,16 @@ impl Default for Params {
             noise_acquisition: 0.10,
             // ai, fintech, space, enterprise-software, consumer, crypto, defense, healthcare,
             // mobility, gaming, developer-tools, other
-            level_volatility: [0.45, 0.35, 0.35, 0.30, 0.30, 0.50, 0.35, 0.30, 0.35, 0.30, 0.40, 0.30],
-            growth_reversion_per_year: 1.0,
-            growth_volatility: 0.5,
-            growth_prior_sd: 0.5,
-            sector_growth_pseudo_years: 2.0,
-            pooled_growth_pseudo_years: 4.0,
+            level_volatility: [0.65, 0.50, 0.50, 0.45, 0.45, 0.75, 0.50, 0.45, 0.50, 0.45, 0.60, 0.45],
+            // Tuned on the sample's walk-forward errors (builder/examples/tune.rs): fast
+            // reversion and heavy shrinkage keep a hot year's growth from being extrapolated
+            // across a long gap, which is where every large overshoot came from.
+            growth_reversion_per_year: 4.0,
+            growth_volatility: 0.25,
+            growth_prior_sd: 0.25,
+            sector_growth_pseudo_years: 50.0,
+            pooled_growth_pseudo_years: 20.0,
+            growth_memory_half_life_years: 1.0,
             step_weight_round: 0.90,
             step_weight_tender: 0.80,
             step_weight_secondary: 0.65,
@@ -267,7 +274,10 @@ impl<T: Clone> StepTimeline<T> {
 
     /// A reader for days visited in increasing order, in O(1) amortised per day.
     pub fn cursor(&self) -> TimelineCursor<'_, T> {
-        TimelineCursor { timeline: self, next: 0 }
+        TimelineCursor {
+            timeline: self,
+            next: 0,
+        }
     }
 }
 
@@ -302,7 +312,10 @@ pub fn growth_timeline(dataset: &Dataset, params: &Params) -> GrowthTimeline {
         .companies
         .iter()
         .enumerate()
-        .flat_map(|(i, c)| c.observations().map(move |e| (e.occurred_on, i, (e.valuation_usd as f64).ln())))
+        .flat_map(|(i, c)| {
+            c.observations()
+                .map(move |e| (e.occurred_on, i, (e.valuation_usd as f64).ln()))
+        })
         .collect();
     // Stable sort keeps each company's same-day events in file order.
     observations.sort_by_key(|&(day, company, _)| (day, company));
@@ -311,8 +324,15 @@ pub fn growth_timeline(dataset: &Dataset, params: &Params) -> GrowthTimeline {
     let (mut rise, mut years) = (vec![0.0; sectors], vec![0.0; sectors]);
     let mut timeline = StepTimeline::new([0.0; Sector::ALL.len()]);
     let mut index = 0;
+    let mut last_change: Option<Day> = None;
     while index < observations.len() {
         let day = observations[index].0;
+        if let Some(previous) = last_change {
+            let elapsed = f64::from(day.days_since(previous)) / DAYS_PER_YEAR;
+            let keep = (-elapsed / params.growth_memory_half_life_years).exp2();
+            rise.iter_mut().chain(years.iter_mut()).for_each(|v| *v *= keep);
+        }
+        last_change = Some(day);
         let mut changed = false;
         while index < observations.len() && observations[index].0 == day {
             let (_, company, log_value) = observations[index];
@@ -463,7 +483,10 @@ pub fn quantile_timeline(mut residuals: Vec<(Day, f64)>) -> QuantileTimeline {
         }
         let n = r80.len();
         let quantiles = if n < MIN_CONFORMAL_RESIDUALS {
-            Quantiles { n, ..Quantiles::FALLBACK }
+            Quantiles {
+                n,
+                ..Quantiles::FALLBACK
+            }
         } else {
             Quantiles {
                 q80: r80.quantile(),
@@ -506,7 +529,10 @@ impl Forecast {
     }
 
     pub fn band(&self, q: f64) -> (f64, f64) {
-        ((self.log_value - q * self.scale).exp(), (self.log_value + q * self.scale).exp())
+        (
+            (self.log_value - q * self.scale).exp(),
+            (self.log_value + q * self.scale).exp(),
+        )
     }
 }
 
@@ -618,7 +644,7 @@ pub fn walk(
     as_of: Day,
     mut on_prediction: impl FnMut(&Prediction),
     mut on_day: impl FnMut(Day, &TrendState),
-    mut weights: Option<&mut Vec<ObservationWeight>>,
+    weights: Option<&mut Vec<ObservationWeight>>,
 ) -> Option<WalkEnd> {
     let end = company.listing().map_or(as_of, |l| l.occurred_on.plus(-1));
     let dynamics = Dynamics::daily(params, company.sector);
@@ -688,7 +714,7 @@ pub fn walk(
         day = day.plus(1);
     }
     let state = state?;
-    if let Some(weights) = weights.as_deref_mut() {
+    if let Some(weights) = weights {
         carry_sensitivities(&mut sensitivities, &dynamics, &mut pending_days);
         weights.extend(sensitivities.iter().map(|&(event, j, gain)| ObservationWeight {
             event,
@@ -794,7 +820,15 @@ impl Fit {
             .par_iter()
             .map(|company| {
                 let mut predictions = Vec::new();
-                let end = walk(company, &params, &growth, as_of, |p| predictions.push(*p), |_, _| {}, None);
+                let end = walk(
+                    company,
+                    &params,
+                    &growth,
+                    as_of,
+                    |p| predictions.push(*p),
+                    |_, _| {},
+                    None,
+                );
                 (predictions, end)
             })
             .collect();
@@ -967,7 +1001,11 @@ fn percent_of(inside: usize, n: usize) -> Option<f64> {
 }
 
 impl Scorecard {
-    fn new(dataset: &Dataset, walks: &[(Vec<Prediction>, Option<WalkEnd>)], quantiles: &[QuantileTimeline; 3]) -> Scorecard {
+    fn new(
+        dataset: &Dataset,
+        walks: &[(Vec<Prediction>, Option<WalkEnd>)],
+        quantiles: &[QuantileTimeline; 3],
+    ) -> Scorecard {
         let mut listing_validations = Vec::new();
         for (company, (_, end)) in dataset.companies.iter().zip(walks) {
             let (Some(listing), Some(end)) = (company.listing(), end) else {
@@ -1084,8 +1122,12 @@ impl Scorecard {
             median_band_width_95_pct: median(width95).map(|m| round_to(m, 1)),
             listings: ListingScore {
                 n: listing_n,
-                mean_abs_error_pct: (listing_n > 0)
-                    .then(|| round_to(estimates.iter().map(|e| e.error_pct.abs()).sum::<f64>() / listing_n as f64, 1)),
+                mean_abs_error_pct: (listing_n > 0).then(|| {
+                    round_to(
+                        estimates.iter().map(|e| e.error_pct.abs()).sum::<f64>() / listing_n as f64,
+                        1,
+                    )
+                }),
                 inside_80: estimates.iter().filter(|e| e.inside_80).count(),
                 inside_95: estimates.iter().filter(|e| e.inside_95).count(),
             },
@@ -1163,7 +1205,13 @@ mod tests {
         let residuals: Vec<(Day, f64)> = (0..30).map(|i| (day(i), f64::from(i))).collect();
         let timeline = quantile_timeline(residuals);
         assert_eq!(timeline.at(day(0)).n, 0);
-        assert_eq!(*timeline.at(day(5)), Quantiles { n: 5, ..Quantiles::FALLBACK });
+        assert_eq!(
+            *timeline.at(day(5)),
+            Quantiles {
+                n: 5,
+                ..Quantiles::FALLBACK
+            }
+        );
         // Residuals 0..=19 are before day 20: ceil(21*0.8)=17th smallest = 16.
         let q = timeline.at(day(20));
         assert_eq!((q.n, q.q80, q.q95), (20, 16.0, 19.0));

@@ -65,7 +65,9 @@ pub fn write_new_key(path: &Path, key: &SigningKey) -> Result<PathBuf, KeyError>
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(|e| fail(path, format!("cannot create: {e}")))?;
+    let mut file = options
+        .open(path)
+        .map_err(|e| fail(path, format!("cannot create: {e}")))?;
     file.write_all(private.as_bytes())
         .and_then(|_| file.sync_all())
         .map_err(|e| fail(path, format!("cannot write: {e}")))?;
@@ -164,7 +166,10 @@ pub fn signed_bytes(record: &Map<String, Value>) -> Result<Vec<u8>, KeyError> {
 /// `signature` member added.
 pub fn sign_record(mut record: Map<String, Value>, key: &SigningKey) -> Result<Vec<u8>, KeyError> {
     let signature = key.sign(&signed_bytes(&record)?);
-    record.insert("signature".into(), Value::String(URL_SAFE_NO_PAD.encode(signature.to_bytes())));
+    record.insert(
+        "signature".into(),
+        Value::String(URL_SAFE_NO_PAD.encode(signature.to_bytes())),
+    );
     serde_jcs::to_vec(&record).map_err(|e| KeyError::Canonical(e.to_string()))
 }
 
@@ -176,7 +181,10 @@ pub fn verify_record(body: &[u8], keys: &[(String, VerifyingKey)]) -> Result<(),
         .get("signature")
         .and_then(Value::as_str)
         .ok_or(VerifyError::NoSignature)?;
-    let key_id = record.get("key_id").and_then(Value::as_str).ok_or(VerifyError::NoKeyId)?;
+    let key_id = record
+        .get("key_id")
+        .and_then(Value::as_str)
+        .ok_or(VerifyError::NoKeyId)?;
     let (_, key) = keys
         .iter()
         .find(|(kid, _)| kid == key_id)
@@ -215,7 +223,12 @@ mod tests {
         record.insert("key_id".into(), json!(kid(&key.verifying_key())));
         let body = sign_record(record, &key).expect("signable");
         assert_eq!(verify_record(&body, &keys), Ok(()));
-        let tampered = String::from_utf8(body).expect("utf-8").replace("19000000000", "19000000001");
-        assert_eq!(verify_record(tampered.as_bytes(), &keys), Err(VerifyError::BadSignature));
+        let tampered = String::from_utf8(body)
+            .expect("utf-8")
+            .replace("19000000000", "19000000001");
+        assert_eq!(
+            verify_record(tampered.as_bytes(), &keys),
+            Err(VerifyError::BadSignature)
+        );
     }
 }

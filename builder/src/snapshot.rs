@@ -218,7 +218,9 @@ fn verify_publisher(header: &Header, header_bytes: &[u8], options: &OpenOptions)
             let signature = Signature::from_bytes(signature);
             if let Some(required) = required {
                 if required.as_bytes() != key {
-                    return Err(SnapshotError::PublisherSignature("the configured publisher key (signed by another key)"));
+                    return Err(SnapshotError::PublisherSignature(
+                        "the configured publisher key (signed by another key)",
+                    ));
                 }
             }
             // A signed file whose own signature fails is corrupt even when no key is required.
@@ -237,14 +239,22 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
     for body in index.body_refs() {
         let end = body.offset.to_native().checked_add(body.len.to_native());
         if end.is_none_or(|end| end > bodies_len) {
-            return fail(format!("a body at offset {} lies outside the bodies region", body.offset));
+            return fail(format!(
+                "a body at offset {} lies outside the bodies region",
+                body.offset
+            ));
         }
     }
     let companies = index.companies.as_slice();
     if companies.windows(2).any(|w| w[0].slug.as_str() >= w[1].slug.as_str()) {
         return fail("companies are not sorted by slug".into());
     }
-    if index.sectors.as_slice().windows(2).any(|w| w[0].as_str() >= w[1].as_str()) {
+    if index
+        .sectors
+        .as_slice()
+        .windows(2)
+        .any(|w| w[0].as_str() >= w[1].as_str())
+    {
         return fail("sectors are not sorted".into());
     }
     let sectors = index.sectors.len();
@@ -265,7 +275,11 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
             return fail("a list lies outside the list rows".into());
         }
     }
-    if index.list_rows.iter().any(|&row| row.to_native() as usize >= companies.len()) {
+    if index
+        .list_rows
+        .iter()
+        .any(|&row| row.to_native() as usize >= companies.len())
+    {
         return fail("a list row names no company".into());
     }
     let tags = companies

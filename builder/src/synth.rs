@@ -81,7 +81,15 @@ pub fn generate(options: &SynthOptions, dir: &Path) -> std::io::Result<SynthRepo
     let mut companies = csv::Writer::from_path(dir.join("companies.csv"))?;
     let mut events = csv::Writer::from_path(dir.join("events.csv"))?;
     companies.write_record(["slug", "name", "sector", "status"])?;
-    events.write_record(["event_id", "slug", "event_type", "occurred_on", "valuation_usd", "source_url", "note"])?;
+    events.write_record([
+        "event_id",
+        "slug",
+        "event_type",
+        "occurred_on",
+        "valuation_usd",
+        "source_url",
+        "note",
+    ])?;
     let per_company = (options.events as f64 / options.companies.max(1) as f64).max(1.0);
     let mut written = 0usize;
     let mut event_number = 0u64;
@@ -99,7 +107,11 @@ pub fn generate(options: &SynthOptions, dir: &Path) -> std::io::Result<SynthRepo
         let private_count = count - usize::from(listed);
         let mut days: Vec<Day> = std::iter::once(start)
             .chain((1..private_count).map(|_| {
-                if private_span > 0 { start.plus(rng.gen_range(1..=private_span)) } else { start }
+                if private_span > 0 {
+                    start.plus(rng.gen_range(1..=private_span))
+                } else {
+                    start
+                }
             }))
             .collect();
         days.sort();
@@ -119,7 +131,9 @@ pub fn generate(options: &SynthOptions, dir: &Path) -> std::io::Result<SynthRepo
         };
         let level_noise = normal((params.volatility(sector).powi(2) / crate::methodology::DAYS_PER_YEAR).sqrt());
         let growth_noise = normal(
-            (params.growth_volatility.powi(2) * (1.0 - (-2.0 * params.growth_reversion_per_year / crate::methodology::DAYS_PER_YEAR).exp())).sqrt(),
+            (params.growth_volatility.powi(2)
+                * (1.0 - (-2.0 * params.growth_reversion_per_year / crate::methodology::DAYS_PER_YEAR).exp()))
+            .sqrt(),
         );
         let mut today = start;
         for (k, &day) in days.iter().enumerate() {
@@ -169,4 +183,3 @@ pub fn generate(options: &SynthOptions, dir: &Path) -> std::io::Result<SynthRepo
         events: written,
     })
 }
-

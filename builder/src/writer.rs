@@ -54,7 +54,10 @@ impl SnapshotWriter {
             path: target.to_owned(),
             source,
         };
-        let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         let name = target
             .file_name()
             .ok_or_else(|| io_error(io::Error::new(io::ErrorKind::InvalidInput, "not a file path")))?;
