@@ -10,6 +10,9 @@ use anyhow::{bail, Context, Result};
 use marks_builder::dataset::Day;
 use marks_builder::signing;
 use marks_builder::synth::{self, SynthOptions};
+use marks_builder::tiers::Tier;
+
+use crate::keys::{self, KeyStatus};
 use marks_builder::{BuildOptions, OpenOptions, Snapshot};
 
 /// The repository's bundled sample: dataset, demo signing key and demo API keys.
@@ -178,4 +181,42 @@ pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
         gzip_level: 6,
         quiet: true,
     })
+}
+
+pub fn keys_issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u32>) -> Result<()> {
+    let (key_id, key) = keys::issue(path, tier, tenant, rate_per_min)?;
+    // The key alone on stdout, so scripts can capture it; everything else on stderr.
+    println!("{key}");
+    eprintln!(
+        "issued {key_id} ({tier}, tenant {tenant:?}, {} requests/min) into {}; the key above is shown only now",
+        rate_per_min.unwrap_or(tier.rate_per_min()),
+        path.display()
+    );
+    Ok(())
+}
+
+pub fn keys_revoke(path: &Path, key_id: &str) -> Result<()> {
+    keys::set_status(path, key_id, KeyStatus::Revoked)?;
+    eprintln!("revoked {key_id} in {}; a running server picks it up on its next reload", path.display());
+    Ok(())
+}
+
+pub fn keys_list(path: &Path) -> Result<()> {
+    println!("{:<20} {:<20} {:<11} {:<10} {:<11} {:>10}", "key_id", "tenant", "tier", "status", "created", "rate/min");
+    for entry in keys::list(path)? {
+        let rate = entry
+            .rate_per_min
+            .or_else(|| Tier::parse(&entry.tier).map(Tier::rate_per_min))
+            .map_or("-".to_string(), |r| r.to_string());
+        println!(
+            "{:<20} {:<20} {:<11} {:<10} {:<11} {:>10}",
+            entry.key_id,
+            entry.tenant,
+            entry.tier,
+            format!("{:?}", entry.status).to_lowercase(),
+            entry.created,
+            rate
+        );
+    }
+    Ok(())
 }

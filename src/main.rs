@@ -1,11 +1,15 @@
 //! `marks`: the one binary of the Valuation Marks service. It parses the command line once and
 //! hands each subcommand its arguments; all behaviour lives in the library.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use marks::commands;
+use marks::serve::{self, LogFormat, ServeArgs};
+use marks_builder::tiers::Tier;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -22,6 +26,13 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Serve a snapshot over HTTP/JSON. With no options: the bundled sample with demo keys on 127.0.0.1:8080.
+    Serve(Box<ServeCommand>),
+    /// Manage API keys: the keys file holds only hashes; a key is shown once, when issued.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
     /// Compile a dataset directory (dataset.toml, companies.csv, events.csv) into one snapshot file.
     Build {
         /// Dataset directory holding dataset.toml, companies.csv and events.csv.
@@ -81,8 +92,145 @@ enum Command {
     },
 }
 
+#[derive(clap::Args, Debug)]
+struct ServeCommand {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Snapshot file to serve; replaced files (rename or re-pointed symlink) are picked up live.
+    /// Default: the bundled sample, built on first run.
+    #[arg(long, value_name = "FILE")]
+    snapshot: Option<PathBuf>,
+    /// Keys file (hashes only), reloaded on change. Default: the sample's demo keys.
+    #[arg(long, value_name = "FILE")]
+    keys: Option<PathBuf>,
+    /// Public base URL, used in problem `type` URIs. Default: derived from --addr.
+    #[arg(long, value_name = "URL")]
+    public_base_url: Option<String>,
+    /// Refuse snapshots whose header is not signed by this publisher public key (PEM).
+    #[arg(long, value_name = "PUB")]
+    publisher_key: Option<PathBuf>,
+    /// File holding the secret that authenticates pagination cursors; share it between replicas.
+    /// Default: a random key per process (cursors then do not survive a restart).
+    #[arg(long, value_name = "FILE")]
+    cursor_key: Option<PathBuf>,
+    /// TLS certificate chain (PEM); with --tls-key, serve HTTPS.
+    #[arg(long, value_name = "FILE")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    tls_key: Option<PathBuf>,
+    /// Offer HTTP/2 (ALPN over TLS, prior knowledge over plain TCP) besides HTTP/1.1.
+    #[arg(long)]
+    http2: bool,
+    /// Seconds a client has to send a request's headers.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    header_read_timeout: u64,
+    /// Seconds a connection may stay idle (no bytes either way) before it is closed.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    idle_timeout: u64,
+    /// Largest request head accepted, in bytes (at least 8192); larger gets 431.
+    #[arg(long, value_name = "BYTES", default_value_t = 16384)]
+    max_header_bytes: usize,
+    /// Connections served at once; further clients wait in the listen backlog.
+    #[arg(long, value_name = "N", default_value_t = 10000)]
+    max_connections: usize,
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    shutdown_grace: u64,
+    /// Milliseconds between checks of the snapshot and keys files for replacement.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    watch_interval_ms: u64,
+    /// Failed authentications allowed per client IP per minute; past it, 429.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    auth_failures_per_min: u32,
+    /// Log line format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Log filter (tracing env-filter syntax); RUST_LOG overrides it.
+    #[arg(long, value_name = "FILTER", default_value = "info")]
+    log_level: String,
+    /// Do not log one line per request.
+    #[arg(long)]
+    no_access_log: bool,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+}
+
+#[derive(Subcommand, Debug)]
+enum KeysCommand {
+    /// Issue a key: prints the key alone on stdout (shown once) and stores its hash.
+    Issue {
+        /// Keys file to add the key to (created if missing).
+        #[arg(long, value_name = "FILE")]
+        keys: PathBuf,
+        /// Tier of the key: free, research, pro, business or enterprise.
+        #[arg(long, value_parser = parse_tier)]
+        tier: Tier,
+        /// Tenant (customer) the key belongs to.
+        #[arg(long, value_name = "NAME")]
+        tenant: String,
+        /// Per-minute budget for this key instead of its tier's (negotiated contracts, load tests).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        rate_per_min: Option<u32>,
+    },
+    /// Revoke a key by its key_id; takes effect when the server reloads the file.
+    Revoke {
+        #[arg(long, value_name = "FILE")]
+        keys: PathBuf,
+        /// The key_id shown by `marks keys list`.
+        key_id: String,
+    },
+    /// List the keys in a keys file (ids, tenants, tiers, status; never keys).
+    List {
+        #[arg(long, value_name = "FILE")]
+        keys: PathBuf,
+    },
+}
+
+fn parse_tier(text: &str) -> Result<Tier, String> {
+    Tier::parse(text).ok_or_else(|| "expected free, research, pro, business or enterprise".to_string())
+}
+
+fn serve_args(c: ServeCommand) -> ServeArgs {
+    ServeArgs {
+        addr: c.addr,
+        snapshot: c.snapshot,
+        keys: c.keys,
+        public_base_url: c.public_base_url,
+        publisher_key: c.publisher_key,
+        cursor_key: c.cursor_key,
+        tls_cert: c.tls_cert,
+        tls_key: c.tls_key,
+        http2: c.http2,
+        header_read_timeout: Duration::from_secs(c.header_read_timeout.max(1)),
+        idle_timeout: Duration::from_secs(c.idle_timeout.max(1)),
+        max_header_bytes: c.max_header_bytes,
+        max_connections: c.max_connections,
+        shutdown_grace: Duration::from_secs(c.shutdown_grace),
+        watch_interval: Duration::from_millis(c.watch_interval_ms.max(10)),
+        auth_failures_per_min: c.auth_failures_per_min,
+        log_format: c.log_format,
+        log_level: c.log_level,
+        access_log: !c.no_access_log,
+        threads: c.threads,
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Serve(command) => serve::run(serve_args(*command)),
+        Command::Keys { command } => match command {
+            KeysCommand::Issue {
+                keys,
+                tier,
+                tenant,
+                rate_per_min,
+            } => commands::keys_issue(&keys, tier, &tenant, rate_per_min),
+            KeysCommand::Revoke { keys, key_id } => commands::keys_revoke(&keys, &key_id),
+            KeysCommand::List { keys } => commands::keys_list(&keys),
+        },
         Command::Build {
             source,
             out,

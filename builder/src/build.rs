@@ -16,7 +16,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::dataset::{Company, Dataset, DatasetError, Status};
 use crate::format::{
-    CompanyEntry, EventFingerprint, Index, ListEntry, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE,
+    compare_rows, CompanyEntry, RowKey, EventFingerprint, Index, ListEntry, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE,
     UNIVERSE_ALL, UNIVERSE_FREE,
 };
 use crate::methodology::{usd, Coverage, Fit, Params, METHODOLOGY_VERSION};
@@ -269,28 +269,13 @@ fn sector_code(sectors: &[&str], company: &Company) -> u16 {
     u16::try_from(position + 1).unwrap_or(u16::MAX)
 }
 
-/// The order of `SORTS[sort]` over all companies: strings by byte order, numbers numerically,
-/// nulls last in both directions, ties by slug ascending.
+/// The order of `SORTS[sort]` over all companies (see `format::compare_rows`).
 pub fn sort_permutation(companies: &[CompanyEntry], sort: usize) -> Vec<u32> {
-    use std::cmp::Ordering;
+    fn key(sort: usize, c: &CompanyEntry) -> (RowKey<'_>, &str) {
+        (RowKey::of(sort, &c.name, c.value_usd, c.delta_30d_pct), c.slug.as_str())
+    }
     let mut rows: Vec<u32> = (0..companies.len() as u32).collect();
-    let descending = SORTS[sort].starts_with('-');
-    let directed = |o: Ordering| if descending { o.reverse() } else { o };
-    rows.sort_by(|&a, &b| {
-        let (a, b) = (&companies[a as usize], &companies[b as usize]);
-        let primary = match SORTS[sort].trim_start_matches('-') {
-            "slug" => directed(a.slug.cmp(&b.slug)),
-            "name" => directed(a.name.as_bytes().cmp(b.name.as_bytes())),
-            "value_usd" => directed(a.value_usd.cmp(&b.value_usd)),
-            _ => match (a.delta_30d_pct, b.delta_30d_pct) {
-                (Some(x), Some(y)) => directed(x.total_cmp(&y)),
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (None, None) => Ordering::Equal,
-            },
-        };
-        primary.then_with(|| a.slug.cmp(&b.slug))
-    });
+    rows.sort_by(|&a, &b| compare_rows(sort, key(sort, &companies[a as usize]), key(sort, &companies[b as usize])));
     rows
 }
 

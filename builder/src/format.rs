@@ -206,6 +206,59 @@ pub const SORTS: [&str; 8] = [
     "-delta_30d_pct",
 ];
 
+/// A row's key under one of `SORTS`, for ordering rows and placing cursors.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RowKey<'a> {
+    /// `slug` sorts: the slug itself is the key.
+    Slug,
+    Text(&'a str),
+    Number(f64),
+    /// A missing number (delta_30d_pct not available).
+    Null,
+}
+
+impl<'a> RowKey<'a> {
+    pub fn of(sort: usize, name: &'a str, value_usd: u64, delta_30d_pct: Option<f64>) -> RowKey<'a> {
+        match SORTS[sort].trim_start_matches('-') {
+            "slug" => RowKey::Slug,
+            "name" => RowKey::Text(name),
+            "value_usd" => RowKey::Number(value_usd as f64),
+            _ => delta_30d_pct.map_or(RowKey::Null, RowKey::Number),
+        }
+    }
+}
+
+/// The order of `SORTS[sort]`: strings by byte order (Unicode code points), numbers
+/// numerically, nulls last in both directions, ties by slug ascending. The builder sorts with
+/// this and the server places cursors with it, so the two can never disagree.
+pub fn compare_rows(sort: usize, a: (RowKey<'_>, &str), b: (RowKey<'_>, &str)) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let descending = SORTS[sort].starts_with('-');
+    let directed = |o: Ordering| if descending { o.reverse() } else { o };
+    let primary = match (a.0, b.0) {
+        (RowKey::Slug, RowKey::Slug) => directed(a.1.cmp(b.1)),
+        (RowKey::Text(x), RowKey::Text(y)) => directed(x.as_bytes().cmp(y.as_bytes())),
+        (RowKey::Number(x), RowKey::Number(y)) => directed(x.total_cmp(&y)),
+        (RowKey::Null, RowKey::Null) => Ordering::Equal,
+        (RowKey::Null, _) => Ordering::Greater,
+        (_, RowKey::Null) => Ordering::Less,
+        // Keys of different sorts never meet; order them stably anyway.
+        _ => Ordering::Equal,
+    };
+    primary.then_with(|| a.1.cmp(b.1))
+}
+
+impl ArchivedCompanyEntry {
+    pub fn row_key(&self, sort: usize) -> RowKey<'_> {
+        RowKey::of(
+            sort,
+            self.name.as_str(),
+            self.value_usd.to_native(),
+            self.delta_30d_pct.as_ref().map(|d| d.to_native()),
+        )
+    }
+}
+
 /// Which companies a list may show.
 pub const UNIVERSE_ALL: u8 = 0;
 /// The free tier's universe: the top 10 by latest value.

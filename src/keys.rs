@@ -1,0 +1,323 @@
+//! API keys: the keys file, the in-memory `KeyRing` the server authenticates against, and the
+//! `marks keys` commands that issue, revoke and list keys.
+//!
+//! The keys file holds only BLAKE3 hashes of keys, never a key: a key is printed once when it
+//! is issued and exists nowhere else. Keys carry the `vmk_` prefix so secret scanners can
+//! find leaked ones. Nothing in this module logs or returns a plain key except `issue`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use marks_builder::tiers::Tier;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// Every key starts with this, so leaked keys are recognisable.
+pub const KEY_PREFIX: &str = "vmk_";
+const HASH_PREFIX: &str = "blake3:";
+const KEY_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyStatus {
+    Active,
+    Revoked,
+    Suspended,
+}
+
+/// One row of the keys file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyEntry {
+    pub key_id: String,
+    pub tenant: String,
+    pub tier: String,
+    pub status: KeyStatus,
+    pub created: String,
+    /// `blake3:<64 hex digits>` of the key.
+    pub hash: String,
+    /// Overrides the tier's per-minute budget for this key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_min: Option<u32>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeysFile {
+    #[serde(default, rename = "key")]
+    keys: Vec<KeyEntry>,
+}
+
+/// An authenticated caller: what the server needs to authorise and meter a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub key_id: Arc<str>,
+    pub tenant: Arc<str>,
+    pub tier: Tier,
+    pub rate_per_min: u32,
+    /// True when the key's budget differs from its tier's, so its usage body is rendered.
+    pub custom_rate: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeysError {
+    #[error("{path}: {reason}")]
+    File { path: PathBuf, reason: String },
+    #[error("{path}: key {key_id}: {reason}")]
+    Entry {
+        path: PathBuf,
+        key_id: String,
+        reason: String,
+    },
+}
+
+/// The keys in force: active and inactive, by hash.
+#[derive(Debug, Default)]
+pub struct KeyRing {
+    by_hash: HashMap<[u8; 32], Option<Caller>>,
+}
+
+/// Result of looking a presented key up.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Authentication<'a> {
+    Valid(&'a Caller),
+    /// Unknown, revoked or suspended: indistinguishable to the client.
+    Invalid,
+}
+
+pub fn hash_key(key: &str) -> [u8; 32] {
+    *blake3::hash(key.as_bytes()).as_bytes()
+}
+
+fn parse_hash(text: &str) -> Option<[u8; 32]> {
+    let hex = text.strip_prefix(HASH_PREFIX)?;
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn format_hash(hash: &[u8; 32]) -> String {
+    let mut out = String::from(HASH_PREFIX);
+    for byte in hash {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+fn read_file(path: &Path) -> Result<KeysFile, KeysError> {
+    let fail = |reason: String| KeysError::File {
+        path: path.to_owned(),
+        reason,
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(KeysFile::default()),
+        Err(err) => return Err(fail(format!("cannot read: {err}"))),
+    };
+    toml::from_str(&text).map_err(|err| {
+        let line = err
+            .span()
+            .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        match line {
+            Some(line) => fail(format!("line {line}: {}", err.message())),
+            None => fail(err.message().to_string()),
+        }
+    })
+}
+
+impl KeyRing {
+    /// Loads and checks a keys file. A missing file is an empty ring.
+    pub fn load(path: &Path) -> Result<KeyRing, KeysError> {
+        let file = read_file(path)?;
+        let mut by_hash = HashMap::with_capacity(file.keys.len());
+        let mut ids = std::collections::HashSet::new();
+        for entry in &file.keys {
+            let fail = |reason: &str| KeysError::Entry {
+                path: path.to_owned(),
+                key_id: entry.key_id.clone(),
+                reason: reason.to_string(),
+            };
+            if !ids.insert(entry.key_id.as_str()) {
+                return Err(fail("duplicate key_id"));
+            }
+            let tier = Tier::parse(&entry.tier).ok_or_else(|| fail("unknown tier"))?;
+            let hash = parse_hash(&entry.hash).ok_or_else(|| fail("hash must be blake3:<64 hex digits>"))?;
+            if entry.rate_per_min == Some(0) {
+                return Err(fail("rate_per_min must be at least 1"));
+            }
+            let caller = (entry.status == KeyStatus::Active).then(|| Caller {
+                key_id: entry.key_id.as_str().into(),
+                tenant: entry.tenant.as_str().into(),
+                tier,
+                rate_per_min: entry.rate_per_min.unwrap_or(tier.rate_per_min()),
+                custom_rate: entry.rate_per_min.is_some_and(|r| r != tier.rate_per_min()),
+            });
+            if by_hash.insert(hash, caller).is_some() {
+                return Err(fail("the same key hash appears twice"));
+            }
+        }
+        Ok(KeyRing { by_hash })
+    }
+
+    pub fn authenticate(&self, presented: &str) -> Authentication<'_> {
+        match self.by_hash.get(&hash_key(presented)) {
+            Some(Some(caller)) => Authentication::Valid(caller),
+            _ => Authentication::Invalid,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_hash.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.is_empty()
+    }
+}
+
+/// Writes the keys file atomically (temp file, fsync, rename) so a reloading server never
+/// reads half a file.
+fn write_file(path: &Path, file: &KeysFile) -> Result<(), KeysError> {
+    let fail = |reason: String| KeysError::File {
+        path: path.to_owned(),
+        reason,
+    };
+    let body = toml::to_string(file).map_err(|e| fail(format!("cannot encode: {e}")))?;
+    let text = format!(
+        "# Valuation Marks API keys. Holds only BLAKE3 hashes of keys, never a key.\n\
+         # Manage with `marks keys issue|revoke|list`; the server reloads this file on change.\n\n{body}"
+    );
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let temp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+        std::process::id()
+    ));
+    let result = (|| {
+        use std::io::Write;
+        let mut out = std::fs::File::create(&temp)?;
+        out.write_all(text.as_bytes())?;
+        out.sync_all()?;
+        std::fs::rename(&temp, path)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        fail(format!("cannot write: {e}"))
+    })
+}
+
+fn random_text(len: usize) -> String {
+    let mut rng = rand::rngs::OsRng;
+    (0..len)
+        .map(|_| char::from(KEY_ALPHABET[rng.gen_range(0..KEY_ALPHABET.len())]))
+        .collect()
+}
+
+fn today() -> String {
+    let now = time::OffsetDateTime::now_utc().date();
+    format!("{:04}-{:02}-{:02}", now.year(), u8::from(now.month()), now.day())
+}
+
+/// Issues a key: stores its hash and returns `(key_id, key)`. The key is not kept anywhere.
+pub fn issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u32>) -> Result<(String, String), KeysError> {
+    let mut file = read_file(path)?;
+    if tenant.trim().is_empty() {
+        return Err(KeysError::File {
+            path: path.to_owned(),
+            reason: "--tenant must not be empty".into(),
+        });
+    }
+    let key = format!("{KEY_PREFIX}{}", random_text(40));
+    let key_id = format!("key_{}", random_text(12));
+    file.keys.push(KeyEntry {
+        key_id: key_id.clone(),
+        tenant: tenant.to_string(),
+        tier: tier.as_str().to_string(),
+        status: KeyStatus::Active,
+        created: today(),
+        hash: format_hash(&hash_key(&key)),
+        rate_per_min,
+    });
+    // Check the result loads before replacing the file the server reads.
+    write_checked(path, &file)?;
+    Ok((key_id, key))
+}
+
+/// Adds a key whose plain text the caller chose (demo and test keys).
+pub fn add_known(path: &Path, entry_key: &str, mut entry: KeyEntry) -> Result<(), KeysError> {
+    let mut file = read_file(path)?;
+    entry.hash = format_hash(&hash_key(entry_key));
+    file.keys.push(entry);
+    write_checked(path, &file)
+}
+
+fn write_checked(path: &Path, file: &KeysFile) -> Result<(), KeysError> {
+    let text = toml::to_string(file).map_err(|e| KeysError::File {
+        path: path.to_owned(),
+        reason: format!("cannot encode: {e}"),
+    })?;
+    let check: KeysFile = toml::from_str(&text).map_err(|e| KeysError::File {
+        path: path.to_owned(),
+        reason: format!("cannot re-read what would be written: {e}"),
+    })?;
+    write_file(path, &check)?;
+    KeyRing::load(path).map(|_| ())
+}
+
+pub fn set_status(path: &Path, key_id: &str, status: KeyStatus) -> Result<(), KeysError> {
+    let mut file = read_file(path)?;
+    let entry = file
+        .keys
+        .iter_mut()
+        .find(|k| k.key_id == key_id)
+        .ok_or_else(|| KeysError::File {
+            path: path.to_owned(),
+            reason: format!("no key with key_id {key_id}"),
+        })?;
+    entry.status = status;
+    write_checked(path, &file)
+}
+
+pub fn list(path: &Path) -> Result<Vec<KeyEntry>, KeysError> {
+    Ok(read_file(path)?.keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issued_key_authenticates_and_revoked_key_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.toml");
+        let (key_id, key) = issue(&path, Tier::Pro, "acme", None).unwrap();
+        assert!(key.starts_with(KEY_PREFIX));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(&key), "the keys file must never hold a key");
+        let ring = KeyRing::load(&path).unwrap();
+        match ring.authenticate(&key) {
+            Authentication::Valid(caller) => {
+                assert_eq!((caller.key_id.as_ref(), caller.tier, caller.rate_per_min), (key_id.as_str(), Tier::Pro, 600))
+            }
+            Authentication::Invalid => panic!("issued key must authenticate"),
+        }
+        assert_eq!(ring.authenticate("vmk_wrong"), Authentication::Invalid);
+        set_status(&path, &key_id, KeyStatus::Revoked).unwrap();
+        assert_eq!(KeyRing::load(&path).unwrap().authenticate(&key), Authentication::Invalid);
+    }
+
+    #[test]
+    fn malformed_keys_file_is_refused_with_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.toml");
+        std::fs::write(&path, "[[key]]\nkey_id = \"a\"\ntier = 7\n").unwrap();
+        let err = KeyRing::load(&path).unwrap_err().to_string();
+        assert!(err.contains("keys.toml") && err.contains("line"), "{err}");
+    }
+}

@@ -1,0 +1,118 @@
+//! The URL space: which operation a path names. Paths only; methods, keys and parameters are
+//! the service's business.
+
+/// Every operation the server answers, for routing, metrics and logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operation {
+    ListCompanies,
+    GetCompany,
+    GetMarkSeries,
+    GetMarkEvents,
+    GetResolution,
+    GetUsage,
+    SigningKeys,
+    Scorecard,
+    OpenApi,
+    Healthz,
+    Readyz,
+    Metrics,
+    /// No route matched.
+    Unknown,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 13] = [
+        Operation::ListCompanies,
+        Operation::GetCompany,
+        Operation::GetMarkSeries,
+        Operation::GetMarkEvents,
+        Operation::GetResolution,
+        Operation::GetUsage,
+        Operation::SigningKeys,
+        Operation::Scorecard,
+        Operation::OpenApi,
+        Operation::Healthz,
+        Operation::Readyz,
+        Operation::Metrics,
+        Operation::Unknown,
+    ];
+
+    /// The operationId of the OpenAPI document, or the path for the operational endpoints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::ListCompanies => "listCompanies",
+            Operation::GetCompany => "getCompany",
+            Operation::GetMarkSeries => "getMarkSeries",
+            Operation::GetMarkEvents => "getMarkEvents",
+            Operation::GetResolution => "getResolution",
+            Operation::GetUsage => "getUsage",
+            Operation::SigningKeys => "getSigningKeys",
+            Operation::Scorecard => "getScorecard",
+            Operation::OpenApi => "getOpenApi",
+            Operation::Healthz => "healthz",
+            Operation::Readyz => "readyz",
+            Operation::Metrics => "metrics",
+            Operation::Unknown => "unknown",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A matched route: the operation and, for company operations, the raw slug segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route<'a> {
+    pub operation: Operation,
+    pub slug: Option<&'a str>,
+}
+
+pub fn route(path: &str) -> Route<'_> {
+    let plain = |operation| Route { operation, slug: None };
+    match path {
+        "/v1/companies" => return plain(Operation::ListCompanies),
+        "/v1/usage" => return plain(Operation::GetUsage),
+        "/v1/signing-keys" => return plain(Operation::SigningKeys),
+        "/v1/scorecard" => return plain(Operation::Scorecard),
+        "/v1/openapi.json" => return plain(Operation::OpenApi),
+        "/healthz" => return plain(Operation::Healthz),
+        "/readyz" => return plain(Operation::Readyz),
+        "/metrics" => return plain(Operation::Metrics),
+        _ => {}
+    }
+    let Some(rest) = path.strip_prefix("/v1/companies/") else {
+        return plain(Operation::Unknown);
+    };
+    let (slug, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let operation = match tail {
+        "" if !rest.ends_with('/') => Operation::GetCompany,
+        "marks" => Operation::GetMarkSeries,
+        "events" => Operation::GetMarkEvents,
+        "resolution" => Operation::GetResolution,
+        _ => Operation::Unknown,
+    };
+    if slug.is_empty() || operation == Operation::Unknown {
+        return plain(Operation::Unknown);
+    }
+    Route {
+        operation,
+        slug: Some(slug),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_map_to_operations() {
+        assert_eq!(route("/v1/companies").operation, Operation::ListCompanies);
+        let marks = route("/v1/companies/openai/marks");
+        assert_eq!((marks.operation, marks.slug), (Operation::GetMarkSeries, Some("openai")));
+        assert_eq!(route("/v1/companies/openai").slug, Some("openai"));
+        for unknown in ["/v1/companies/", "/v1/companies//marks", "/v1/companies/a/b", "/v1/companies/a/", "/v2/x", "/"] {
+            assert_eq!(route(unknown).operation, Operation::Unknown, "{unknown}");
+        }
+    }
+}

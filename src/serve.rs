@@ -1,0 +1,187 @@
+//! `marks serve`: turns validated options into a running server, and runs it until SIGTERM or
+//! SIGINT. SIGHUP reloads the snapshot and keys files.
+//!
+//! With no options it serves the bundled sample (building its snapshot on first run) with the
+//! demo keys on 127.0.0.1:8080.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use marks_builder::signing;
+
+use crate::commands::{demo_keys_file, ensure_sample_snapshot, sample_snapshot};
+use crate::cursor::CursorKey;
+use crate::reload;
+use crate::server::{self, ServerConfig, TlsFiles};
+use crate::state::{Settings, State};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug)]
+pub struct ServeArgs {
+    pub addr: SocketAddr,
+    pub snapshot: Option<PathBuf>,
+    pub keys: Option<PathBuf>,
+    pub public_base_url: Option<String>,
+    pub publisher_key: Option<PathBuf>,
+    pub cursor_key: Option<PathBuf>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub http2: bool,
+    pub header_read_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_header_bytes: usize,
+    pub max_connections: usize,
+    pub shutdown_grace: Duration,
+    pub watch_interval: Duration,
+    pub auth_failures_per_min: u32,
+    pub log_format: LogFormat,
+    pub log_level: String,
+    pub access_log: bool,
+    pub threads: Option<usize>,
+}
+
+fn init_logging(format: LogFormat, level: &str) -> Result<tracing_appender::non_blocking::WorkerGuard> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .with_context(|| format!("--log-level {level:?} is not a valid filter"))?;
+    // Log lines are handed to a writer thread: a slow terminal or pipe never stalls a request.
+    let (writer, guard) = tracing_appender::non_blocking(std::io::stdout());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    let result = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    result.map_err(|e| anyhow::anyhow!("cannot start logging: {e}"))?;
+    Ok(guard)
+}
+
+pub fn run(args: ServeArgs) -> Result<()> {
+    let _log_guard = init_logging(args.log_format, &args.log_level)?;
+    let sample = args.snapshot.is_none();
+    let snapshot_path = match &args.snapshot {
+        Some(path) => path.clone(),
+        None => {
+            let path = sample_snapshot();
+            ensure_sample_snapshot(&path)?;
+            path
+        }
+    };
+    let keys_path = args.keys.clone().unwrap_or_else(demo_keys_file);
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        (None, None) => None,
+        _ => anyhow::bail!("--tls-cert and --tls-key go together"),
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let public_base_url = args
+        .public_base_url
+        .clone()
+        .unwrap_or_else(|| format!("{scheme}://{}", args.addr))
+        .trim_end_matches('/')
+        .to_string();
+    let publisher_key = args
+        .publisher_key
+        .as_deref()
+        .map(signing::read_verifying_key)
+        .transpose()?;
+    let cursor_key = match &args.cursor_key {
+        Some(path) => CursorKey::from_file(path).map_err(anyhow::Error::msg)?,
+        None => {
+            tracing::warn!(
+                "no --cursor-key file: using a random key for this process; cursors will not survive a restart \
+                 or work across replicas"
+            );
+            CursorKey::generate()
+        }
+    };
+    let settings = Settings {
+        public_base_url: public_base_url.clone(),
+        auth_failures_per_min: args.auth_failures_per_min,
+        publisher_key,
+        snapshot_path: snapshot_path.clone(),
+        keys_path: keys_path.clone(),
+    };
+    let config = ServerConfig {
+        addr: args.addr,
+        tls,
+        http2: args.http2,
+        header_read_timeout: args.header_read_timeout,
+        idle_timeout: args.idle_timeout,
+        max_header_bytes: args.max_header_bytes,
+        max_connections: args.max_connections,
+        shutdown_grace: args.shutdown_grace,
+        watch_interval: args.watch_interval,
+        access_log: args.access_log,
+        ..ServerConfig::default()
+    };
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = args.threads {
+        runtime.worker_threads(threads.max(1));
+    }
+    let runtime = runtime.enable_all().build().context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let state = Arc::new(State::new(settings, cursor_key));
+        reload::reload_keys(&state);
+        reload::reload_snapshot(&state).await;
+        let server = server::start(state.clone(), config).await?;
+        let addr = server.addr;
+        eprintln!("Valuation Marks listening on {scheme}://{addr}");
+        if sample {
+            eprintln!(
+                "serving the bundled sample dataset with the demo keys (README: \"Demo keys\"); try:\n  \
+                 curl -s -H 'X-API-Key: vmk_demo_enterprise' {scheme}://{addr}/v1/companies?limit=3"
+            );
+        }
+        let trigger = server.shutdown_trigger();
+        let reloader = state.clone();
+        tokio::spawn(async move {
+            wait_for_signals(reloader).await;
+            let _ = trigger.send(true);
+        });
+        let clean = server.wait().await;
+        tracing::info!(clean, "server stopped");
+        eprintln!("stopped{}", if clean { "" } else { " (some connections did not finish in time)" });
+        Ok(())
+    })
+}
+
+/// Returns on SIGTERM or SIGINT; reloads both files on SIGHUP meanwhile.
+#[cfg(unix)]
+async fn wait_for_signals(state: Arc<State>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        tracing::error!("cannot install signal handlers; stop the server with SIGKILL");
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::select! {
+            _ = term.recv() => { tracing::info!("SIGTERM: shutting down"); return; }
+            _ = int.recv() => { tracing::info!("SIGINT: shutting down"); return; }
+            _ = hup.recv() => {
+                tracing::info!("SIGHUP: reloading the snapshot and keys files");
+                reload::reload_keys(&state);
+                reload::reload_snapshot(&state).await;
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signals(_state: Arc<State>) {
+    let _ = tokio::signal::ctrl_c().await;
+}

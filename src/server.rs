@@ -1,0 +1,379 @@
+//! The HTTP server: accepting connections, connection hygiene, TLS and HTTP/2, graceful
+//! shutdown. Every request is handed to `service::handle`.
+//!
+//! Connection hygiene: at most `max_connections` at once (further clients wait in the listen
+//! backlog), a header read timeout and a maximum header size per request, an idle timeout on
+//! every connection (no bytes either way for that long closes it), a TLS handshake timeout.
+//! Shutdown: stop accepting, let in-flight requests finish within a bound, then return.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinHandle;
+use tokio::time::Sleep;
+
+use crate::reload;
+use crate::service::{self, Response};
+use crate::state::State;
+
+/// Certificate chain and private key, PEM.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub addr: SocketAddr,
+    pub tls: Option<TlsFiles>,
+    /// Offer HTTP/2: by ALPN over TLS, by prior knowledge (h2c) over plain TCP.
+    pub http2: bool,
+    pub header_read_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub tls_handshake_timeout: Duration,
+    pub max_header_bytes: usize,
+    pub max_connections: usize,
+    pub shutdown_grace: Duration,
+    /// How often the snapshot and keys files are checked for replacement.
+    pub watch_interval: Duration,
+    pub access_log: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            tls: None,
+            http2: false,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            tls_handshake_timeout: Duration::from_secs(10),
+            max_header_bytes: 16 * 1024,
+            max_connections: 10_000,
+            shutdown_grace: Duration::from_secs(10),
+            watch_interval: Duration::from_millis(500),
+            access_log: true,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: io::Error },
+    #[error("TLS: {0}")]
+    Tls(String),
+}
+
+/// A server running on the current tokio runtime.
+#[derive(Debug)]
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    pub state: Arc<State>,
+    shutdown: watch::Sender<bool>,
+    accept_loop: JoinHandle<bool>,
+}
+
+impl RunningServer {
+    /// Stops accepting and waits for in-flight requests (up to the grace period). Returns
+    /// whether every connection finished in time.
+    pub async fn shutdown(self) -> bool {
+        let _ = self.shutdown.send(true);
+        self.wait().await
+    }
+
+    /// Waits until the server has been shut down (through a `shutdown_trigger`) and drained.
+    pub async fn wait(self) -> bool {
+        self.accept_loop.await.unwrap_or(false)
+    }
+
+    /// A handle that begins shutdown when sent `true`, for signal handlers.
+    pub fn shutdown_trigger(&self) -> watch::Sender<bool> {
+        self.shutdown.clone()
+    }
+}
+
+fn tls_acceptor(files: &TlsFiles, http2: bool) -> Result<tokio_rustls::TlsAcceptor, ServerError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(&files.cert)
+        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| ServerError::Tls(format!("{}: cannot read certificates: {e}", files.cert.display())))?;
+    let key = PrivateKeyDer::from_pem_file(&files.key)
+        .map_err(|e| ServerError::Tls(format!("{}: cannot read the private key: {e}", files.key.display())))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(certs, key))
+        .map_err(|e| ServerError::Tls(e.to_string()))?;
+    config.alpn_protocols = if http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// What every connection task needs.
+struct Shared {
+    state: Arc<State>,
+    config: ServerConfig,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    http1: hyper::server::conn::http1::Builder,
+    http2: hyper::server::conn::http2::Builder<TokioExecutor>,
+    auto: hyper_util::server::conn::auto::Builder<TokioExecutor>,
+}
+
+/// Binds and starts serving on the current runtime, with the reload watcher running.
+pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningServer, ServerError> {
+    let tls = config.tls.as_ref().map(|f| tls_acceptor(f, config.http2)).transpose()?;
+    let listener = TcpListener::bind(config.addr).await.map_err(|source| ServerError::Bind {
+        addr: config.addr,
+        source,
+    })?;
+    let addr = listener.local_addr().map_err(|source| ServerError::Bind {
+        addr: config.addr,
+        source,
+    })?;
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout)
+        .max_buf_size(config.max_header_bytes.max(8192))
+        .keep_alive(true);
+    let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    http2
+        .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX))
+        .keep_alive_interval(Some(config.idle_timeout / 2))
+        .keep_alive_timeout(config.header_read_timeout);
+    let mut auto = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    auto.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout)
+        .max_buf_size(config.max_header_bytes.max(8192));
+    auto.http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX));
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    reload::spawn_watcher(state.clone(), config.watch_interval, shutdown_rx.clone());
+    let shared = Arc::new(Shared {
+        state: state.clone(),
+        config,
+        tls,
+        http1,
+        http2,
+        auto,
+    });
+    let accept_loop = tokio::spawn(accept_loop(listener, shared, shutdown_rx));
+    Ok(RunningServer {
+        addr,
+        state,
+        shutdown,
+        accept_loop,
+    })
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) -> bool {
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
+    loop {
+        let permit = tokio::select! {
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            _ = shutdown.changed() => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %err, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = shared.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let metrics = &shared.state.metrics;
+            metrics.connections_accepted.fetch_add(1, Relaxed);
+            metrics.connections_open.fetch_add(1, Relaxed);
+            if let Err(err) = serve_connection(stream, peer, &shared, watcher).await {
+                metrics.connection_errors.fetch_add(1, Relaxed);
+                tracing::debug!(peer = %peer, error = %err, "connection ended with an error");
+            }
+            metrics.connections_open.fetch_sub(1, Relaxed);
+            drop(permit);
+        });
+    }
+    // Closing the listener refuses new connections from here on.
+    drop(listener);
+    let grace = shared.config.shutdown_grace;
+    tokio::time::timeout(grace, graceful.shutdown()).await.is_ok()
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+async fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared, watcher: Watcher) -> Result<(), BoxError> {
+    let state = shared.state.clone();
+    let access_log = shared.config.access_log;
+    let service = service_fn(move |request: hyper::Request<Incoming>| {
+        let response = respond(&state, &request, peer, access_log);
+        std::future::ready(Ok::<Response, Infallible>(response))
+    });
+    let stream = IdleTimeout::new(stream, shared.config.idle_timeout);
+    match &shared.tls {
+        None if shared.config.http2 => {
+            let builder = shared.auto.clone();
+            watcher.watch(builder.serve_connection(TokioIo::new(stream), service)).await
+        }
+        None => Ok(watcher.watch(shared.http1.serve_connection(TokioIo::new(stream), service)).await?),
+        Some(acceptor) => {
+            let tls = tokio::time::timeout(shared.config.tls_handshake_timeout, acceptor.accept(stream))
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+            let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+            let io = TokioIo::new(tls);
+            if h2 {
+                Ok(watcher.watch(shared.http2.serve_connection(io, service)).await?)
+            } else {
+                Ok(watcher.watch(shared.http1.serve_connection(io, service)).await?)
+            }
+        }
+    }
+}
+
+fn respond(state: &State, request: &hyper::Request<Incoming>, peer: SocketAddr, access_log: bool) -> Response {
+    let started = Instant::now();
+    let (response, outcome) = service::handle_with_outcome(state, request, peer.ip());
+    if access_log {
+        let headers = response.headers();
+        tracing::info!(
+            target: "marks::access",
+            request_id = headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or(""),
+            key_id = outcome.key_id.as_deref().unwrap_or("-"),
+            operation = outcome.operation.name(),
+            method = %request.method(),
+            path = request.uri().path(),
+            status = response.status().as_u16(),
+            bytes = outcome.bytes,
+            latency_us = started.elapsed().as_micros() as u64,
+            peer = %peer.ip(),
+        );
+    }
+    response
+}
+
+/// Closes a connection on which no byte has moved in either direction for `timeout`: an
+/// idle keep-alive connection, a client that stopped sending, or one that stopped reading.
+struct IdleTimeout<S> {
+    inner: S,
+    timer: Pin<Box<Sleep>>,
+    timeout: Duration,
+    last_activity: Instant,
+}
+
+impl<S> IdleTimeout<S> {
+    fn new(inner: S, timeout: Duration) -> IdleTimeout<S> {
+        IdleTimeout {
+            inner,
+            timer: Box::pin(tokio::time::sleep(timeout)),
+            timeout,
+            last_activity: Instant::now(),
+        }
+    }
+
+    /// Checks the idle deadline when the inner stream is not ready. The timer is re-armed only
+    /// when it fires, not on every read, to keep the hot path free of timer-wheel updates.
+    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
+        loop {
+            if self.timer.as_mut().poll(cx).is_pending() {
+                return false;
+            }
+            let deadline = self.last_activity + self.timeout;
+            if Instant::now() >= deadline {
+                return true;
+            }
+            self.timer.as_mut().reset(tokio::time::Instant::from_std(deadline));
+        }
+    }
+
+    /// Passes a ready result through, noting activity; turns a long wait into an error.
+    fn track<T>(&mut self, poll: Poll<io::Result<T>>, moved: bool, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        match poll {
+            Poll::Ready(result) => {
+                if moved {
+                    self.last_activity = Instant::now();
+                }
+                Poll::Ready(result)
+            }
+            Poll::Pending if self.expired(cx) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "connection idle for too long",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for IdleTimeout<S> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+        let moved = buf.filled().len() > before;
+        this.track(poll, moved, cx)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for IdleTimeout<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.track(poll, true, cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.track(poll, true, cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}

@@ -1,0 +1,557 @@
+//! The service: one request in, one response out, as a plain function over the shared `State`.
+//!
+//! `handle` is what the HTTP server calls for every request, and what benches and tests call
+//! without a socket. It never panics on client input, never reads a request body, never
+//! renders a stored body again: data bodies are slices of the mapped snapshot, list pages are
+//! assembled from pre-rendered items, and only headers, errors and list pages allocate.
+//!
+//! Order of checks for the authenticated operations: method, route, key (401, or 429 when the
+//! client IP has failed authentication too often), budget (429; every request reaching a
+//! valid key spends one unit), snapshot (503), scope (403), parameters (422), resource (404,
+//! or 403 outside the free universe), then the conditional request (304).
+
+use std::net::IpAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime};
+
+use bytes::Bytes;
+use http::header::{self, HeaderName, HeaderValue};
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::Full;
+use marks_builder::format::{ArchivedBody, ArchivedCompanyEntry, UNIVERSE_ALL, UNIVERSE_FREE};
+use marks_builder::tiers::{Scope, Tier};
+use marks_builder::writer::etag_of;
+
+use crate::keys::{Authentication, Caller};
+use crate::list;
+use crate::problem::ApiError;
+use crate::query::{self, ListQuery, Params, LIST_PARAMS};
+use crate::ratelimit::Decision;
+use crate::routes::{route, Operation};
+use crate::state::{epoch_seconds, LoadedSnapshot, State};
+
+pub type Response = http::Response<Full<Bytes>>;
+
+/// The interface description served at `/v1/openapi.json`.
+pub const OPENAPI_JSON: &[u8] = include_bytes!("../openapi/openapi.json");
+
+static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+static X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+static X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+static X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+static X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
+const GZIP: HeaderValue = HeaderValue::from_static("gzip");
+
+/// How a response may be cached, and what it varies on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cache {
+    /// Per-key data: every client revalidates.
+    Private,
+    /// The same for everyone (signing keys, scorecard, OpenAPI document).
+    Public,
+    /// Operational answers and errors.
+    NoStore,
+}
+
+/// One request being answered, and what was learnt about it on the way.
+struct Exchange<'a, B> {
+    state: &'a State,
+    request: &'a Request<B>,
+    peer: IpAddr,
+    operation: Operation,
+    caller: Option<Caller>,
+    decision: Option<Decision>,
+}
+
+/// The access-log facts of a request, returned alongside the response.
+#[derive(Debug)]
+pub struct Outcome {
+    pub operation: Operation,
+    pub key_id: Option<Arc<str>>,
+    /// Body bytes sent.
+    pub bytes: usize,
+}
+
+/// Answers one request.
+pub fn handle<B>(state: &State, request: &Request<B>, peer: IpAddr) -> Response {
+    handle_with_outcome(state, request, peer).0
+}
+
+/// Answers one request and reports what it was, for the access log.
+pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr) -> (Response, Outcome) {
+    let started = Instant::now();
+    let mut exchange = Exchange {
+        state,
+        request,
+        peer,
+        operation: Operation::Unknown,
+        caller: None,
+        decision: None,
+    };
+    let request_id = exchange.request_id();
+    let mut response = match exchange.dispatch() {
+        Ok(response) => response,
+        Err(error) => exchange.problem(&error, &request_id),
+    };
+    exchange.common_headers(&mut response, request_id);
+    let bytes = hyper::body::Body::size_hint(response.body()).exact().unwrap_or(0) as usize;
+    state
+        .metrics
+        .record(exchange.operation, response.status().as_u16(), started.elapsed(), bytes);
+    let outcome = Outcome {
+        operation: exchange.operation,
+        key_id: exchange.caller.map(|c| c.key_id),
+        bytes,
+    };
+    (response, outcome)
+}
+
+/// A client's `X-Request-ID` is echoed when it is 1 to 128 visible ASCII characters.
+fn valid_request_id(value: &HeaderValue) -> bool {
+    let bytes = value.as_bytes();
+    (1..=128).contains(&bytes.len()) && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
+}
+
+/// Whether `If-None-Match` matches `etag` under the weak comparison of RFC 9110 13.1.2.
+pub fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+    let opaque = |tag: &str| -> Option<usize> { tag.strip_prefix("W/").unwrap_or(tag).find('"') };
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || (opaque(tag) == Some(0) && tag.strip_prefix("W/").unwrap_or(tag) == etag))
+}
+
+/// Whether the client accepts gzip, honouring `q=0` and `*`.
+pub fn accepts_gzip(headers: &HeaderMap) -> bool {
+    let (mut gzip, mut any) = (None, None);
+    for part in headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+    {
+        let mut pieces = part.split(';');
+        let name = pieces.next().unwrap_or("").trim();
+        let quality = pieces
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
+            gzip = Some(quality);
+        } else if name == "*" {
+            any = Some(quality);
+        }
+    }
+    gzip.or(any).is_some_and(|q| q > 0.0)
+}
+
+fn header_value(text: &str) -> HeaderValue {
+    HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+}
+
+fn openapi_etag() -> &'static str {
+    static ETAG: OnceLock<String> = OnceLock::new();
+    ETAG.get_or_init(|| etag_of(OPENAPI_JSON))
+}
+
+impl<B> Exchange<'_, B> {
+    fn request_id(&self) -> HeaderValue {
+        match self.request.headers().get(&X_REQUEST_ID) {
+            Some(value) if valid_request_id(value) => value.clone(),
+            _ => {
+                let id = self.state.next_request_id();
+                HeaderValue::from_bytes(&id).unwrap_or_else(|_| HeaderValue::from_static("req_unknown"))
+            }
+        }
+    }
+
+    fn dispatch(&mut self) -> Result<Response, ApiError> {
+        let path = self.request.uri().path();
+        let route = route(path);
+        self.operation = route.operation;
+        let method = self.request.method();
+        if method != Method::GET && method != Method::HEAD {
+            let shown: String = method.as_str().chars().take(32).collect();
+            return Err(ApiError::MethodNotAllowed(shown));
+        }
+        match route.operation {
+            Operation::Healthz => Ok(self.respond(
+                StatusCode::OK,
+                Bytes::from_static(b"{\"status\":\"ok\"}"),
+                JSON,
+                None,
+                Cache::NoStore,
+                false,
+            )),
+            Operation::Readyz => Ok(self.readyz()),
+            Operation::Metrics => Ok(self.respond(
+                StatusCode::OK,
+                Bytes::from(self.state.metrics_text()),
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                None,
+                Cache::NoStore,
+                false,
+            )),
+            Operation::OpenApi => {
+                self.no_parameters()?;
+                Ok(self.conditional(Bytes::from_static(OPENAPI_JSON), openapi_etag(), Cache::Public, false))
+            }
+            Operation::SigningKeys | Operation::Scorecard => {
+                self.no_parameters()?;
+                let loaded = self.loaded()?;
+                let index = loaded.snapshot.index();
+                let body = if route.operation == Operation::SigningKeys {
+                    &index.signing_keys
+                } else {
+                    &index.scorecard
+                };
+                Ok(self.stored(&loaded, body, Cache::Public))
+            }
+            Operation::Unknown => Err(ApiError::NotFound(
+                "No resource at this path. The API is under /v1; see /v1/openapi.json.".into(),
+            )),
+            _ => self.api(route.operation, route.slug),
+        }
+    }
+
+    fn api(&mut self, operation: Operation, slug: Option<&str>) -> Result<Response, ApiError> {
+        let caller = self.authenticate()?;
+        let decision = self
+            .state
+            .limiter
+            .take(&caller.key_id, caller.rate_per_min, Instant::now());
+        self.caller = Some(caller.clone());
+        self.decision = Some(decision);
+        if !decision.allowed {
+            self.state.metrics.rate_limited.fetch_add(1, Relaxed);
+            return Err(ApiError::RateLimited {
+                retry_after: decision.retry_after,
+            });
+        }
+        let loaded = self.loaded()?;
+        let index = loaded.snapshot.index();
+        match operation {
+            Operation::ListCompanies => {
+                require(&caller, Scope::CompaniesList)?;
+                let params = Params::parse(self.request.uri().query(), LIST_PARAMS)?;
+                let query = ListQuery::from_params(&params)?;
+                let (universe, note) = if caller.tier.limited_universe() {
+                    let note = format!(
+                        "The free tier lists the 10 companies with the highest latest value_usd; \
+                         Research and above list all {} companies.",
+                        index.companies.len()
+                    );
+                    (UNIVERSE_FREE, Some(note))
+                } else {
+                    (UNIVERSE_ALL, None)
+                };
+                let body = list::page(&loaded, &query, universe, &self.state.cursor_key, note.as_deref())?;
+                let etag = list_etag(&loaded, universe, self.request.uri().query().unwrap_or(""));
+                Ok(self.conditional(body, &etag, Cache::Private, false))
+            }
+            Operation::GetCompany => {
+                require(&caller, Scope::CompaniesRead)?;
+                self.no_parameters()?;
+                let company = self.company(&loaded, slug, &caller)?;
+                Ok(self.stored(&loaded, &company.profile, Cache::Private))
+            }
+            Operation::GetMarkSeries => {
+                require(&caller, Scope::Marks80)?;
+                let params = Params::parse(self.request.uri().query(), &["coverage"])?;
+                let coverage = query::coverage(&params)?;
+                if coverage == 95 {
+                    require(&caller, Scope::Marks95)?;
+                }
+                let company = self.company(&loaded, slug, &caller)?;
+                let body = if coverage == 95 { &company.marks_95 } else { &company.marks_80 };
+                Ok(self.stored(&loaded, body, Cache::Private))
+            }
+            Operation::GetMarkEvents => {
+                require(&caller, Scope::EventsRead)?;
+                self.no_parameters()?;
+                let company = self.company(&loaded, slug, &caller)?;
+                Ok(self.stored(&loaded, &company.events, Cache::Private))
+            }
+            Operation::GetResolution => {
+                require(&caller, Scope::ResolutionRead)?;
+                self.no_parameters()?;
+                let company = self.company(&loaded, slug, &caller)?;
+                Ok(self.stored(&loaded, &company.resolution, Cache::Private))
+            }
+            Operation::GetUsage => {
+                require(&caller, Scope::UsageRead)?;
+                self.no_parameters()?;
+                let position = Tier::ALL.iter().position(|&t| t == caller.tier).unwrap_or(0);
+                match index.usage.get(position) {
+                    Some(body) if !caller.custom_rate => Ok(self.stored(&loaded, body, Cache::Private)),
+                    _ => {
+                        // A key with its own budget: its usage body is not in the snapshot.
+                        let body = marks_builder::tiers::usage_body(&loaded.meta, caller.tier, caller.rate_per_min);
+                        let etag = etag_of(&body);
+                        Ok(self.conditional(Bytes::from(body), &etag, Cache::Private, false))
+                    }
+                }
+            }
+            _ => Err(ApiError::Internal),
+        }
+    }
+
+    /// The caller behind `X-API-Key`, with failed attempts throttled per client IP.
+    fn authenticate(&self) -> Result<Caller, ApiError> {
+        let state = self.state;
+        let limit = state.settings.auth_failures_per_min;
+        let now = Instant::now();
+        let throttled = |decision: Decision| {
+            state.metrics.auth_throttled.fetch_add(1, Relaxed);
+            ApiError::RateLimited {
+                retry_after: decision.retry_after,
+            }
+        };
+        // Past the failure budget the key is not even looked at, so guessing gains nothing.
+        let standing = state.auth_failures.peek(&self.peer, limit, now);
+        if !standing.allowed {
+            return Err(throttled(standing));
+        }
+        let mut presented = self.request.headers().get_all(&X_API_KEY).iter();
+        let result = match (presented.next(), presented.next()) {
+            (None, _) => Err(ApiError::MissingApiKey),
+            (Some(_), Some(_)) => Err(ApiError::InvalidApiKey),
+            (Some(value), None) => match value.to_str() {
+                Ok(key) => match state.keys().authenticate(key) {
+                    Authentication::Valid(caller) => Ok(caller.clone()),
+                    Authentication::Invalid => Err(ApiError::InvalidApiKey),
+                },
+                Err(_) => Err(ApiError::InvalidApiKey),
+            },
+        };
+        result.map_err(|error| {
+            let decision = state.auth_failures.take(&self.peer, limit, now);
+            if decision.allowed {
+                error
+            } else {
+                throttled(decision)
+            }
+        })
+    }
+
+    fn loaded(&self) -> Result<Arc<LoadedSnapshot>, ApiError> {
+        self.state
+            .snapshot()
+            .ok_or_else(|| ApiError::Unavailable("No dataset is loaded yet; retry shortly.".into()))
+    }
+
+    fn no_parameters(&self) -> Result<(), ApiError> {
+        Params::parse(self.request.uri().query(), &[]).map(|_| ())
+    }
+
+    fn company<'s>(
+        &self,
+        loaded: &'s LoadedSnapshot,
+        raw_slug: Option<&str>,
+        caller: &Caller,
+    ) -> Result<&'s ArchivedCompanyEntry, ApiError> {
+        let raw_slug = raw_slug.unwrap_or("");
+        let slug = percent_encoding::percent_decode_str(raw_slug)
+            .decode_utf8()
+            .map_err(|_| ApiError::NotFound("No company has this slug.".into()))?;
+        let index = loaded.snapshot.index();
+        let shown: String = slug.chars().take(64).collect();
+        let (position, company) = index
+            .company(&slug)
+            .ok_or_else(|| ApiError::NotFound(format!("No company has the slug {shown:?}.")))?;
+        if caller.tier.limited_universe() {
+            let free = index.list(0, UNIVERSE_FREE, 0, 0);
+            if !free.iter().any(|row| row.to_native() as usize == position) {
+                return Err(ApiError::TierForbidden(format!(
+                    "The free tier covers the 10 companies with the highest latest value; {shown:?} needs the {} tier or above.",
+                    Tier::Research
+                )));
+            }
+        }
+        Ok(company)
+    }
+
+    /// A stored body, in the encoding the client prefers, or 304 if it has it already.
+    fn stored(&self, loaded: &LoadedSnapshot, body: &ArchivedBody, cache: Cache) -> Response {
+        let gzip = body.gzip.as_ref().filter(|_| accepts_gzip(self.request.headers()));
+        let vary_encoding = body.gzip.is_some();
+        match gzip {
+            Some(encoded) => {
+                let bytes = loaded.snapshot.body(&encoded.bytes);
+                let mut response = self.conditional(bytes, encoded.etag.as_str(), cache, vary_encoding);
+                if response.status() == StatusCode::OK {
+                    response.headers_mut().insert(header::CONTENT_ENCODING, GZIP);
+                }
+                response
+            }
+            None => {
+                let bytes = loaded.snapshot.body(&body.identity);
+                self.conditional(bytes, body.etag.as_str(), cache, vary_encoding)
+            }
+        }
+    }
+
+    /// 200 with the body, or 304 when `If-None-Match` matches its ETag.
+    fn conditional(&self, body: Bytes, etag: &str, cache: Cache, vary_encoding: bool) -> Response {
+        let status = if if_none_match(self.request.headers(), etag) {
+            StatusCode::NOT_MODIFIED
+        } else {
+            StatusCode::OK
+        };
+        self.respond(status, body, JSON, Some(header_value(etag)), cache, vary_encoding)
+    }
+
+    fn respond(
+        &self,
+        status: StatusCode,
+        body: Bytes,
+        content_type: HeaderValue,
+        etag: Option<HeaderValue>,
+        cache: Cache,
+        vary_encoding: bool,
+    ) -> Response {
+        let head = self.request.method() == Method::HEAD;
+        let length = body.len();
+        let with_body = status != StatusCode::NOT_MODIFIED && !head;
+        let mut response = Response::new(Full::new(if with_body { body } else { Bytes::new() }));
+        *response.status_mut() = status;
+        let headers = response.headers_mut();
+        if status != StatusCode::NOT_MODIFIED {
+            headers.insert(header::CONTENT_TYPE, content_type);
+            if head {
+                // What a GET would have sent.
+                headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+            }
+        }
+        if let Some(etag) = etag {
+            headers.insert(header::ETAG, etag);
+        }
+        let (cache_control, vary) = match (cache, vary_encoding) {
+            (Cache::Private, false) => ("private, no-cache", Some("X-API-Key")),
+            (Cache::Private, true) => ("private, no-cache", Some("X-API-Key, Accept-Encoding")),
+            (Cache::Public, false) => ("public, max-age=60", None),
+            (Cache::Public, true) => ("public, max-age=60", Some("Accept-Encoding")),
+            (Cache::NoStore, _) => ("no-store", None),
+        };
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
+        if let Some(vary) = vary {
+            headers.insert(header::VARY, HeaderValue::from_static(vary));
+        }
+        response
+    }
+
+    fn readyz(&self) -> Response {
+        let loaded = self.state.snapshot();
+        let refusal = self.state.last_snapshot_refusal().map(|r| {
+            serde_json::json!({
+                "at": epoch_seconds(r.at),
+                "file": r.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                "reason": r.reason,
+            })
+        });
+        let keys_refusal = self.state.last_keys_refusal().map(|r| {
+            serde_json::json!({ "at": epoch_seconds(r.at), "reason": r.reason })
+        });
+        let (status, body) = match &loaded {
+            Some(loaded) => {
+                let header = loaded.snapshot.header();
+                (
+                    StatusCode::OK,
+                    serde_json::json!({
+                        "status": "ready",
+                        "dataset_version": header.dataset_version,
+                        "methodology_version": header.methodology_version,
+                        "as_of": header.as_of,
+                        "loaded_at": epoch_seconds(loaded.loaded_at),
+                        "companies": loaded.snapshot.index().companies.len(),
+                        "last_refusal": refusal,
+                        "last_keys_refusal": keys_refusal,
+                    }),
+                )
+            }
+            None => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                serde_json::json!({
+                    "status": "not_ready",
+                    "last_refusal": refusal,
+                    "last_keys_refusal": keys_refusal,
+                }),
+            ),
+        };
+        let bytes = Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
+        self.respond(status, bytes, JSON, None, Cache::NoStore, false)
+    }
+
+    fn problem(&self, error: &ApiError, request_id: &HeaderValue) -> Response {
+        let request_id = request_id.to_str().unwrap_or("");
+        let body = error.body(
+            &self.state.settings.public_base_url,
+            self.request.uri().path(),
+            request_id,
+        );
+        let mut response = self.respond(error.status(), Bytes::from(body), PROBLEM_JSON, None, Cache::NoStore, false);
+        let headers = response.headers_mut();
+        match error {
+            ApiError::MethodNotAllowed(_) => {
+                headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            }
+            ApiError::RateLimited { retry_after } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            _ => {}
+        }
+        response
+    }
+
+    fn common_headers(&self, response: &mut Response, request_id: HeaderValue) {
+        let headers = response.headers_mut();
+        headers.insert(&X_REQUEST_ID, request_id);
+        if let Some(decision) = self.decision {
+            let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
+            headers.insert(&X_RATELIMIT_LIMIT, HeaderValue::from(decision.limit));
+            headers.insert(&X_RATELIMIT_REMAINING, HeaderValue::from(decision.remaining));
+            headers.insert(&X_RATELIMIT_RESET, HeaderValue::from(reset_at));
+            headers.insert(
+                &RATELIMIT,
+                header_value(&format!("\"minute\";r={};t={}", decision.remaining, decision.reset_after)),
+            );
+            headers.insert(
+                &RATELIMIT_POLICY,
+                header_value(&format!("\"minute\";q={};w=60", decision.limit)),
+            );
+        }
+    }
+}
+
+fn require(caller: &Caller, scope: Scope) -> Result<(), ApiError> {
+    if caller.tier.allows(scope) {
+        return Ok(());
+    }
+    let needed = Tier::lowest_with(scope);
+    let what = match scope {
+        Scope::Marks95 => "coverage 95".to_string(),
+        other => format!("the {} scope", other.as_str()),
+    };
+    Err(ApiError::TierForbidden(format!(
+        "Your key's tier ({}) does not include {what}; it needs the {needed} tier or above.",
+        caller.tier
+    )))
+}
+
+/// A list page's ETag: its bytes are a function of the snapshot, the universe and the query
+/// string, so hashing those names them without rendering the page.
+fn list_etag(loaded: &LoadedSnapshot, universe: u8, query: &str) -> String {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::with_seed(loaded.etag_seed);
+    hasher.update(&[universe]);
+    hasher.update(query.as_bytes());
+    format!("\"{:016x}\"", hasher.digest())
+}
