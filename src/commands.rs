@@ -197,12 +197,18 @@ pub fn keys_issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u3
 
 pub fn keys_revoke(path: &Path, key_id: &str) -> Result<()> {
     keys::set_status(path, key_id, KeyStatus::Revoked)?;
-    eprintln!("revoked {key_id} in {}; a running server picks it up on its next reload", path.display());
+    eprintln!(
+        "revoked {key_id} in {}; a running server picks it up on its next reload",
+        path.display()
+    );
     Ok(())
 }
 
 pub fn keys_list(path: &Path) -> Result<()> {
-    println!("{:<20} {:<20} {:<11} {:<10} {:<11} {:>10}", "key_id", "tenant", "tier", "status", "created", "rate/min");
+    println!(
+        "{:<20} {:<20} {:<11} {:<10} {:<11} {:>10}",
+        "key_id", "tenant", "tier", "status", "created", "rate/min"
+    );
     for entry in keys::list(path)? {
         let rate = entry
             .rate_per_min

@@ -40,7 +40,10 @@ impl CursorKey {
     pub fn from_file(path: &Path) -> Result<CursorKey, String> {
         let secret = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         if secret.len() < 16 {
-            return Err(format!("{}: a cursor key needs at least 16 bytes of secret", path.display()));
+            return Err(format!(
+                "{}: a cursor key needs at least 16 bytes of secret",
+                path.display()
+            ));
         }
         Ok(CursorKey(blake3::derive_key("valuation-marks cursor key v1", &secret)))
     }
@@ -179,7 +182,10 @@ mod tests {
             let text = cursor.encode(&key);
             assert_eq!(Cursor::decode(&text, &key, 42), Ok(cursor.clone()));
             assert_eq!(Cursor::decode(&text, &key, 43), Err(CursorError::OtherList));
-            assert_eq!(Cursor::decode(&text, &CursorKey::generate(), 42), Err(CursorError::Forged));
+            assert_eq!(
+                Cursor::decode(&text, &CursorKey::generate(), 42),
+                Err(CursorError::Forged)
+            );
             let mut bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
             bytes[3] ^= 1;
             assert_eq!(

@@ -193,7 +193,10 @@ fn write_file(path: &Path, file: &KeysFile) -> Result<(), KeysError> {
         "# Valuation Marks API keys. Holds only BLAKE3 hashes of keys, never a key.\n\
          # Manage with `marks keys issue|revoke|list`; the server reloads this file on change.\n\n{body}"
     );
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let temp = dir.join(format!(
         ".{}.{}.tmp",
         path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
@@ -303,13 +306,19 @@ mod tests {
         let ring = KeyRing::load(&path).unwrap();
         match ring.authenticate(&key) {
             Authentication::Valid(caller) => {
-                assert_eq!((caller.key_id.as_ref(), caller.tier, caller.rate_per_min), (key_id.as_str(), Tier::Pro, 600))
+                assert_eq!(
+                    (caller.key_id.as_ref(), caller.tier, caller.rate_per_min),
+                    (key_id.as_str(), Tier::Pro, 600)
+                )
             }
             Authentication::Invalid => panic!("issued key must authenticate"),
         }
         assert_eq!(ring.authenticate("vmk_wrong"), Authentication::Invalid);
         set_status(&path, &key_id, KeyStatus::Revoked).unwrap();
-        assert_eq!(KeyRing::load(&path).unwrap().authenticate(&key), Authentication::Invalid);
+        assert_eq!(
+            KeyRing::load(&path).unwrap().authenticate(&key),
+            Authentication::Invalid
+        );
     }
 
     #[test]

@@ -127,7 +127,11 @@ pub fn page(
         }
         None => body.put_slice(b"null"),
     }
-    body.put_slice(if has_more { b",\"has_more\":true}" } else { b",\"has_more\":false}" });
+    body.put_slice(if has_more {
+        b",\"has_more\":true}"
+    } else {
+        b",\"has_more\":false}"
+    });
     if let Some(note) = universe_note {
         body.put_slice(b",\"universe_note\":");
         body.put_slice(&serde_json::to_vec(note).unwrap_or_default());

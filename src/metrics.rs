@@ -73,7 +73,10 @@ impl Metrics {
     }
 
     fn write(&self, out: &mut String, g: &Gauges<'_>) -> std::fmt::Result {
-        writeln!(out, "# HELP marks_requests_total Requests answered, by operation and HTTP status.")?;
+        writeln!(
+            out,
+            "# HELP marks_requests_total Requests answered, by operation and HTTP status."
+        )?;
         writeln!(out, "# TYPE marks_requests_total counter")?;
         for operation in Operation::ALL {
             for (column, counter) in self.requests[operation.index()].iter().enumerate() {
@@ -88,12 +91,18 @@ impl Metrics {
                 }
             }
         }
-        writeln!(out, "# HELP marks_request_duration_seconds Time to answer a request, in the handler.")?;
+        writeln!(
+            out,
+            "# HELP marks_request_duration_seconds Time to answer a request, in the handler."
+        )?;
         writeln!(out, "# TYPE marks_request_duration_seconds histogram")?;
         let mut cumulative = 0;
         for (bound, counter) in BUCKETS.iter().zip(&self.latency) {
             cumulative += counter.load(Relaxed);
-            writeln!(out, "marks_request_duration_seconds_bucket{{le=\"{bound}\"}} {cumulative}")?;
+            writeln!(
+                out,
+                "marks_request_duration_seconds_bucket{{le=\"{bound}\"}} {cumulative}"
+            )?;
         }
         cumulative += self.latency[BUCKETS.len()].load(Relaxed);
         writeln!(out, "marks_request_duration_seconds_bucket{{le=\"+Inf\"}} {cumulative}")?;
@@ -101,31 +110,90 @@ impl Metrics {
         writeln!(out, "marks_request_duration_seconds_sum {sum}")?;
         writeln!(out, "marks_request_duration_seconds_count {cumulative}")?;
         let counters = [
-            ("marks_response_body_bytes_total", "Response body bytes sent.", &self.response_bytes),
-            ("marks_rate_limited_total", "Requests refused with 429 because a key's budget was spent.", &self.rate_limited),
-            ("marks_auth_throttled_total", "Requests refused with 429 because their IP failed authentication too often.", &self.auth_throttled),
-            ("marks_snapshot_loads_total", "Snapshots loaded and published.", &self.snapshot_loads),
-            ("marks_snapshot_refusals_total", "Snapshot files refused (failed a check); the previous one kept serving.", &self.snapshot_refusals),
+            (
+                "marks_response_body_bytes_total",
+                "Response body bytes sent.",
+                &self.response_bytes,
+            ),
+            (
+                "marks_rate_limited_total",
+                "Requests refused with 429 because a key's budget was spent.",
+                &self.rate_limited,
+            ),
+            (
+                "marks_auth_throttled_total",
+                "Requests refused with 429 because their IP failed authentication too often.",
+                &self.auth_throttled,
+            ),
+            (
+                "marks_snapshot_loads_total",
+                "Snapshots loaded and published.",
+                &self.snapshot_loads,
+            ),
+            (
+                "marks_snapshot_refusals_total",
+                "Snapshot files refused (failed a check); the previous one kept serving.",
+                &self.snapshot_refusals,
+            ),
             ("marks_keys_reloads_total", "Keys files loaded.", &self.keys_reloads),
-            ("marks_keys_refusals_total", "Keys files refused; the previous keys stayed in force.", &self.keys_refusals),
-            ("marks_connections_accepted_total", "Connections accepted.", &self.connections_accepted),
-            ("marks_connection_errors_total", "Connections that ended in an error (timeouts, malformed requests, resets).", &self.connection_errors),
+            (
+                "marks_keys_refusals_total",
+                "Keys files refused; the previous keys stayed in force.",
+                &self.keys_refusals,
+            ),
+            (
+                "marks_connections_accepted_total",
+                "Connections accepted.",
+                &self.connections_accepted,
+            ),
+            (
+                "marks_connection_errors_total",
+                "Connections that ended in an error (timeouts, malformed requests, resets).",
+                &self.connection_errors,
+            ),
         ];
         for (name, help, counter) in counters {
-            writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", counter.load(Relaxed))?;
+            writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                counter.load(Relaxed)
+            )?;
         }
         let gauges: [(&str, &str, String); 6] = [
-            ("marks_connections_open", "Connections open now.", self.connections_open.load(Relaxed).to_string()),
-            ("marks_snapshot_bytes", "Size of the snapshot being served.", g.snapshot_bytes.to_string()),
-            ("marks_snapshot_loaded_timestamp_seconds", "When the snapshot being served was loaded.", g.snapshot_loaded_at.unwrap_or(0).to_string()),
-            ("marks_snapshot_last_refusal_timestamp_seconds", "When a snapshot file was last refused (0: never).", g.last_refusal_at.unwrap_or(0).to_string()),
+            (
+                "marks_connections_open",
+                "Connections open now.",
+                self.connections_open.load(Relaxed).to_string(),
+            ),
+            (
+                "marks_snapshot_bytes",
+                "Size of the snapshot being served.",
+                g.snapshot_bytes.to_string(),
+            ),
+            (
+                "marks_snapshot_loaded_timestamp_seconds",
+                "When the snapshot being served was loaded.",
+                g.snapshot_loaded_at.unwrap_or(0).to_string(),
+            ),
+            (
+                "marks_snapshot_last_refusal_timestamp_seconds",
+                "When a snapshot file was last refused (0: never).",
+                g.last_refusal_at.unwrap_or(0).to_string(),
+            ),
             ("marks_api_keys", "Keys in the keys file in force.", g.keys.to_string()),
-            ("marks_rate_limit_buckets", "Token buckets held in memory.", g.buckets.to_string()),
+            (
+                "marks_rate_limit_buckets",
+                "Token buckets held in memory.",
+                g.buckets.to_string(),
+            ),
         ];
         for (name, help, value) in gauges {
             writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}")?;
         }
-        writeln!(out, "# HELP marks_snapshot_info The snapshot being served (1), by version.")?;
+        writeln!(
+            out,
+            "# HELP marks_snapshot_info The snapshot being served (1), by version."
+        )?;
         writeln!(out, "# TYPE marks_snapshot_info gauge")?;
         if let (Some(dataset), Some(methodology)) = (g.dataset_version, g.methodology_version) {
             writeln!(

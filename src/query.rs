@@ -99,7 +99,12 @@ impl<'a> ListQuery<'a> {
             None => 0,
             Some("private") => STATUS_PRIVATE,
             Some("ipo_completed") => STATUS_IPO_COMPLETED,
-            Some(_) => return Err(ApiError::invalid_parameter("status", "must be private or ipo_completed")),
+            Some(_) => {
+                return Err(ApiError::invalid_parameter(
+                    "status",
+                    "must be private or ipo_completed",
+                ))
+            }
         };
         let sort = match params.get("sort") {
             None => 0,
@@ -140,7 +145,10 @@ mod tests {
     #[test]
     fn list_parameters_are_strict() {
         assert_eq!(list(""), Ok((50, 0, 0)));
-        assert_eq!(list("limit=200&sort=-value_usd&status=private"), Ok((200, STATUS_PRIVATE, 5)));
+        assert_eq!(
+            list("limit=200&sort=-value_usd&status=private"),
+            Ok((200, STATUS_PRIVATE, 5))
+        );
         assert_eq!(list("limit=0"), Err("invalid_parameter".into()));
         assert_eq!(list("limit=201"), Err("invalid_parameter".into()));
         assert_eq!(list("limit=+5"), Err("invalid_parameter".into()));

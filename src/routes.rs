@@ -109,9 +109,19 @@ mod tests {
     fn paths_map_to_operations() {
         assert_eq!(route("/v1/companies").operation, Operation::ListCompanies);
         let marks = route("/v1/companies/openai/marks");
-        assert_eq!((marks.operation, marks.slug), (Operation::GetMarkSeries, Some("openai")));
+        assert_eq!(
+            (marks.operation, marks.slug),
+            (Operation::GetMarkSeries, Some("openai"))
+        );
         assert_eq!(route("/v1/companies/openai").slug, Some("openai"));
-        for unknown in ["/v1/companies/", "/v1/companies//marks", "/v1/companies/a/b", "/v1/companies/a/", "/v2/x", "/"] {
+        for unknown in [
+            "/v1/companies/",
+            "/v1/companies//marks",
+            "/v1/companies/a/b",
+            "/v1/companies/a/",
+            "/v2/x",
+            "/",
+        ] {
             assert_eq!(route(unknown).operation, Operation::Unknown, "{unknown}");
         }
     }

@@ -151,7 +151,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
         });
         let clean = server.wait().await;
         tracing::info!(clean, "server stopped");
-        eprintln!("stopped{}", if clean { "" } else { " (some connections did not finish in time)" });
+        eprintln!(
+            "stopped{}",
+            if clean {
+                ""
+            } else {
+                " (some connections did not finish in time)"
+            }
+        );
         Ok(())
     })
 }

@@ -143,10 +143,12 @@ struct Shared {
 /// Binds and starts serving on the current runtime, with the reload watcher running.
 pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningServer, ServerError> {
     let tls = config.tls.as_ref().map(|f| tls_acceptor(f, config.http2)).transpose()?;
-    let listener = TcpListener::bind(config.addr).await.map_err(|source| ServerError::Bind {
-        addr: config.addr,
-        source,
-    })?;
+    let listener = TcpListener::bind(config.addr)
+        .await
+        .map_err(|source| ServerError::Bind {
+            addr: config.addr,
+            source,
+        })?;
     let addr = listener.local_addr().map_err(|source| ServerError::Bind {
         addr: config.addr,
         source,
@@ -236,7 +238,12 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-async fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared, watcher: Watcher) -> Result<(), BoxError> {
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    watcher: Watcher,
+) -> Result<(), BoxError> {
     let state = shared.state.clone();
     let access_log = shared.config.access_log;
     let service = service_fn(move |request: hyper::Request<Incoming>| {
@@ -247,9 +254,13 @@ async fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared, 
     match &shared.tls {
         None if shared.config.http2 => {
             let builder = shared.auto.clone();
-            watcher.watch(builder.serve_connection(TokioIo::new(stream), service)).await
+            watcher
+                .watch(builder.serve_connection(TokioIo::new(stream), service))
+                .await
         }
-        None => Ok(watcher.watch(shared.http1.serve_connection(TokioIo::new(stream), service)).await?),
+        None => Ok(watcher
+            .watch(shared.http1.serve_connection(TokioIo::new(stream), service))
+            .await?),
         Some(acceptor) => {
             let tls = tokio::time::timeout(shared.config.tls_handshake_timeout, acceptor.accept(stream))
                 .await

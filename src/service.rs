@@ -272,7 +272,11 @@ impl<B> Exchange<'_, B> {
                     require(&caller, Scope::Marks95)?;
                 }
                 let company = self.company(&loaded, slug, &caller)?;
-                let body = if coverage == 95 { &company.marks_95 } else { &company.marks_80 };
+                let body = if coverage == 95 {
+                    &company.marks_95
+                } else {
+                    &company.marks_80
+                };
                 Ok(self.stored(&loaded, body, Cache::Private))
             }
             Operation::GetMarkEvents => {
@@ -458,9 +462,10 @@ impl<B> Exchange<'_, B> {
                 "reason": r.reason,
             })
         });
-        let keys_refusal = self.state.last_keys_refusal().map(|r| {
-            serde_json::json!({ "at": epoch_seconds(r.at), "reason": r.reason })
-        });
+        let keys_refusal = self
+            .state
+            .last_keys_refusal()
+            .map(|r| serde_json::json!({ "at": epoch_seconds(r.at), "reason": r.reason }));
         let (status, body) = match &loaded {
             Some(loaded) => {
                 let header = loaded.snapshot.header();
@@ -498,7 +503,14 @@ impl<B> Exchange<'_, B> {
             self.request.uri().path(),
             request_id,
         );
-        let mut response = self.respond(error.status(), Bytes::from(body), PROBLEM_JSON, None, Cache::NoStore, false);
+        let mut response = self.respond(
+            error.status(),
+            Bytes::from(body),
+            PROBLEM_JSON,
+            None,
+            Cache::NoStore,
+            false,
+        );
         let headers = response.headers_mut();
         match error {
             ApiError::MethodNotAllowed(_) => {
@@ -522,7 +534,10 @@ impl<B> Exchange<'_, B> {
             headers.insert(&X_RATELIMIT_RESET, HeaderValue::from(reset_at));
             headers.insert(
                 &RATELIMIT,
-                header_value(&format!("\"minute\";r={};t={}", decision.remaining, decision.reset_after)),
+                header_value(&format!(
+                    "\"minute\";r={};t={}",
+                    decision.remaining, decision.reset_after
+                )),
             );
             headers.insert(
                 &RATELIMIT_POLICY,

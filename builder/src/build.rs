@@ -16,8 +16,8 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::dataset::{Company, Dataset, DatasetError, Status};
 use crate::format::{
-    compare_rows, CompanyEntry, RowKey, EventFingerprint, Index, ListEntry, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE,
-    UNIVERSE_ALL, UNIVERSE_FREE,
+    compare_rows, CompanyEntry, EventFingerprint, Index, ListEntry, RowKey, FREE_UNIVERSE_SIZE, SORTS,
+    STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
 };
 use crate::methodology::{usd, Coverage, Fit, Params, METHODOLOGY_VERSION};
 use crate::render;
@@ -275,7 +275,13 @@ pub fn sort_permutation(companies: &[CompanyEntry], sort: usize) -> Vec<u32> {
         (RowKey::of(sort, &c.name, c.value_usd, c.delta_30d_pct), c.slug.as_str())
     }
     let mut rows: Vec<u32> = (0..companies.len() as u32).collect();
-    rows.sort_by(|&a, &b| compare_rows(sort, key(sort, &companies[a as usize]), key(sort, &companies[b as usize])));
+    rows.sort_by(|&a, &b| {
+        compare_rows(
+            sort,
+            key(sort, &companies[a as usize]),
+            key(sort, &companies[b as usize]),
+        )
+    });
     rows
 }
 

@@ -1,0 +1,343 @@
+//! SPEC sections 5 and 8, DESIGN section 4: keys, tiers, budgets and rate-limit headers.
+
+use std::time::Duration;
+
+use http::Method;
+
+use crate::util::*;
+
+#[tokio::test]
+async fn missing_unknown_and_revoked_keys_are_refused() {
+    let server = TestServer::start().await;
+    server
+        .get("/v1/companies", None)
+        .await
+        .assert_problem(401, "missing_api_key");
+    server
+        .get("/v1/companies", Some("vmk_not_a_key"))
+        .await
+        .assert_problem(401, "invalid_api_key");
+    server
+        .get("/v1/companies", Some(REVOKED))
+        .await
+        .assert_problem(401, "invalid_api_key");
+    // Two keys at once are not a key.
+    server
+        .get_with("/v1/companies", &[("x-api-key", RESEARCH), ("x-api-key", PRO)])
+        .await
+        .assert_problem(401, "invalid_api_key");
+    // A key in the query string is never read.
+    let reply = server.get(&format!("/v1/companies?api_key={ENTERPRISE}"), None).await;
+    reply.assert_problem(401, "missing_api_key");
+}
+
+/// The whole tier x operation matrix (SPEC section 4's minimum tiers, DESIGN's free tier).
+#[tokio::test]
+async fn every_tier_against_every_operation() {
+    let server = TestServer::start().await;
+    // Free-tier paths use a company in its universe (the top 10 by value).
+    let ops = [
+        "/v1/companies",
+        "/v1/companies/openai",
+        "/v1/companies/openai/marks",
+        "/v1/companies/openai/marks?coverage=95",
+        "/v1/companies/openai/events",
+        "/v1/companies/openai/resolution",
+        "/v1/usage",
+    ];
+    let matrix = [
+        (FREE, [200, 200, 403, 403, 403, 403, 200]),
+        (RESEARCH, [200, 200, 200, 403, 403, 403, 200]),
+        (PRO, [200, 200, 200, 200, 200, 403, 200]),
+        (BUSINESS, [200, 200, 200, 200, 200, 403, 200]),
+        (ENTERPRISE, [200, 200, 200, 200, 200, 200, 200]),
+    ];
+    for (key, expected) in matrix {
+        for (path, status) in ops.iter().zip(expected) {
+            let reply = server.get(path, Some(key)).await;
+            if status == 403 {
+                let body = reply.assert_problem(403, "tier_forbidden");
+                assert!(body["detail"].as_str().unwrap().contains("tier or above"), "{body}");
+            } else {
+                assert_eq!(reply.status, status, "{key} {path}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn research_asking_for_95_is_told_which_tier_is_needed() {
+    let server = TestServer::start().await;
+    let body = server
+        .get("/v1/companies/openai/marks?coverage=95", Some(RESEARCH))
+        .await
+        .assert_problem(403, "tier_forbidden");
+    assert!(body["detail"].as_str().unwrap().contains("pro"), "{body}");
+}
+
+#[tokio::test]
+async fn free_tier_sees_only_the_top_ten_by_value() {
+    let server = TestServer::start().await;
+    let all = server
+        .get("/v1/companies?sort=-value_usd&limit=200", Some(RESEARCH))
+        .await
+        .json();
+    let ranked: Vec<String> = all["companies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["slug"].as_str().unwrap().to_string())
+        .collect();
+    let reply = server.get("/v1/companies?limit=200", Some(FREE)).await;
+    assert_eq!(reply.status, 200);
+    let free = reply.json();
+    let mut seen: Vec<String> = free["companies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["slug"].as_str().unwrap().to_string())
+        .collect();
+    let mut top10 = ranked[..10].to_vec();
+    seen.sort();
+    top10.sort();
+    assert_eq!(seen, top10);
+    assert!(free["universe_note"].as_str().unwrap().contains("10 companies"));
+    // Inside the universe: allowed. Outside: 403, not 404, since the company exists.
+    assert_eq!(
+        server
+            .get(&format!("/v1/companies/{}", ranked[0]), Some(FREE))
+            .await
+            .status,
+        200
+    );
+    server
+        .get(&format!("/v1/companies/{}", ranked[20]), Some(FREE))
+        .await
+        .assert_problem(403, "tier_forbidden");
+    server
+        .get("/v1/companies/no-such-company", Some(FREE))
+        .await
+        .assert_problem(404, "not_found");
+}
+
+#[tokio::test]
+async fn free_key_gets_exactly_ten_of_eleven() {
+    let server = TestServer::start().await;
+    let mut client = Client::connect(server.addr).await;
+    let mut statuses = Vec::new();
+    let mut remaining = Vec::new();
+    for _ in 0..11 {
+        let reply = client.send(Method::GET, "/v1/usage", &[("x-api-key", FREE)]).await;
+        statuses.push(reply.status);
+        remaining.push(reply.header_u64("x-ratelimit-remaining"));
+        if reply.status == 429 {
+            reply.assert_problem(429, "rate_limited");
+            let retry = reply.header_u64("retry-after");
+            assert!((1..=6).contains(&retry), "10/min refills a token every 6 s: {retry}");
+        }
+    }
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429]);
+    assert_eq!(remaining, [9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0]);
+}
+
+#[tokio::test]
+async fn research_key_gets_exactly_sixty_of_a_hundred_concurrent() {
+    let server = TestServer::start().await;
+    let addr = server.addr;
+    let tasks: Vec<_> = (0..100)
+        .map(|_| {
+            tokio::spawn(
+                async move { request(addr, Method::GET, "/v1/companies/openai", &[("x-api-key", RESEARCH)]).await },
+            )
+        })
+        .collect();
+    let mut ok = 0;
+    let mut limited = 0;
+    for task in tasks {
+        let reply = task.await.unwrap();
+        match reply.status {
+            200 => ok += 1,
+            429 => {
+                limited += 1;
+                assert!(reply.header_u64("retry-after") >= 1);
+                assert_eq!(reply.header_u64("x-ratelimit-remaining"), 0);
+            }
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert_eq!((ok, limited), (60, 40));
+}
+
+#[tokio::test]
+async fn rate_limit_headers_count_down_and_agree() {
+    let server = TestServer::start().await;
+    let mut client = Client::connect(server.addr).await;
+    let mut previous = None;
+    for _ in 0..5 {
+        let reply = client
+            .send(Method::GET, "/v1/companies/openai", &[("x-api-key", PRO)])
+            .await;
+        let limit = reply.header_u64("x-ratelimit-limit");
+        let remaining = reply.header_u64("x-ratelimit-remaining");
+        let reset = reply.header_u64("x-ratelimit-reset");
+        assert_eq!(limit, 600);
+        assert_eq!(reply.header("ratelimit-policy"), Some("\"minute\";q=600;w=60"));
+        let ratelimit = reply.header("ratelimit").unwrap();
+        let (r, t) = parse_ratelimit(ratelimit);
+        assert_eq!(r, remaining, "{ratelimit}");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert!(
+            reset >= now && reset.abs_diff(now + t) <= 1,
+            "reset {reset} now {now} t {t}"
+        );
+        if let Some(previous) = previous {
+            assert_eq!(remaining + 1, previous, "each request spends one unit");
+        }
+        previous = Some(remaining);
+    }
+    // 304s spend a unit too.
+    let first = client
+        .send(Method::GET, "/v1/companies/openai", &[("x-api-key", PRO)])
+        .await;
+    let etag = first.header("etag").unwrap().to_string();
+    let again = client
+        .send(
+            Method::GET,
+            "/v1/companies/openai",
+            &[("x-api-key", PRO), ("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!(again.status, 304);
+    assert_eq!(
+        again.header_u64("x-ratelimit-remaining") + 1,
+        first.header_u64("x-ratelimit-remaining")
+    );
+}
+
+fn parse_ratelimit(value: &str) -> (u64, u64) {
+    let mut r = None;
+    let mut t = None;
+    for part in value.split(';').skip(1) {
+        let (name, number) = part.split_once('=').unwrap();
+        match name {
+            "r" => r = number.parse().ok(),
+            "t" => t = number.parse().ok(),
+            _ => {}
+        }
+    }
+    assert!(value.starts_with("\"minute\""), "{value}");
+    (r.unwrap(), t.unwrap())
+}
+
+#[tokio::test]
+async fn failed_authentication_is_throttled_per_ip() {
+    let server = TestServer::start_with(Options {
+        auth_failures_per_min: 5,
+        ..Options::default()
+    })
+    .await;
+    for _ in 0..5 {
+        server
+            .get("/v1/companies", Some("vmk_guess"))
+            .await
+            .assert_problem(401, "invalid_api_key");
+    }
+    let throttled = server.get("/v1/companies", Some("vmk_guess")).await;
+    throttled.assert_problem(429, "rate_limited");
+    assert!(throttled.header_u64("retry-after") >= 1);
+    // Past the budget even a valid key is not looked at from this address: a correct guess
+    // cannot be confirmed.
+    server
+        .get("/v1/companies", Some(ENTERPRISE))
+        .await
+        .assert_problem(429, "rate_limited");
+    // Unauthenticated documents stay available.
+    assert_eq!(server.get("/v1/signing-keys", None).await.status, 200);
+}
+
+#[tokio::test]
+async fn revocation_and_new_keys_apply_on_reload_without_failing_requests() {
+    let server = TestServer::start().await;
+    let addr = server.addr;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    // A client keeps calling with a key that stays valid throughout.
+    let loop_task = tokio::spawn(async move {
+        let mut client = Client::connect(addr).await;
+        let mut count = 0;
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+            let reply = client
+                .send(Method::GET, "/v1/companies/openai", &[("x-api-key", ENTERPRISE)])
+                .await;
+            assert_eq!(reply.status, 200, "request {count} failed during a keys reload");
+            count += 1;
+        }
+        count
+    });
+    assert_eq!(server.get("/v1/usage", Some(PRO)).await.status, 200);
+    let (_, new_key) =
+        marks::keys::issue(&server.keys_path, marks_builder::tiers::Tier::Business, "acme", None).unwrap();
+    marks::keys::set_status(&server.keys_path, "demo-pro", marks::keys::KeyStatus::Revoked).unwrap();
+    let mut applied = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        if server.get("/v1/usage", Some(PRO)).await.status == 401 {
+            applied = true;
+            break;
+        }
+    }
+    assert!(applied, "revocation never applied");
+    let reply = server.get("/v1/usage", Some(&new_key)).await;
+    assert_eq!((reply.status, reply.json()["tier"].as_str()), (200, Some("business")));
+    // A malformed keys file is refused and the keys in force stay.
+    std::fs::write(&server.keys_path, "this is not toml [").unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(server.get("/v1/usage", Some(&new_key)).await.status, 200);
+    let ready = server.get("/readyz", None).await.json();
+    assert!(
+        ready["last_keys_refusal"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("keys.toml"),
+        "{ready}"
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let requests = loop_task.await.unwrap();
+    assert!(requests > 10, "the loop ran ({requests} requests)");
+}
+
+#[tokio::test]
+async fn a_key_with_its_own_budget_reports_it() {
+    let server = TestServer::start().await;
+    let (_, key) = marks::keys::issue(
+        &server.keys_path,
+        marks_builder::tiers::Tier::Pro,
+        "loadtest",
+        Some(90_000),
+    )
+    .unwrap();
+    server.state.load_keys(&server.keys_path).unwrap();
+    let reply = server.get("/v1/usage", Some(&key)).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json()["rate_per_min"], 90_000);
+    assert_eq!(reply.header_u64("x-ratelimit-limit"), 90_000);
+}
+
+#[tokio::test]
+async fn keys_never_appear_in_responses() {
+    let server = TestServer::start().await;
+    for (path, key) in [
+        ("/v1/companies", ENTERPRISE),
+        ("/v1/usage", ENTERPRISE),
+        ("/v1/companies/nope", ENTERPRISE),
+        ("/v1/companies", "vmk_wrong_key"),
+        ("/v1/companies?sort=bad", ENTERPRISE),
+    ] {
+        let reply = server.get(path, Some(key)).await;
+        let text = format!("{:?}{}", reply.headers, String::from_utf8_lossy(&reply.body));
+        assert!(!text.contains(key), "{path} echoed the key");
+    }
+}

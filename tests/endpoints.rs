@@ -1,0 +1,420 @@
+//! SPEC sections 2, 4 and 9: every operation's fields, through real HTTP.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+const META_FIELDS: [&str; 6] = [
+    "data_mode",
+    "provenance",
+    "methodology_version",
+    "dataset_version",
+    "as_of",
+    "disclaimer",
+];
+
+fn assert_meta(body: &Value) {
+    let meta = body["meta"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no meta object in {body}"));
+    let mut keys: Vec<&str> = meta.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let mut expected = META_FIELDS.to_vec();
+    expected.sort_unstable();
+    assert_eq!(keys, expected, "meta has exactly SPEC 2.1's six fields");
+    assert_eq!(meta["data_mode"], "illustrative");
+    assert_eq!(meta["provenance"], "backtest");
+    assert_eq!(meta["methodology_version"], "v0.2.0");
+    let dataset = std::fs::read_to_string(sample_dir().join("dataset.toml")).unwrap();
+    let version = meta["dataset_version"].as_str().unwrap();
+    assert!(
+        dataset.contains(&format!("dataset_version = \"{version}\"")),
+        "{version}"
+    );
+    assert!(!meta["disclaimer"].as_str().unwrap().is_empty());
+}
+
+fn assert_mark_point(mark: &Value) {
+    let value = mark["value_usd"].as_f64().unwrap();
+    let (lower, upper) = (mark["lower_usd"].as_f64().unwrap(), mark["upper_usd"].as_f64().unwrap());
+    assert!(
+        lower < value && value < upper,
+        "interval must surround the mark: {mark}"
+    );
+    let confidence = mark["confidence"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&confidence), "{mark}");
+    assert!(mark["as_of_date"].as_str().unwrap().len() == 10);
+}
+
+/// Companies of the sample, by slug: (name, sector, status), from companies.csv.
+fn sample_companies() -> BTreeMap<String, (String, String, String)> {
+    sample_csv("companies.csv")
+        .into_iter()
+        .map(|r| (r[0].clone(), (r[1].clone(), r[2].clone(), r[3].clone())))
+        .collect()
+}
+
+#[tokio::test]
+async fn list_companies_has_meta_companies_and_page() {
+    let server = TestServer::start().await;
+    let reply = server.get("/v1/companies", Some(RESEARCH)).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    let body = reply.json();
+    assert_meta(&body);
+    let companies = body["companies"].as_array().unwrap();
+    let expected = sample_companies();
+    assert_eq!(companies.len(), expected.len().min(50));
+    for item in companies {
+        let slug = item["slug"].as_str().unwrap();
+        let (name, sector, status) = &expected[slug];
+        assert_eq!(
+            (&item["name"], &item["sector"], &item["status"]),
+            (
+                &Value::from(name.as_str()),
+                &Value::from(sector.as_str()),
+                &Value::from(status.as_str())
+            )
+        );
+        assert_mark_point(&item["latest_mark"]);
+        assert!(item["delta_30d_pct"].is_number() || item["delta_30d_pct"].is_null());
+    }
+    assert_eq!(body["page"]["limit"], 50);
+    assert_eq!(body["page"]["has_more"], false);
+    assert!(body["page"]["next_cursor"].is_null());
+    assert!(
+        body.get("universe_note").is_none(),
+        "only the free tier's list carries a universe note"
+    );
+}
+
+#[tokio::test]
+async fn get_company_returns_the_profile_with_observations() {
+    let server = TestServer::start().await;
+    let reply = server.get("/v1/companies/stripe", Some(RESEARCH)).await;
+    assert_eq!(reply.status, 200);
+    let body = reply.json();
+    assert_meta(&body);
+    assert_eq!(
+        (body["slug"].as_str(), body["name"].as_str(), body["sector"].as_str()),
+        (Some("stripe"), Some("Stripe"), Some("fintech"))
+    );
+    assert_mark_point(&body["latest_mark"]);
+    // The observations are the company's non-listing events, with their weight in the mark.
+    let events: Vec<Vec<String>> = sample_csv("events.csv")
+        .into_iter()
+        .filter(|r| r[1] == "stripe")
+        .collect();
+    let observations = body["observations"].as_array().unwrap();
+    assert_eq!(observations.len(), events.len());
+    for (observation, event) in observations.iter().zip(&events) {
+        assert_eq!(observation["event_id"], event[0].as_str());
+        assert_eq!(observation["valuation_usd"].as_u64().unwrap().to_string(), event[4]);
+        assert!(observation["weight"].is_number() && observation["source_url"].is_string());
+    }
+    let newest = observations.last().unwrap()["weight"].as_f64().unwrap();
+    let oldest = observations[0]["weight"].as_f64().unwrap();
+    assert!(newest > oldest, "the latest observation weighs most in the latest mark");
+}
+
+#[tokio::test]
+async fn mark_series_defaults_to_80_and_95_is_wider() {
+    let server = TestServer::start().await;
+    let default = server.get("/v1/companies/openai/marks", Some(PRO)).await.json();
+    let explicit = server
+        .get("/v1/companies/openai/marks?coverage=80", Some(PRO))
+        .await
+        .json();
+    let wide = server
+        .get("/v1/companies/openai/marks?coverage=95", Some(PRO))
+        .await
+        .json();
+    assert_meta(&default);
+    assert_eq!(default, explicit);
+    assert_eq!(
+        (default["coverage"].as_u64(), wide["coverage"].as_u64()),
+        (Some(80), Some(95))
+    );
+    assert_eq!(default["slug"], "openai");
+    let (s80, s95) = (
+        default["series"].as_array().unwrap(),
+        wide["series"].as_array().unwrap(),
+    );
+    assert_eq!(s80.len(), s95.len());
+    // One point per day from the first event to as_of.
+    let first_event = sample_csv("events.csv")
+        .into_iter()
+        .filter(|r| r[1] == "openai")
+        .map(|r| r[3].clone())
+        .min()
+        .unwrap();
+    assert_eq!(s80[0]["date"].as_str().unwrap(), first_event);
+    assert_eq!(s80.last().unwrap()["date"], default["meta"]["as_of"]);
+    let day = |p: &Value| {
+        time::Date::parse(
+            p["date"].as_str().unwrap(),
+            time::macros::format_description!("[year]-[month]-[day]"),
+        )
+        .unwrap()
+    };
+    for pair in s80.windows(2) {
+        assert_eq!(day(&pair[1]) - day(&pair[0]), time::Duration::days(1));
+    }
+    for (p80, p95) in s80.iter().zip(s95) {
+        assert_eq!(p80["mark_usd"], p95["mark_usd"]);
+        let mark = p80["mark_usd"].as_f64().unwrap();
+        let (l80, u80) = (p80["lower_usd"].as_f64().unwrap(), p80["upper_usd"].as_f64().unwrap());
+        let (l95, u95) = (p95["lower_usd"].as_f64().unwrap(), p95["upper_usd"].as_f64().unwrap());
+        assert!(l95 <= l80 && l80 < mark && mark < u80 && u80 <= u95, "{p80} {p95}");
+    }
+    // The list's latest mark is the series' last point.
+    let profile = server.get("/v1/companies/openai", Some(PRO)).await.json();
+    assert_eq!(profile["latest_mark"]["value_usd"], s80.last().unwrap()["mark_usd"]);
+    assert_eq!(profile["latest_mark"]["lower_usd"], s80.last().unwrap()["lower_usd"]);
+}
+
+#[tokio::test]
+async fn a_listed_company_series_stops_the_day_before_its_listing() {
+    let server = TestServer::start().await;
+    let body = server.get("/v1/companies/arm/marks", Some(PRO)).await.json();
+    let series = body["series"].as_array().unwrap();
+    let listing = sample_csv("events.csv")
+        .into_iter()
+        .find(|r| r[1] == "arm" && r[2] == "ipo")
+        .unwrap();
+    assert_eq!(listing[3], "2023-09-14");
+    assert_eq!(series.last().unwrap()["date"], "2023-09-13");
+}
+
+#[tokio::test]
+async fn mark_events_are_the_whole_append_only_history() {
+    let server = TestServer::start().await;
+    let reply = server.get("/v1/companies/klarna/events", Some(PRO)).await;
+    assert_eq!(reply.status, 200);
+    let body = reply.json();
+    assert_meta(&body);
+    assert_eq!(body["slug"], "klarna");
+    let mut expected: Vec<Vec<String>> = sample_csv("events.csv")
+        .into_iter()
+        .filter(|r| r[1] == "klarna")
+        .collect();
+    expected.sort_by(|a, b| a[3].cmp(&b[3]));
+    let events = body["events"].as_array().unwrap();
+    assert_eq!(events.len(), expected.len());
+    for (event, row) in events.iter().zip(&expected) {
+        assert_eq!(event["event_id"], row[0].as_str());
+        assert_eq!(event["event_type"], row[2].as_str());
+        assert_eq!(event["occurred_on"], row[3].as_str());
+        assert_eq!(event["valuation_usd"].as_u64().unwrap().to_string(), row[4]);
+        assert_eq!(event["source_url"], row[5].as_str());
+        assert_eq!(event["note"], row[6].as_str());
+    }
+}
+
+#[tokio::test]
+async fn resolution_record_is_signed_over_its_canonical_json() {
+    use base64::Engine;
+    use ed25519_dalek::Verifier;
+    let server = TestServer::start().await;
+    let jwks = server.get("/v1/signing-keys", None).await;
+    assert_eq!(jwks.status, 200);
+    let jwks = jwks.json();
+    let key = &jwks["keys"][0];
+    assert_eq!(
+        (key["kty"].as_str(), key["crv"].as_str()),
+        (Some("OKP"), Some("Ed25519"))
+    );
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let x: [u8; 32] = b64.decode(key["x"].as_str().unwrap()).unwrap().try_into().unwrap();
+    let public = ed25519_dalek::VerifyingKey::from_bytes(&x).unwrap();
+    // kid is the RFC 7638 thumbprint, recomputed here.
+    let thumbprint = format!(
+        r#"{{"crv":"Ed25519","kty":"OKP","x":"{}"}}"#,
+        key["x"].as_str().unwrap()
+    );
+    use sha2::Digest;
+    assert_eq!(
+        key["kid"].as_str().unwrap(),
+        b64.encode(sha2::Sha256::digest(thumbprint.as_bytes()))
+    );
+
+    for slug in ["openai", "airbnb"] {
+        let reply = server
+            .get(&format!("/v1/companies/{slug}/resolution"), Some(ENTERPRISE))
+            .await;
+        assert_eq!(reply.status, 200);
+        let mut record = reply.json();
+        assert_meta(&record);
+        assert_eq!(record["slug"], slug);
+        assert_eq!(record["key_id"], key["kid"]);
+        for field in ["record_id", "dataset_version", "methodology_version", "as_of"] {
+            assert!(record[field].is_string(), "{field} in {record}");
+        }
+        let value = record["value_usd"].as_u64().expect("whole dollars");
+        for band in ["band_80", "band_95"] {
+            let (lower, upper) = (
+                record[band]["lower"].as_u64().unwrap(),
+                record[band]["upper"].as_u64().unwrap(),
+            );
+            assert!(lower < upper, "{band}");
+            if slug == "openai" {
+                assert!(lower < value && value < upper);
+            }
+        }
+        let signature = record.as_object_mut().unwrap().remove("signature").unwrap();
+        let signature: [u8; 64] = b64.decode(signature.as_str().unwrap()).unwrap().try_into().unwrap();
+        let message = serde_jcs::to_vec(&record).unwrap();
+        public
+            .verify(&message, &ed25519_dalek::Signature::from_bytes(&signature))
+            .expect("signature verifies against the published key");
+        record["value_usd"] = Value::from(value + 1);
+        let tampered = serde_jcs::to_vec(&record).unwrap();
+        assert!(public
+            .verify(&tampered, &ed25519_dalek::Signature::from_bytes(&signature))
+            .is_err());
+    }
+    // A listed company resolves to its listing value.
+    let airbnb = server
+        .get("/v1/companies/airbnb/resolution", Some(ENTERPRISE))
+        .await
+        .json();
+    assert_eq!(airbnb["value_usd"], 47_000_000_000u64);
+}
+
+#[tokio::test]
+async fn usage_reports_tier_budget_limits_and_scopes() {
+    let server = TestServer::start().await;
+    let cases = [
+        (
+            FREE,
+            "free",
+            10,
+            vec!["companies:list", "companies:read", "usage:read"],
+            "top10",
+        ),
+        (
+            RESEARCH,
+            "research",
+            60,
+            vec!["companies:list", "companies:read", "marks:80", "usage:read"],
+            "all",
+        ),
+        (
+            PRO,
+            "pro",
+            600,
+            vec![
+                "companies:list",
+                "companies:read",
+                "marks:80",
+                "marks:95",
+                "events:read",
+                "usage:read",
+            ],
+            "all",
+        ),
+        (
+            BUSINESS,
+            "business",
+            3000,
+            vec![
+                "companies:list",
+                "companies:read",
+                "marks:80",
+                "marks:95",
+                "events:read",
+                "usage:read",
+            ],
+            "all",
+        ),
+        (
+            ENTERPRISE,
+            "enterprise",
+            6000,
+            vec![
+                "companies:list",
+                "companies:read",
+                "marks:80",
+                "marks:95",
+                "events:read",
+                "resolution:read",
+                "usage:read",
+            ],
+            "all",
+        ),
+    ];
+    for (key, tier, rate, scopes, universe) in cases {
+        let reply = server.get("/v1/usage", Some(key)).await;
+        assert_eq!(reply.status, 200, "{tier}");
+        let body = reply.json();
+        assert_eq!(body["tier"], tier);
+        assert_eq!(body["rate_per_min"], rate);
+        assert_eq!(body["limits"]["requests_per_minute"], rate);
+        assert_eq!(body["limits"]["page_size_default"], 50);
+        assert_eq!(body["limits"]["page_size_max"], 200);
+        assert_eq!(body["limits"]["universe"], universe);
+        assert_eq!(body["scopes"], serde_json::json!(scopes));
+        assert_eq!(reply.header_u64("x-ratelimit-limit"), rate as u64);
+    }
+}
+
+#[tokio::test]
+async fn public_documents_need_no_key() {
+    let server = TestServer::start().await;
+    let scorecard = server.get("/v1/scorecard", None).await;
+    assert_eq!(scorecard.status, 200);
+    let body = scorecard.json();
+    assert_meta(&body);
+    let names: Vec<&str> = body["forecasters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "local_linear_trend",
+            "last_event_carried_forward",
+            "quality_weighted_step"
+        ]
+    );
+    let listings = sample_csv("events.csv")
+        .into_iter()
+        .filter(|r| r[2] == "ipo" || r[2] == "direct_listing")
+        .count();
+    assert_eq!(body["listing_validations"].as_array().unwrap().len(), listings);
+
+    let openapi = server.get("/v1/openapi.json", None).await;
+    assert_eq!(openapi.status, 200);
+    let doc = openapi.json();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["version"], "0.2.0");
+
+    let health = server.get("/healthz", None).await;
+    assert_eq!((health.status, health.json()["status"].as_str()), (200, Some("ok")));
+    let ready = server.get("/readyz", None).await;
+    assert_eq!(ready.status, 200);
+    assert_eq!(ready.json()["dataset_version"], body["meta"]["dataset_version"]);
+    assert!(server.get("/metrics", None).await.body.starts_with(b"# HELP"));
+}
+
+#[tokio::test]
+async fn every_data_response_carries_meta() {
+    let server = TestServer::start().await;
+    for path in [
+        "/v1/companies",
+        "/v1/companies/spacex",
+        "/v1/companies/spacex/marks",
+        "/v1/companies/spacex/events",
+        "/v1/companies/spacex/resolution",
+        "/v1/usage",
+        "/v1/scorecard",
+    ] {
+        let reply = server.get(path, Some(ENTERPRISE)).await;
+        assert_eq!(reply.status, 200, "{path}");
+        assert_meta(&reply.json());
+    }
+}

@@ -1,0 +1,324 @@
+//! Test utilities: snapshots built by the real builder, servers started on 127.0.0.1:0, and
+//! an HTTP/1.1 client that reports status, headers and body as they came off the wire.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use marks::cursor::CursorKey;
+use marks::server::{self, RunningServer, ServerConfig};
+use marks::state::{Settings, State};
+use marks_builder::{BuildOptions, BuildReport};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub const FREE: &str = "vmk_demo_free";
+pub const RESEARCH: &str = "vmk_demo_research";
+pub const PRO: &str = "vmk_demo_pro";
+pub const BUSINESS: &str = "vmk_demo_business";
+pub const ENTERPRISE: &str = "vmk_demo_enterprise";
+pub const REVOKED: &str = "vmk_demo_revoked";
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn sample_dir() -> PathBuf {
+    repo().join("snapshots/sample")
+}
+
+pub fn demo_signing_key() -> ed25519_dalek::SigningKey {
+    marks_builder::signing::read_signing_key(&sample_dir().join("demo-signing-key.pem")).expect("demo key")
+}
+
+/// Builds a dataset directory into a snapshot with the demo signing key.
+pub fn build(source: &Path, out: &Path) -> BuildReport {
+    try_build(source, out, None).unwrap_or_else(|e| panic!("build of {} failed: {e}", source.display()))
+}
+
+pub fn try_build(source: &Path, out: &Path, previous: Option<&Path>) -> Result<BuildReport, marks_builder::BuildError> {
+    marks_builder::build(&BuildOptions {
+        source: source.to_owned(),
+        out: out.to_owned(),
+        signing_key: demo_signing_key(),
+        previous: previous.map(Path::to_owned),
+        publisher_key: None,
+        gzip_level: 1,
+        progress: false,
+    })
+}
+
+/// The bundled sample, built once per test process.
+pub fn sample_snapshot() -> &'static Path {
+    static SNAPSHOT: OnceLock<PathBuf> = OnceLock::new();
+    SNAPSHOT.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir").keep();
+        let out = dir.join("sample.snap");
+        build(&sample_dir(), &out);
+        out
+    })
+}
+
+/// The sample's companies.csv and events.csv as rows of fields, read independently of the
+/// builder, so tests compare the API against the source data rather than against itself.
+pub fn sample_csv(name: &str) -> Vec<Vec<String>> {
+    let mut reader = csv::Reader::from_path(sample_dir().join(name)).expect("sample csv");
+    reader
+        .records()
+        .map(|r| r.expect("record").iter().map(str::to_string).collect())
+        .collect()
+}
+
+/// Copies a dataset directory so a test can edit it.
+pub fn copy_dataset(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for name in ["dataset.toml", "companies.csv", "events.csv"] {
+        std::fs::copy(from.join(name), to.join(name)).expect("copy dataset file");
+    }
+}
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub dir: tempfile::TempDir,
+    pub snapshot_path: PathBuf,
+    pub keys_path: PathBuf,
+    pub state: Arc<State>,
+    server: Option<RunningServer>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub snapshot: Option<PathBuf>,
+    pub auth_failures_per_min: u32,
+    pub config: ServerConfig,
+    pub publisher_key: Option<ed25519_dalek::VerifyingKey>,
+    pub cursor_key: Option<CursorKey>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            snapshot: None,
+            auth_failures_per_min: 10_000,
+            config: ServerConfig {
+                addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+                access_log: false,
+                watch_interval: Duration::from_millis(50),
+                shutdown_grace: Duration::from_secs(5),
+                ..ServerConfig::default()
+            },
+            publisher_key: None,
+            cursor_key: None,
+        }
+    }
+}
+
+impl TestServer {
+    /// The sample snapshot and the demo keys, on a free port.
+    pub async fn start() -> TestServer {
+        TestServer::start_with(Options::default()).await
+    }
+
+    pub async fn start_with(options: Options) -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let snapshot_path = dir.path().join("current.snap");
+        let source = options.snapshot.clone().unwrap_or_else(|| sample_snapshot().to_owned());
+        std::fs::copy(&source, &snapshot_path).expect("copy snapshot");
+        let keys_path = dir.path().join("keys.toml");
+        std::fs::copy(sample_dir().join("demo-keys.toml"), &keys_path).expect("copy keys");
+        let settings = Settings {
+            public_base_url: "https://api.example.test".into(),
+            auth_failures_per_min: options.auth_failures_per_min,
+            publisher_key: options.publisher_key,
+            snapshot_path: snapshot_path.clone(),
+            keys_path: keys_path.clone(),
+        };
+        let state = Arc::new(State::new(
+            settings,
+            options.cursor_key.unwrap_or_else(CursorKey::generate),
+        ));
+        state.load_keys(&keys_path).expect("demo keys load");
+        let _ = state.load_snapshot(&snapshot_path);
+        let server = server::start(state.clone(), options.config)
+            .await
+            .expect("server starts");
+        TestServer {
+            addr: server.addr,
+            dir,
+            snapshot_path,
+            keys_path,
+            state,
+            server: Some(server),
+        }
+    }
+
+    pub async fn get(&self, path: &str, key: Option<&str>) -> Reply {
+        let headers: Vec<(&str, &str)> = key.map(|k| ("x-api-key", k)).into_iter().collect();
+        request(self.addr, Method::GET, path, &headers).await
+    }
+
+    pub async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
+        request(self.addr, Method::GET, path, headers).await
+    }
+
+    pub fn base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Publishes a snapshot the way an operator does: copy beside the live file, then rename.
+    pub fn publish(&self, snapshot: &Path) {
+        let temp = self.dir.path().join(".incoming.snap");
+        std::fs::copy(snapshot, &temp).expect("copy snapshot");
+        std::fs::rename(&temp, &self.snapshot_path).expect("rename snapshot into place");
+    }
+
+    /// Waits until the server serves `dataset_version` (the watcher polls every 50 ms).
+    pub async fn wait_for_dataset(&self, dataset_version: &str) {
+        for _ in 0..200 {
+            if self
+                .state
+                .snapshot()
+                .is_some_and(|l| l.snapshot.header().dataset_version == dataset_version)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("server never served dataset {dataset_version}");
+    }
+
+    pub async fn stop(mut self) -> bool {
+        match self.server.take() {
+            Some(server) => server.shutdown().await,
+            None => true,
+        }
+    }
+}
+
+/// A response as received.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().expect("ASCII header"))
+    }
+
+    pub fn header_u64(&self, name: &str) -> u64 {
+        self.header(name)
+            .unwrap_or_else(|| panic!("no {name} header"))
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} is not an integer"))
+    }
+
+    /// Asserts an RFC 9457 problem with all seven members and the given status and code.
+    pub fn assert_problem(&self, status: u16, code: &str) -> serde_json::Value {
+        assert_eq!(
+            (self.status, self.header("content-type")),
+            (status, Some("application/problem+json")),
+            "body: {}",
+            String::from_utf8_lossy(&self.body)
+        );
+        let body = self.json();
+        let members: Vec<&str> = body.as_object().expect("object").keys().map(String::as_str).collect();
+        for member in ["type", "title", "status", "detail", "instance", "code", "request_id"] {
+            assert!(members.contains(&member), "problem lacks {member}: {body}");
+        }
+        assert_eq!(body["code"], code, "{body}");
+        assert_eq!(body["status"], status);
+        assert_eq!(body["type"], format!("https://api.example.test/problems/{code}"));
+        assert_eq!(
+            Some(body["request_id"].as_str().expect("string")),
+            self.header("x-request-id")
+        );
+        assert!(!body["detail"].as_str().expect("detail").is_empty());
+        body
+    }
+}
+
+/// One request on a fresh connection.
+pub async fn request(addr: SocketAddr, method: Method, path: &str, headers: &[(&str, &str)]) -> Reply {
+    let mut client = Client::connect(addr).await;
+    client.send(method, path, headers).await
+}
+
+/// A keep-alive HTTP/1.1 connection.
+pub struct Client {
+    sender: hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+    addr: SocketAddr,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .expect("handshake");
+        tokio::spawn(connection);
+        Client { sender, addr }
+    }
+
+    pub async fn send(&mut self, method: Method, path: &str, headers: &[(&str, &str)]) -> Reply {
+        self.try_send(method, path, headers).await.expect("request failed")
+    }
+
+    pub async fn try_send(&mut self, method: Method, path: &str, headers: &[(&str, &str)]) -> Result<Reply, String> {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", self.addr.to_string());
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        let request = builder.body(Empty::new()).map_err(|e| e.to_string())?;
+        self.sender.ready().await.map_err(|e| e.to_string())?;
+        let response = self.sender.send_request(request).await.map_err(|e| e.to_string())?;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
+        Ok(Reply {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+/// Sends raw bytes and returns everything the server answers until it closes or goes quiet.
+pub async fn raw_exchange(addr: SocketAddr, bytes: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(bytes).await.expect("write");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        match tokio::time::timeout(Duration::from_millis(500), stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The status code of the first response in a raw exchange.
+pub fn raw_status(response: &str) -> u16 {
+    response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {response:?}"))
+}
