@@ -5,3 +5,5 @@ mod util;
 
 mod access;
 mod endpoints;
+mod pagination;
+mod protocol;
