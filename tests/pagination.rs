@@ -82,9 +82,18 @@ async fn every_sort_and_filter_walks_each_company_exactly_once_in_order() {
     let companies = sample_csv("companies.csv");
     for (filter, expected_count) in [
         ("".to_string(), companies.len()),
-        ("&status=private".to_string(), companies.iter().filter(|r| r[3] == "private").count()),
-        ("&status=ipo_completed".to_string(), companies.iter().filter(|r| r[3] == "ipo_completed").count()),
-        ("&sector=fintech".to_string(), companies.iter().filter(|r| r[2] == "fintech").count()),
+        (
+            "&status=private".to_string(),
+            companies.iter().filter(|r| r[3] == "private").count(),
+        ),
+        (
+            "&status=ipo_completed".to_string(),
+            companies.iter().filter(|r| r[3] == "ipo_completed").count(),
+        ),
+        (
+            "&sector=fintech".to_string(),
+            companies.iter().filter(|r| r[2] == "fintech").count(),
+        ),
         (
             "&sector=ai&status=private".to_string(),
             companies.iter().filter(|r| r[2] == "ai" && r[3] == "private").count(),
@@ -136,7 +145,10 @@ async fn no_sort_is_slug_ascending_and_nulls_come_last_both_ways() {
 #[tokio::test]
 async fn unknown_sector_is_an_empty_list() {
     let server = TestServer::start().await;
-    let body = server.get("/v1/companies?sector=agriculture", Some(RESEARCH)).await.json();
+    let body = server
+        .get("/v1/companies?sector=agriculture", Some(RESEARCH))
+        .await
+        .json();
     assert_eq!(body["companies"].as_array().unwrap().len(), 0);
     assert_eq!(body["page"]["has_more"], false);
 }
@@ -174,16 +186,25 @@ async fn parameter_rules_give_their_codes() {
 #[tokio::test]
 async fn cursors_are_bound_to_their_list_and_authenticated() {
     let server = TestServer::start().await;
-    let first = server.get("/v1/companies?limit=5&sort=-value_usd", Some(PRO)).await.json();
+    let first = server
+        .get("/v1/companies?limit=5&sort=-value_usd", Some(PRO))
+        .await
+        .json();
     let cursor = first["page"]["next_cursor"].as_str().unwrap().to_string();
     let ok = server
-        .get(&format!("/v1/companies?limit=5&sort=-value_usd&cursor={cursor}"), Some(PRO))
+        .get(
+            &format!("/v1/companies?limit=5&sort=-value_usd&cursor={cursor}"),
+            Some(PRO),
+        )
         .await;
     assert_eq!(ok.status, 200);
     // The page size may change between pages; the list may not.
     assert_eq!(
         server
-            .get(&format!("/v1/companies?limit=9&sort=-value_usd&cursor={cursor}"), Some(PRO))
+            .get(
+                &format!("/v1/companies?limit=9&sort=-value_usd&cursor={cursor}"),
+                Some(PRO)
+            )
             .await
             .status,
         200
@@ -205,14 +226,19 @@ async fn cursors_are_bound_to_their_list_and_authenticated() {
     tampered[10] = if tampered[10] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).unwrap();
     let other_server = TestServer::start().await;
-    let foreign = other_server.get("/v1/companies?limit=5&sort=-value_usd", Some(PRO)).await.json()["page"]
-        ["next_cursor"]
+    let foreign = other_server
+        .get("/v1/companies?limit=5&sort=-value_usd", Some(PRO))
+        .await
+        .json()["page"]["next_cursor"]
         .as_str()
         .unwrap()
         .to_string();
     for bad in [truncated.to_string(), tampered, foreign] {
         server
-            .get(&format!("/v1/companies?limit=5&sort=-value_usd&cursor={bad}"), Some(PRO))
+            .get(
+                &format!("/v1/companies?limit=5&sort=-value_usd&cursor={bad}"),
+                Some(PRO),
+            )
             .await
             .assert_problem(422, "bad_cursor");
     }
@@ -242,7 +268,11 @@ async fn a_cursor_minted_before_a_swap_continues_after_the_same_row() {
     let source = dir.path().join("next");
     copy_dataset(&sample_dir(), &source);
     let toml = std::fs::read_to_string(source.join("dataset.toml")).unwrap();
-    std::fs::write(source.join("dataset.toml"), toml.replace("dataset_version = \"2026-11-20\"", "dataset_version = \"2026-11-21\"")).unwrap();
+    std::fs::write(
+        source.join("dataset.toml"),
+        toml.replace("dataset_version = \"2026-11-20\"", "dataset_version = \"2026-11-21\""),
+    )
+    .unwrap();
     let mut companies = std::fs::read_to_string(source.join("companies.csv")).unwrap();
     companies.push_str("aaa-first,AAA First,other,private\nzzz-last,ZZZ Last,other,private\n");
     std::fs::write(source.join("companies.csv"), companies).unwrap();
@@ -257,7 +287,10 @@ async fn a_cursor_minted_before_a_swap_continues_after_the_same_row() {
 
     let rest = walk_from(&server, &cursor).await;
     let names: Vec<&str> = rest.iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert!(names.iter().all(|n| *n > last_seen.as_str()), "continues after {last_seen}: {names:?}");
+    assert!(
+        names.iter().all(|n| *n > last_seen.as_str()),
+        "continues after {last_seen}: {names:?}"
+    );
     assert!(names.contains(&"ZZZ Last"), "rows added after the cursor are seen");
     assert!(!names.contains(&"AAA First"), "rows added before the cursor are not");
 }

@@ -9,7 +9,11 @@ use crate::util::*;
 #[tokio::test]
 async fn matching_if_none_match_gives_304_with_headers_and_no_body() {
     let server = TestServer::start().await;
-    for path in ["/v1/companies/openai", "/v1/companies?limit=5&sort=name", "/v1/companies/openai/marks"] {
+    for path in [
+        "/v1/companies/openai",
+        "/v1/companies?limit=5&sort=name",
+        "/v1/companies/openai/marks",
+    ] {
         let first = server.get(path, Some(PRO)).await;
         let etag = first.header("etag").unwrap().to_string();
         assert!(etag.starts_with('"') && etag.ends_with('"'), "strong, quoted: {etag}");
@@ -17,7 +21,9 @@ async fn matching_if_none_match_gives_304_with_headers_and_no_body() {
         assert!(first.header("vary").unwrap().contains("X-API-Key"));
         let weak = format!("W/{etag}");
         for candidate in [etag.as_str(), "*", weak.as_str(), &format!("\"other\", {etag}")] {
-            let again = server.get_with(path, &[("x-api-key", PRO), ("if-none-match", candidate)]).await;
+            let again = server
+                .get_with(path, &[("x-api-key", PRO), ("if-none-match", candidate)])
+                .await;
             assert_eq!(again.status, 304, "{path} with If-None-Match: {candidate}");
             assert!(again.body.is_empty());
             assert_eq!(again.header("etag"), Some(etag.as_str()));
@@ -25,7 +31,9 @@ async fn matching_if_none_match_gives_304_with_headers_and_no_body() {
             assert_eq!(again.header("vary"), first.header("vary"));
             assert!(again.header("x-ratelimit-remaining").is_some() && again.header("ratelimit").is_some());
         }
-        let stale = server.get_with(path, &[("x-api-key", PRO), ("if-none-match", "\"stale\"")]).await;
+        let stale = server
+            .get_with(path, &[("x-api-key", PRO), ("if-none-match", "\"stale\"")])
+            .await;
         assert_eq!(stale.status, 200);
     }
 }
@@ -52,19 +60,31 @@ async fn gzip_variants_decode_to_the_same_body_with_their_own_etag() {
     let server = TestServer::start().await;
     let path = "/v1/companies/openai/marks?coverage=95";
     let plain = server.get(path, Some(PRO)).await;
-    let gzip = server.get_with(path, &[("x-api-key", PRO), ("accept-encoding", "br, gzip;q=0.8")]).await;
+    let gzip = server
+        .get_with(path, &[("x-api-key", PRO), ("accept-encoding", "br, gzip;q=0.8")])
+        .await;
     assert_eq!(gzip.header("content-encoding"), Some("gzip"));
     assert_eq!(gzip.header("vary"), Some("X-API-Key, Accept-Encoding"));
     assert_ne!(gzip.header("etag"), plain.header("etag"));
-    assert!(gzip.body.len() * 2 < plain.body.len(), "series compress at least 2x even at gzip level 1");
+    assert!(
+        gzip.body.len() * 2 < plain.body.len(),
+        "series compress at least 2x even at gzip level 1"
+    );
     let mut decoded = Vec::new();
-    flate2::read::GzDecoder::new(&gzip.body[..]).read_to_end(&mut decoded).unwrap();
+    flate2::read::GzDecoder::new(&gzip.body[..])
+        .read_to_end(&mut decoded)
+        .unwrap();
     assert_eq!(decoded, plain.body);
-    let refused = server.get_with(path, &[("x-api-key", PRO), ("accept-encoding", "gzip;q=0")]).await;
+    let refused = server
+        .get_with(path, &[("x-api-key", PRO), ("accept-encoding", "gzip;q=0")])
+        .await;
     assert_eq!(refused.header("content-encoding"), None);
     let etag = gzip.header("etag").unwrap();
     let revalidated = server
-        .get_with(path, &[("x-api-key", PRO), ("accept-encoding", "gzip"), ("if-none-match", etag)])
+        .get_with(
+            path,
+            &[("x-api-key", PRO), ("accept-encoding", "gzip"), ("if-none-match", etag)],
+        )
         .await;
     assert_eq!(revalidated.status, 304);
 }
@@ -72,11 +92,18 @@ async fn gzip_variants_decode_to_the_same_body_with_their_own_etag() {
 #[tokio::test]
 async fn request_ids_are_echoed_or_generated() {
     let server = TestServer::start().await;
-    let echoed = server.get_with("/v1/companies/openai", &[("x-api-key", PRO), ("x-request-id", "trace-42")]).await;
+    let echoed = server
+        .get_with(
+            "/v1/companies/openai",
+            &[("x-api-key", PRO), ("x-request-id", "trace-42")],
+        )
+        .await;
     assert_eq!(echoed.header("x-request-id"), Some("trace-42"));
     let too_long = "x".repeat(129);
     for bad in [too_long.as_str(), "has space"] {
-        let replaced = server.get_with("/v1/companies/nope", &[("x-api-key", PRO), ("x-request-id", bad)]).await;
+        let replaced = server
+            .get_with("/v1/companies/nope", &[("x-api-key", PRO), ("x-request-id", bad)])
+            .await;
         let id = replaced.header("x-request-id").unwrap();
         assert_ne!(id, bad);
         assert!(id.starts_with("req_"));
@@ -91,12 +118,19 @@ async fn request_ids_are_echoed_or_generated() {
 #[tokio::test]
 async fn head_is_get_without_a_body() {
     let server = TestServer::start().await;
-    for path in ["/v1/companies/openai/marks", "/v1/companies?limit=3", "/v1/companies/nope"] {
+    for path in [
+        "/v1/companies/openai/marks",
+        "/v1/companies?limit=3",
+        "/v1/companies/nope",
+    ] {
         let get = server.get(path, Some(PRO)).await;
         let head = request(server.addr, Method::HEAD, path, &[("x-api-key", PRO)]).await;
         assert_eq!(head.status, get.status, "{path}");
         assert!(head.body.is_empty());
-        assert_eq!(head.header("content-length").map(str::to_string), Some(get.body.len().to_string()));
+        assert_eq!(
+            head.header("content-length").map(str::to_string),
+            Some(get.body.len().to_string())
+        );
         assert_eq!(head.header("content-type"), get.header("content-type"));
         assert_eq!(head.header("etag"), get.header("etag"));
     }
@@ -105,7 +139,13 @@ async fn head_is_get_without_a_body() {
 #[tokio::test]
 async fn other_methods_get_405_with_allow() {
     let server = TestServer::start().await;
-    for method in [Method::POST, Method::PUT, Method::DELETE, Method::PATCH, Method::OPTIONS] {
+    for method in [
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::PATCH,
+        Method::OPTIONS,
+    ] {
         let reply = request(server.addr, method.clone(), "/v1/companies", &[("x-api-key", PRO)]).await;
         reply.assert_problem(405, "method_not_allowed");
         assert_eq!(reply.header("allow"), Some("GET, HEAD"), "{method}");
@@ -115,11 +155,21 @@ async fn other_methods_get_405_with_allow() {
 #[tokio::test]
 async fn unknown_paths_and_slugs_are_404_problems() {
     let server = TestServer::start().await;
-    for path in ["/", "/v1", "/v2/companies", "/v1/companies/", "/v1/companies/openai/", "/v1/companies/openai/marks/x"] {
+    for path in [
+        "/",
+        "/v1",
+        "/v2/companies",
+        "/v1/companies/",
+        "/v1/companies/openai/",
+        "/v1/companies/openai/marks/x",
+    ] {
         let body = server.get(path, Some(PRO)).await.assert_problem(404, "not_found");
         assert_eq!(body["instance"], path);
     }
-    let body = server.get("/v1/companies/no-such-co", Some(PRO)).await.assert_problem(404, "not_found");
+    let body = server
+        .get("/v1/companies/no-such-co", Some(PRO))
+        .await
+        .assert_problem(404, "not_found");
     assert_eq!(body["instance"], "/v1/companies/no-such-co");
     server
         .get("/v1/companies/openai/marks?coverage=90", Some(PRO))
@@ -192,9 +242,15 @@ async fn no_snapshot_means_503_and_not_ready() {
         ..Options::default()
     })
     .await;
-    server.get("/v1/companies", Some(PRO)).await.assert_problem(503, "unavailable");
+    server
+        .get("/v1/companies", Some(PRO))
+        .await
+        .assert_problem(503, "unavailable");
     let ready = server.get("/readyz", None).await;
     assert_eq!(ready.status, 503);
-    assert!(ready.json()["last_refusal"]["reason"].as_str().unwrap().contains("truncated"));
+    assert!(ready.json()["last_refusal"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("truncated"));
     assert_eq!(server.get("/healthz", None).await.status, 200);
 }

@@ -282,6 +282,13 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
     {
         return fail("a list row names no company".into());
     }
+    if index.usage.len() != crate::tiers::Tier::ALL.len() {
+        return fail(format!(
+            "{} usage bodies for {} tiers",
+            index.usage.len(),
+            crate::tiers::Tier::ALL.len()
+        ));
+    }
     let tags = companies
         .iter()
         .flat_map(|c| [&c.profile, &c.marks_80, &c.marks_95, &c.events, &c.resolution])

@@ -139,9 +139,11 @@ impl SnapshotWriter {
             publisher: None,
         };
         if let Some(key) = publisher {
-            let unsigned = header.encode();
-            let signature = key.sign(&unsigned[..SIGNED_HEADER_LEN]);
-            header.publisher = Some((key.verifying_key().to_bytes(), signature.to_bytes()));
+            // The "signed" flag lies inside the signed bytes; the key and signature after them.
+            let public = key.verifying_key().to_bytes();
+            header.publisher = Some((public, [0; 64]));
+            let signature = key.sign(&header.encode()[..SIGNED_HEADER_LEN]);
+            header.publisher = Some((public, signature.to_bytes()));
         }
         self.out.flush().map_err(|e| self.io_error(e))?;
         let file = self.out.get_mut();

@@ -1,0 +1,493 @@
+//! Building snapshots: bad input refused with `file:line`, every body round-tripped through the
+//! file, determinism, signatures, the append-only guard, and refusal of damaged files.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use marks_builder::format::{Header, HEADER_LEN};
+use marks_builder::signing;
+use marks_builder::tiers::Tier;
+use marks_builder::writer::etag_of;
+use marks_builder::{BuildError, BuildOptions, OpenOptions, Snapshot, SnapshotError};
+
+fn sample() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/sample")
+}
+
+fn demo_key() -> ed25519_dalek::SigningKey {
+    signing::read_signing_key(&sample().join("demo-signing-key.pem")).unwrap()
+}
+
+fn options(source: &Path, out: &Path) -> BuildOptions {
+    BuildOptions {
+        source: source.to_owned(),
+        out: out.to_owned(),
+        signing_key: demo_key(),
+        previous: None,
+        publisher_key: None,
+        gzip_level: 1,
+        progress: false,
+    }
+}
+
+fn copy_sample(to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for name in ["dataset.toml", "companies.csv", "events.csv"] {
+        std::fs::copy(sample().join(name), to.join(name)).unwrap();
+    }
+}
+
+fn edit(path: &Path, edit: impl FnOnce(String) -> String) {
+    let text = std::fs::read_to_string(path).unwrap();
+    std::fs::write(path, edit(text)).unwrap();
+}
+
+/// Every malformed-dataset case of DESIGN section 2: refused with `file:line: reason`, a
+/// non-zero result, and no file written.
+#[test]
+fn bad_datasets_are_refused_with_file_line_and_reason() {
+    type Mutation = fn(&Path);
+    let cases: Vec<(&str, Mutation, &str)> = vec![
+        (
+            "unknown slug",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,nobody,primary_round,2024-01-01,100,https://e.com,\n"
+                })
+            },
+            "events.csv:114: unknown slug \"nobody\"",
+        ),
+        (
+            "duplicate slug",
+            |d| {
+                edit(&d.join("companies.csv"), |t| {
+                    t + "stripe,Stripe Again,fintech,private\n"
+                })
+            },
+            "companies.csv:43: duplicate slug \"stripe\" (first on line",
+        ),
+        (
+            "duplicate event_id",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "e0001,stripe,primary_round,2024-01-01,100,https://e.com,\n"
+                })
+            },
+            "events.csv:114: duplicate event_id \"e0001\" (first on line 2)",
+        ),
+        (
+            "bad date",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,stripe,primary_round,2024-02-30,100,https://e.com,\n"
+                })
+            },
+            "events.csv:114: occurred_on \"2024-02-30\" is not a date",
+        ),
+        (
+            "non-positive valuation",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,stripe,primary_round,2024-01-01,0,https://e.com,\n"
+                })
+            },
+            "events.csv:114: valuation_usd 0 is not positive",
+        ),
+        (
+            "negative valuation",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,stripe,primary_round,2024-01-01,-5,https://e.com,\n"
+                })
+            },
+            "events.csv:114: valuation_usd -5 is not positive",
+        ),
+        (
+            "event after as_of",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,stripe,primary_round,2027-01-01,100,https://e.com,\n"
+                })
+            },
+            "events.csv:114: event x1 on 2027-01-01 is after the dataset's as_of",
+        ),
+        (
+            "unknown sector",
+            |d| edit(&d.join("companies.csv"), |t| t.replacen(",fintech,", ",banking,", 1)),
+            "unknown sector \"banking\"",
+        ),
+        (
+            "unknown status",
+            |d| edit(&d.join("companies.csv"), |t| t.replacen(",private\n", ",public\n", 1)),
+            "companies.csv:3: unknown status \"public\"",
+        ),
+        (
+            "unknown event_type",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,stripe,spac_merger,2024-01-01,100,https://e.com,\n"
+                })
+            },
+            "events.csv:114: unknown event_type \"spac_merger\"",
+        ),
+        (
+            "missing column",
+            |d| edit(&d.join("events.csv"), |t| t.replacen("valuation_usd", "valuation", 1)),
+            "events.csv:1: missing column \"valuation_usd\"",
+        ),
+        (
+            "empty companies file",
+            |d| std::fs::write(d.join("companies.csv"), "").unwrap(),
+            "companies.csv: empty file",
+        ),
+        (
+            "header only",
+            |d| {
+                std::fs::write(
+                    d.join("events.csv"),
+                    "event_id,slug,event_type,occurred_on,valuation_usd,source_url,note\n",
+                )
+                .unwrap()
+            },
+            "events.csv: empty file",
+        ),
+        (
+            "bad dataset date",
+            |d| {
+                edit(&d.join("dataset.toml"), |t| {
+                    t.replace("as_of = \"2026-11-20\"", "as_of = \"20-11-2026\"")
+                })
+            },
+            "dataset.toml:4: as_of \"20-11-2026\" is not a date",
+        ),
+        (
+            "status contradicts events",
+            |d| {
+                edit(&d.join("companies.csv"), |t| {
+                    t.replace("airbnb,Airbnb,consumer,ipo_completed", "airbnb,Airbnb,consumer,private")
+                })
+            },
+            "companies.csv:2: status is \"private\" but \"airbnb\" has a ipo",
+        ),
+        (
+            "company without events",
+            |d| edit(&d.join("companies.csv"), |t| t + "ghost,Ghost,other,private\n"),
+            "companies.csv:43: company \"ghost\" has no events",
+        ),
+        (
+            "malformed csv row",
+            |d| edit(&d.join("events.csv"), |t| t + "x1,stripe\n"),
+            "events.csv:114: malformed CSV",
+        ),
+    ];
+    for (name, mutate, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("dataset");
+        copy_sample(&source);
+        mutate(&source);
+        let out = dir.path().join("out.snap");
+        let err = marks_builder::build(&options(&source, &out)).expect_err(name);
+        let message = err.to_string();
+        assert!(message.contains(expected), "{name}: {message}");
+        assert!(
+            message.contains(&source.display().to_string()),
+            "{name}: names the file: {message}"
+        );
+        assert!(!out.exists(), "{name}: no snapshot written");
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{name}: no temporary file left");
+    }
+}
+
+#[test]
+fn every_body_round_trips_through_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sample.snap");
+    let report = marks_builder::build(&options(&sample(), &out)).unwrap();
+    assert_eq!((report.companies, report.events), (41, 112));
+    let snapshot = Snapshot::open(&out, &OpenOptions::default()).unwrap();
+    let index = snapshot.index();
+    assert_eq!(index.companies.len(), 41);
+    assert_eq!(index.events.len(), 112);
+    let jwks = signing::parse_jwks(snapshot.body_slice(&index.signing_keys.identity));
+    assert_eq!(jwks[0].0, signing::kid(&demo_key().verifying_key()));
+    let json = |bytes: &[u8]| -> serde_json::Value { serde_json::from_slice(bytes).expect("valid JSON") };
+    for company in index.companies.iter() {
+        let slug = company.slug.as_str();
+        let item = json(snapshot.body_slice(&company.list_item));
+        assert_eq!(item["slug"], slug);
+        assert_eq!(
+            item["latest_mark"]["value_usd"].as_u64(),
+            Some(company.value_usd.to_native())
+        );
+        for (body, coverage) in [
+            (&company.marks_80, Some(80)),
+            (&company.marks_95, Some(95)),
+            (&company.profile, None),
+            (&company.events, None),
+            (&company.resolution, None),
+        ] {
+            let bytes = snapshot.body_slice(&body.identity);
+            assert_eq!(body.etag.as_str(), etag_of(bytes), "ETags name the bytes");
+            let value = json(bytes);
+            assert_eq!(value["slug"], slug);
+            assert_eq!(value["meta"]["dataset_version"], "2026-11-20");
+            if let Some(coverage) = coverage {
+                assert_eq!(value["coverage"], coverage);
+            }
+            if let Some(gzip) = body.gzip.as_ref() {
+                let mut decoded = Vec::new();
+                flate2::read::GzDecoder::new(snapshot.body_slice(&gzip.bytes))
+                    .read_to_end(&mut decoded)
+                    .unwrap();
+                assert_eq!(decoded, bytes);
+            }
+        }
+        signing::verify_record(snapshot.body_slice(&company.resolution.identity), &jwks).expect("record verifies");
+    }
+    for (tier, body) in Tier::ALL.iter().zip(index.usage.iter()) {
+        let usage = json(snapshot.body_slice(&body.identity));
+        assert_eq!(usage["tier"], tier.as_str());
+        assert_eq!(usage["rate_per_min"], tier.rate_per_min());
+    }
+    let scorecard = json(snapshot.body_slice(&index.scorecard.identity));
+    assert_eq!(scorecard["forecasters"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn builds_are_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.snap"), dir.path().join("b.snap"));
+    marks_builder::build(&options(&sample(), &a)).unwrap();
+    marks_builder::build(&options(&sample(), &b)).unwrap();
+    assert!(
+        std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+        "same source and key, same bytes"
+    );
+}
+
+#[test]
+fn a_flipped_signature_byte_fails_verification() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.snap");
+    marks_builder::build(&options(&sample(), &out)).unwrap();
+    let snapshot = Snapshot::open(&out, &OpenOptions::default()).unwrap();
+    let index = snapshot.index();
+    let jwks = signing::parse_jwks(snapshot.body_slice(&index.signing_keys.identity));
+    let (_, company) = index.company("stripe").unwrap();
+    let mut record: serde_json::Value =
+        serde_json::from_slice(snapshot.body_slice(&company.resolution.identity)).unwrap();
+    let signature = record["signature"].as_str().unwrap().to_string();
+    let mut flipped = signature.into_bytes();
+    flipped[5] = if flipped[5] == b'A' { b'B' } else { b'A' };
+    record["signature"] = serde_json::Value::String(String::from_utf8(flipped).unwrap());
+    let body = serde_json::to_vec(&record).unwrap();
+    assert_eq!(
+        signing::verify_record(&body, &jwks),
+        Err(signing::VerifyError::BadSignature)
+    );
+}
+
+#[test]
+fn the_event_history_is_append_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.snap");
+    marks_builder::build(&options(&sample(), &first)).unwrap();
+    let with_previous = |source: &Path, out: &Path| {
+        let mut o = options(source, out);
+        o.previous = Some(first.clone());
+        marks_builder::build(&o)
+    };
+    let next_version = |d: &Path| {
+        edit(&d.join("dataset.toml"), |t| {
+            t.replace("dataset_version = \"2026-11-20\"", "dataset_version = \"2026-11-21\"")
+        })
+    };
+
+    // Appending is fine, and the old signing key stays published.
+    let appended = dir.path().join("appended");
+    copy_sample(&appended);
+    next_version(&appended);
+    edit(&appended.join("events.csv"), |t| {
+        t + "e0113,stripe,tender_offer,2026-06-01,91500000000,https://example.com/s,\n"
+    });
+    let out = dir.path().join("appended.snap");
+    let mut o = options(&appended, &out);
+    o.previous = Some(first.clone());
+    o.signing_key = signing::generate_key();
+    marks_builder::build(&o).unwrap();
+    let snapshot = Snapshot::open(&out, &OpenOptions::default()).unwrap();
+    let keys = signing::parse_jwks(snapshot.body_slice(&snapshot.index().signing_keys.identity));
+    assert_eq!(
+        keys.len(),
+        2,
+        "the previous key stays listed so old records still verify"
+    );
+
+    let changed = dir.path().join("changed");
+    copy_sample(&changed);
+    next_version(&changed);
+    edit(&changed.join("events.csv"), |t| t.replace("e0050,", "e0050-gone,"));
+    let err = with_previous(&changed, &dir.path().join("x.snap")).unwrap_err();
+    assert!(matches!(err, BuildError::AppendOnly(_)));
+    assert!(
+        err.to_string().contains("event e0050") && err.to_string().contains("was removed"),
+        "{err}"
+    );
+
+    let revalued = dir.path().join("revalued");
+    copy_sample(&revalued);
+    next_version(&revalued);
+    edit(&revalued.join("events.csv"), |t| {
+        t.replace(",2021-03-15,95000000000,", ",2021-03-15,96000000000,")
+    });
+    let err = with_previous(&revalued, &dir.path().join("y.snap"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("changes its valuation_usd") && err.contains("events.csv:"),
+        "{err}"
+    );
+
+    let older = dir.path().join("older");
+    copy_sample(&older);
+    edit(&older.join("dataset.toml"), |t| {
+        t.replace("dataset_version = \"2026-11-20\"", "dataset_version = \"2026-01-01\"")
+    });
+    let err = with_previous(&older, &dir.path().join("z.snap"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("older than the previous snapshot"), "{err}");
+}
+
+fn damaged(bytes: &[u8], change: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
+    let mut copy = bytes.to_vec();
+    change(&mut copy);
+    let file = tempfile::NamedTempFile::new().unwrap().into_temp_path().keep().unwrap();
+    std::fs::write(&file, copy).unwrap();
+    file
+}
+
+#[test]
+fn damaged_snapshots_are_refused_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.snap");
+    marks_builder::build(&options(&sample(), &good)).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    let open = |path: PathBuf| Snapshot::open(&path, &OpenOptions::default()).unwrap_err();
+    assert!(matches!(
+        open(damaged(&bytes, |b| b[HEADER_LEN + 1000] ^= 1)),
+        SnapshotError::ChecksumMismatch
+    ));
+    let last = bytes.len() - 1;
+    assert!(matches!(
+        open(damaged(&bytes, |b| b[last] ^= 1)),
+        SnapshotError::ChecksumMismatch
+    ));
+    assert!(matches!(
+        open(damaged(&bytes, |b| b.truncate(b.len() / 2))),
+        SnapshotError::Truncated { .. }
+    ));
+    assert!(matches!(
+        open(damaged(&bytes, |b| b.truncate(100))),
+        SnapshotError::Truncated { .. }
+    ));
+    assert!(matches!(
+        open(damaged(&bytes, |b| b[0] = b'X')),
+        SnapshotError::BadMagic
+    ));
+    assert!(matches!(
+        open(damaged(&bytes, |b| b[12] = 9)),
+        SnapshotError::Version { .. }
+    ));
+    let err = open(damaged(&bytes, |b| b[12] = 9)).to_string();
+    assert!(err.contains("rebuild"), "says what to do: {err}");
+    assert!(matches!(
+        open(damaged(&bytes, |b| b.extend_from_slice(b"junk"))),
+        SnapshotError::Header(_)
+    ));
+    assert!(matches!(
+        Snapshot::open(&dir.path().join("absent.snap"), &OpenOptions::default()).unwrap_err(),
+        SnapshotError::Io { .. }
+    ));
+    // An archive whose checksum was recomputed to match garbage still fails validation.
+    let forged = damaged(&bytes, |b| {
+        let header = Header::decode(b).unwrap();
+        let start = header.index_offset as usize;
+        for byte in &mut b[start..start + 64] {
+            *byte = 0xff;
+        }
+        let mut fixed = header.clone();
+        fixed.checksum = xxhash_rust::xxh3::xxh3_128(&b[HEADER_LEN..]);
+        b[..HEADER_LEN].copy_from_slice(&fixed.encode());
+    });
+    assert!(matches!(
+        open(forged),
+        SnapshotError::Archive(_) | SnapshotError::Inconsistent(_)
+    ));
+}
+
+#[test]
+fn publisher_signatures_are_required_when_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let publisher = signing::generate_key();
+    let signed = dir.path().join("signed.snap");
+    let mut o = options(&sample(), &signed);
+    o.publisher_key = Some(publisher.clone());
+    marks_builder::build(&o).unwrap();
+    let unsigned = dir.path().join("unsigned.snap");
+    marks_builder::build(&options(&sample(), &unsigned)).unwrap();
+    let require = |key: &ed25519_dalek::SigningKey| OpenOptions {
+        publisher_key: Some(key.verifying_key()),
+    };
+    assert!(Snapshot::open(&signed, &require(&publisher)).is_ok());
+    assert!(
+        Snapshot::open(&signed, &OpenOptions::default()).is_ok(),
+        "a signed file is fine where none is required"
+    );
+    assert!(matches!(
+        Snapshot::open(&unsigned, &require(&publisher)).unwrap_err(),
+        SnapshotError::Unsigned
+    ));
+    assert!(matches!(
+        Snapshot::open(&signed, &require(&signing::generate_key())).unwrap_err(),
+        SnapshotError::PublisherSignature(_)
+    ));
+    // A header edited after signing (here: its dataset version) fails the signature.
+    let bytes = std::fs::read(&signed).unwrap();
+    let edited = damaged(&bytes, |b| b[64] = b'1');
+    assert!(matches!(
+        Snapshot::open(&edited, &require(&publisher)).unwrap_err(),
+        SnapshotError::PublisherSignature(_)
+    ));
+}
+
+/// Format compatibility: the committed golden file of each format version still opens.
+#[test]
+fn golden_snapshots_of_every_format_version_still_open() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/golden");
+    let mut found = 0;
+    for entry in std::fs::read_dir(&golden).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "snap") {
+            let snapshot =
+                Snapshot::open(&path, &OpenOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let index = snapshot.index();
+            assert_eq!(index.companies.len(), 2);
+            let (_, acme) = index.company("acme").unwrap();
+            let profile: serde_json::Value =
+                serde_json::from_slice(snapshot.body_slice(&acme.profile.identity)).unwrap();
+            assert_eq!(profile["name"], "Acme Robotics");
+            assert!(
+                std::fs::metadata(&path).unwrap().len() < 1 << 20,
+                "golden files stay under 1 MiB"
+            );
+            found += 1;
+        }
+    }
+    assert!(found >= 1, "no golden snapshot in {}", golden.display());
+}
