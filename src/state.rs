@@ -205,7 +205,7 @@ impl State {
     /// Whether the keys file on disk differs from the one last read.
     pub fn keys_changed(&self) -> bool {
         let now = FileIdentity::of(&self.settings.keys_path);
-        self.keys_identity.lock().map_or(false, |known| *known != now)
+        self.keys_identity.lock().is_ok_and(|known| *known != now)
     }
 
     pub fn last_keys_refusal(&self) -> Option<Refusal> {

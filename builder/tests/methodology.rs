@@ -1,5 +1,7 @@
 //! Methodology v0.2.0 against values computed here, independently of the builder's code.
 
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
 use std::path::Path;
 
 use marks_builder::dataset::{Dataset, Day};

@@ -1,6 +1,8 @@
 //! Building snapshots: bad input refused with `file:line`, every body round-tripped through the
 //! file, determinism, signatures, the append-only guard, and refusal of damaged files.
 
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 

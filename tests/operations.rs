@@ -1,0 +1,443 @@
+//! DESIGN section 5: live swaps under load, refusal of bad snapshots, graceful shutdown,
+//! connection hygiene, TLS and HTTP/2, metrics.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::Method;
+use tokio::io::AsyncWriteExt;
+
+use crate::util::*;
+
+/// A small synthetic dataset and `versions` successors, each one day newer with one more
+/// event, built as a chain with `--previous` (so every step also passes the append-only check).
+fn build_versions(dir: &Path, versions: usize) -> Vec<(String, PathBuf)> {
+    let source = dir.join("source");
+    let mut options = marks_builder::synth::SynthOptions::new(30, 3);
+    options.events = 150;
+    options.history_days = (200, 400);
+    marks_builder::synth::generate(&options, &source).unwrap();
+    let toml = std::fs::read_to_string(source.join("dataset.toml")).unwrap();
+    let as_of = marks_builder::dataset::Day::parse("2026-06-30").unwrap();
+    let mut built: Vec<(String, PathBuf)> = Vec::new();
+    for v in 0..versions {
+        let version = as_of.plus(v as i32).to_string();
+        let text = toml
+            .replace(
+                "dataset_version = \"2026-06-30\"",
+                &format!("dataset_version = \"{version}\""),
+            )
+            .replace("as_of = \"2026-06-30\"", &format!("as_of = \"{version}\""));
+        std::fs::write(source.join("dataset.toml"), text).unwrap();
+        if v > 0 {
+            let mut events = std::fs::OpenOptions::new()
+                .append(true)
+                .open(source.join("events.csv"))
+                .unwrap();
+            use std::io::Write;
+            writeln!(
+                events,
+                "v{v:04},synth-000001,tender_offer,{version},{},https://example.com/v,",
+                1_000_000_000 + v
+            )
+            .unwrap();
+        }
+        let out = dir.join(format!("v{v:02}.snap"));
+        try_build(&source, &out, built.last().map(|(_, p)| p.as_path())).unwrap();
+        built.push((version, out));
+    }
+    built
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_swap_under_load_without_a_failed_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let versions = build_versions(dir.path(), 22);
+    let server = TestServer::start_with(Options {
+        snapshot: Some(versions[0].1.clone()),
+        ..Options::default()
+    })
+    .await;
+    let (_, key) = marks::keys::issue(
+        &server.keys_path,
+        marks_builder::tiers::Tier::Enterprise,
+        "load",
+        Some(10_000_000),
+    )
+    .unwrap();
+    server.state.load_keys(&server.keys_path).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let total = Arc::new(AtomicUsize::new(0));
+    let paths = [
+        "/v1/companies?limit=20&sort=-value_usd",
+        "/v1/companies/synth-000001",
+        "/v1/companies/synth-000001/marks?coverage=95",
+        "/v1/companies/synth-000002/events",
+        "/v1/companies/synth-000003/resolution",
+        "/v1/usage",
+    ];
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            let (done, total, key, addr) = (done.clone(), total.clone(), key.clone(), server.addr);
+            tokio::spawn(async move {
+                let mut client = Client::connect(addr).await;
+                let mut newest = String::new();
+                let mut i = c;
+                while !done.load(Ordering::Relaxed) || i < 1200 {
+                    let path = paths[i % paths.len()];
+                    let reply = client.send(Method::GET, path, &[("x-api-key", &key)]).await;
+                    assert_eq!(
+                        reply.status,
+                        200,
+                        "{path} failed during a swap: {}",
+                        String::from_utf8_lossy(&reply.body)
+                    );
+                    let version = reply.json()["meta"]["dataset_version"].as_str().unwrap().to_string();
+                    assert!(
+                        version >= newest,
+                        "dataset_version went back from {newest} to {version}"
+                    );
+                    newest = version;
+                    total.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+                newest
+            })
+        })
+        .collect();
+    for (version, path) in &versions[1..] {
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        server.publish(path);
+        server.wait_for_dataset(version).await;
+    }
+    done.store(true, Ordering::Relaxed);
+    let last = &versions.last().unwrap().0;
+    for client in clients {
+        assert_eq!(&client.await.unwrap(), last, "every client ends on the newest dataset");
+    }
+    let requests = total.load(Ordering::Relaxed);
+    assert!(requests >= 4000, "{requests} requests");
+    assert_eq!(
+        server.state.metrics.snapshot_loads.load(Ordering::Relaxed),
+        versions.len() as u64
+    );
+}
+
+#[tokio::test]
+async fn bad_snapshots_are_refused_while_the_old_one_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let publisher = marks_builder::signing::generate_key();
+    let build_signed = |source: &Path, out: &Path, key: Option<&ed25519_dalek::SigningKey>| {
+        marks_builder::build(&marks_builder::BuildOptions {
+            source: source.to_owned(),
+            out: out.to_owned(),
+            signing_key: demo_signing_key(),
+            previous: None,
+            publisher_key: key.cloned(),
+            gzip_level: 0,
+            progress: false,
+        })
+        .unwrap();
+    };
+    let mut options = marks_builder::synth::SynthOptions::new(10, 5);
+    options.events = 40;
+    let source = dir.path().join("source");
+    marks_builder::synth::generate(&options, &source).unwrap();
+    let good = dir.path().join("good.snap");
+    build_signed(&source, &good, Some(&publisher));
+    let server = TestServer::start_with(Options {
+        snapshot: Some(good.clone()),
+        publisher_key: Some(publisher.verifying_key()),
+        ..Options::default()
+    })
+    .await;
+    assert_eq!(
+        server.get("/readyz", None).await.json()["dataset_version"],
+        "2026-06-30"
+    );
+
+    let bytes = std::fs::read(&good).unwrap();
+    let unsigned = dir.path().join("unsigned.snap");
+    build_signed(&source, &unsigned, None);
+    let foreign = dir.path().join("foreign.snap");
+    build_signed(&source, &foreign, Some(&marks_builder::signing::generate_key()));
+    let variant = |name: &str, change: &dyn Fn(&mut Vec<u8>)| {
+        let mut copy = bytes.clone();
+        change(&mut copy);
+        let path = dir.path().join(name);
+        std::fs::write(&path, copy).unwrap();
+        path
+    };
+    let cases = [
+        (
+            variant("magic.snap", &|b| b[0] = b'Z'),
+            "not a Valuation Marks snapshot",
+        ),
+        (variant("version.snap", &|b| b[12] = 7), "format version"),
+        (variant("flipped.snap", &|b| b[5000] ^= 0x20), "checksum mismatch"),
+        (variant("truncated.snap", &|b| b.truncate(b.len() - 100)), "truncated"),
+        (unsigned, "not signed by a publisher"),
+        (foreign, "publisher signature"),
+    ];
+    let mut refusals = 0;
+    for (path, reason) in cases {
+        server.publish(&path);
+        refusals += 1;
+        let mut seen = false;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            if server.state.metrics.snapshot_refusals.load(Ordering::Relaxed) >= refusals {
+                seen = true;
+                break;
+            }
+        }
+        assert!(seen, "{} was never refused", path.display());
+        let ready = server.get("/readyz", None).await;
+        assert_eq!(ready.status, 200, "still ready: serving the previous snapshot");
+        let body = ready.json();
+        assert!(
+            body["last_refusal"]["reason"].as_str().unwrap().contains(reason),
+            "{reason}: {body}"
+        );
+        let reply = server.get("/v1/companies/synth-000001", Some(PRO)).await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.json()["meta"]["dataset_version"], "2026-06-30");
+    }
+    let metrics = String::from_utf8(server.get("/metrics", None).await.body.to_vec()).unwrap();
+    assert!(
+        metrics.contains(&format!("marks_snapshot_refusals_total {refusals}")),
+        "{metrics}"
+    );
+}
+
+/// Starts the real binary on a free port; returns the child and its address.
+async fn spawn_binary(dir: &Path, extra: &[&str]) -> (tokio::process::Child, std::net::SocketAddr) {
+    let snapshot = dir.join("live.snap");
+    std::fs::copy(sample_snapshot(), &snapshot).unwrap();
+    let keys = dir.join("keys.toml");
+    std::fs::copy(sample_dir().join("demo-keys.toml"), &keys).unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_marks"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "json"])
+        .arg("--snapshot")
+        .arg(&snapshot)
+        .arg("--keys")
+        .arg(&keys)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stderr);
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        use tokio::io::AsyncBufReadExt;
+        let n = tokio::time::timeout(Duration::from_secs(20), lines.read_line(&mut line))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0, "server exited before listening");
+        if let Some(rest) = line.trim().strip_prefix("Valuation Marks listening on http://") {
+            break rest.parse().unwrap();
+        }
+    };
+    // Keep draining stderr so the child never blocks on a full pipe.
+    tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut sink = Vec::new();
+        let _ = lines.read_to_end(&mut sink).await;
+    });
+    (child, addr)
+}
+
+#[tokio::test]
+async fn sigterm_finishes_in_flight_requests_refuses_new_ones_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr) = spawn_binary(dir.path(), &[]).await;
+    assert_eq!(
+        request(addr, Method::GET, "/v1/companies/openai", &[("x-api-key", PRO)])
+            .await
+            .status,
+        200
+    );
+    // A request in flight: its head is half sent when the signal arrives.
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /v1/companies/openai HTTP/1.1\r\nhost: test\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let pid = child.id().unwrap() as i32;
+    assert_eq!(send_signal(pid, libc::SIGTERM), 0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stream.write_all(b"x-api-key: vmk_demo_pro\r\n\r\n").await.unwrap();
+    let mut response = Vec::new();
+    use tokio::io::AsyncReadExt;
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    let response = String::from_utf8_lossy(&response);
+    assert_eq!(
+        raw_status(&response),
+        200,
+        "the in-flight request completes: {response}"
+    );
+    assert!(response.contains("\"slug\":\"openai\""));
+    // New connections are refused once the listener is closed.
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "new connections are refused"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "exit status {status:?}");
+    // The access log names key ids, never keys.
+    let mut stdout = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut stdout).await.unwrap();
+    assert!(stdout.contains("\"key_id\":\"demo-pro\""), "{stdout}");
+    assert!(!stdout.contains("vmk_demo_pro"), "a key was logged");
+}
+
+/// `kill(2)` through the libc crate; the only unsafe call in the tests.
+#[allow(unsafe_code)]
+fn send_signal(pid: i32, signal: i32) -> i32 {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(pid, signal) }
+}
+
+#[tokio::test]
+async fn slow_and_oversized_clients_are_cut_off_while_others_are_served() {
+    let server = TestServer::start_with(Options {
+        config: marks::server::ServerConfig {
+            header_read_timeout: Duration::from_millis(500),
+            idle_timeout: Duration::from_millis(800),
+            max_header_bytes: 8192,
+            ..Options::default().config
+        },
+        ..Options::default()
+    })
+    .await;
+    // Slowloris: a head that never ends.
+    let started = Instant::now();
+    let mut slow = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    slow.write_all(b"GET /v1/companies HTTP/1.1\r\nhost: x\r\n")
+        .await
+        .unwrap();
+    let other = server.get("/v1/companies/openai", Some(PRO)).await;
+    assert_eq!(other.status, 200, "others are served meanwhile");
+    let mut rest = Vec::new();
+    use tokio::io::AsyncReadExt;
+    let _ = tokio::time::timeout(Duration::from_secs(5), slow.read_to_end(&mut rest))
+        .await
+        .expect("slow client is cut off");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // An oversized head gets 431.
+    let huge = format!(
+        "GET /v1/companies HTTP/1.1\r\nhost: x\r\nx-api-key: vmk_demo_pro\r\nx-filler: {}\r\n\r\n",
+        "a".repeat(20_000)
+    );
+    let response = raw_exchange(server.addr, huge.as_bytes()).await;
+    assert_eq!(raw_status(&response), 431, "{response}");
+    // An idle keep-alive connection is closed after the idle timeout.
+    let mut client = Client::connect(server.addr).await;
+    assert_eq!(client.send(Method::GET, "/healthz", &[]).await.status, 200);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        client.try_send(Method::GET, "/healthz", &[]).await.is_err(),
+        "idle connection was closed"
+    );
+    assert_eq!(server.get("/v1/companies/openai", Some(PRO)).await.status, 200);
+}
+
+#[tokio::test]
+async fn tls_serves_http1_and_http2() {
+    use http_body_util::{BodyExt, Empty};
+    let dir = tempfile::tempdir().unwrap();
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
+    let server = TestServer::start_with(Options {
+        config: marks::server::ServerConfig {
+            tls: Some(marks::server::TlsFiles { cert, key }),
+            http2: true,
+            ..Options::default().config
+        },
+        ..Options::default()
+    })
+    .await;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certified.cert.der().clone()).unwrap();
+    for alpn in [b"h2".to_vec(), b"http/1.1".to_vec()] {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots.clone())
+            .with_no_client_auth();
+        config.alpn_protocols = vec![alpn.clone()];
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let tls = connector.connect(name, tcp).await.unwrap();
+        assert_eq!(tls.get_ref().1.alpn_protocol(), Some(alpn.as_slice()));
+        let io = hyper_util::rt::TokioIo::new(tls);
+        let request = http::Request::builder()
+            .uri(format!("https://localhost:{}/v1/companies/openai", server.addr.port()))
+            .header("x-api-key", PRO)
+            .body(Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let response = if alpn == b"h2" {
+            let (mut sender, connection) =
+                hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
+                    .await
+                    .unwrap();
+            tokio::spawn(connection);
+            sender.send_request(request).await.unwrap()
+        } else {
+            let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await.unwrap();
+            tokio::spawn(connection);
+            sender.send_request(request).await.unwrap()
+        };
+        let expected = if alpn == b"h2" {
+            http::Version::HTTP_2
+        } else {
+            http::Version::HTTP_11
+        };
+        assert_eq!((response.status().as_u16(), response.version()), (200, expected));
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(json["slug"], "openai");
+    }
+}
+
+#[tokio::test]
+async fn metrics_count_requests_latency_and_the_snapshot() {
+    let server = TestServer::start().await;
+    for _ in 0..3 {
+        server.get("/v1/companies/openai", Some(PRO)).await;
+    }
+    server.get("/v1/companies/openai", None).await;
+    let mut client = Client::connect(server.addr).await;
+    for _ in 0..11 {
+        client.send(Method::GET, "/v1/usage", &[("x-api-key", FREE)]).await;
+    }
+    let text = String::from_utf8(server.get("/metrics", None).await.body.to_vec()).unwrap();
+    for line in [
+        "marks_requests_total{operation=\"getCompany\",status=\"200\"} 3",
+        "marks_requests_total{operation=\"getCompany\",status=\"401\"} 1",
+        "marks_requests_total{operation=\"getUsage\",status=\"429\"} 1",
+        "marks_rate_limited_total 1",
+        "marks_snapshot_info{dataset_version=\"2026-11-20\",methodology_version=\"v0.2.0\"} 1",
+        "marks_request_duration_seconds_count",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+}
