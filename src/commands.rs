@@ -178,7 +178,7 @@ pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
         signing_key: Some(demo_signing_key()),
         previous: None,
         publisher_key: None,
-        gzip_level: 6,
+        gzip_level: 4,
         quiet: true,
     })
 }

@@ -51,8 +51,9 @@ enum Command {
         /// Ed25519 private key that signs the snapshot header, for servers run with --publisher-key.
         #[arg(long, value_name = "FILE")]
         publisher_key: Option<PathBuf>,
-        /// Gzip level (1-9) of the precompressed body variants; 0 stores none.
-        #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
+        /// Gzip level (1-9) of the precompressed body variants; 0 stores none. 4 compresses series as
+        /// well as 6 here at two thirds of the time.
+        #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=9))]
         gzip_level: u32,
         /// Print only the summary line (no scorecard, no progress bar).
         #[arg(long)]

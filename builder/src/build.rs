@@ -136,6 +136,7 @@ fn render_company(
     let marks = fit.marks(company);
     let record = render::resolution_record(meta, &dataset.info, company, &marks, kid)
         .ok_or_else(|| KeyError::Canonical(format!("{} has no mark to resolve", company.slug)))?;
+    let dates = render::series_dates(&marks.series);
     let with_gzip = |body: Vec<u8>| {
         let compressed = gzip(&body, gzip_level);
         (body, compressed)
@@ -144,8 +145,20 @@ fn render_company(
         list_item: render::list_item(company, &marks),
         bodies: [
             with_gzip(render::profile(meta, company, &marks)),
-            with_gzip(render::series(meta, &company.slug, Coverage::C80, &marks.series)),
-            with_gzip(render::series(meta, &company.slug, Coverage::C95, &marks.series)),
+            with_gzip(render::series(
+                meta,
+                &company.slug,
+                Coverage::C80,
+                &marks.series,
+                &dates,
+            )),
+            with_gzip(render::series(
+                meta,
+                &company.slug,
+                Coverage::C95,
+                &marks.series,
+                &dates,
+            )),
             with_gzip(render::events(meta, company)),
             with_gzip(signing::sign_record(record, key)?),
         ],
@@ -182,39 +195,45 @@ fn write_snapshot(
     let mut writer = SnapshotWriter::create(&options.out)?;
     let meta_json = writer.append(&meta)?;
     let sectors = sector_table(dataset);
-    let mut companies = Vec::with_capacity(dataset.companies.len());
-    let mut series_points = 0;
     let bar = progress_bar(dataset.companies.len(), options.progress);
-    for chunk in dataset.companies.chunks(CHUNK) {
-        let rendered: Vec<Rendered> = chunk
-            .par_iter()
-            .map(|c| render_company(c, dataset, fit, &meta, &options.signing_key, &kid, options.gzip_level))
-            .collect::<Result<_, _>>()?;
-        for (company, r) in chunk.iter().zip(rendered) {
-            let [profile, marks_80, marks_95, events, resolution] = r.bodies.map(|(body, gz)| (body, gz));
-            let mut body = |(identity, gz): (Vec<u8>, Option<Vec<u8>>)| writer.append_body(&identity, gz.as_deref());
-            let entry = CompanyEntry {
-                slug: company.slug.clone(),
-                name: company.name.clone(),
-                sector: sector_code(&sectors, company) - 1,
-                status: match company.status {
-                    Status::Private => STATUS_PRIVATE,
-                    Status::IpoCompleted => STATUS_IPO_COMPLETED,
-                },
-                value_usd: r.value_usd,
-                delta_30d_pct: r.delta_30d_pct,
-                profile: body(profile)?,
-                marks_80: body(marks_80)?,
-                marks_95: body(marks_95)?,
-                events: body(events)?,
-                resolution: body(resolution)?,
-                list_item: writer.append(&r.list_item)?,
+    // Rendering (parallel) and writing (sequential, in slug order) overlap: a writer thread
+    // takes rendered chunks through a short queue while the next chunk renders.
+    let (chunks, queue) = std::sync::mpsc::sync_channel::<(usize, Vec<Rendered>)>(2);
+    let (companies, series_points, mut writer) = std::thread::scope(|scope| {
+        let sectors = &sectors;
+        let consumer = scope.spawn(move || -> Result<_, BuildError> {
+            let mut companies = Vec::with_capacity(dataset.companies.len());
+            let mut series_points = 0;
+            for (start, rendered) in queue {
+                for (company, r) in dataset.companies[start..].iter().zip(rendered) {
+                    series_points += r.series_points;
+                    companies.push(write_company(&mut writer, company, sectors, r)?);
+                }
+            }
+            Ok((companies, series_points, writer))
+        });
+        for (number, chunk) in dataset.companies.chunks(CHUNK).enumerate() {
+            let rendered: Result<Vec<Rendered>, KeyError> = chunk
+                .par_iter()
+                .map(|c| render_company(c, dataset, fit, &meta, &options.signing_key, &kid, options.gzip_level))
+                .collect();
+            let sent = match rendered {
+                Ok(rendered) => chunks.send((number * CHUNK, rendered)).is_ok(),
+                Err(err) => {
+                    drop(chunks);
+                    let _ = consumer.join();
+                    return Err(BuildError::from(err));
+                }
             };
-            series_points += r.series_points;
-            companies.push(entry);
+            if !sent {
+                // The writer stopped on an error; it reports it below.
+                break;
+            }
+            bar.inc(chunk.len() as u64);
         }
-        bar.inc(chunk.len() as u64);
-    }
+        drop(chunks);
+        consumer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })?;
     bar.finish_and_clear();
 
     let (lists, list_rows) = list_indexes(dataset, &companies, &sectors);
@@ -252,6 +271,34 @@ fn write_snapshot(
         fit_time: Duration::ZERO,
         render_time: Duration::ZERO,
         scorecard: String::new(),
+    })
+}
+
+/// Appends one company's bodies and returns its index entry.
+fn write_company(
+    writer: &mut SnapshotWriter,
+    company: &Company,
+    sectors: &[&str],
+    rendered: Rendered,
+) -> Result<CompanyEntry, WriteError> {
+    let [profile, marks_80, marks_95, events, resolution] = rendered.bodies;
+    let mut body = |(identity, gzip): (Vec<u8>, Option<Vec<u8>>)| writer.append_body(&identity, gzip.as_deref());
+    Ok(CompanyEntry {
+        slug: company.slug.clone(),
+        name: company.name.clone(),
+        sector: sector_code(sectors, company) - 1,
+        status: match company.status {
+            Status::Private => STATUS_PRIVATE,
+            Status::IpoCompleted => STATUS_IPO_COMPLETED,
+        },
+        value_usd: rendered.value_usd,
+        delta_30d_pct: rendered.delta_30d_pct,
+        profile: body(profile)?,
+        marks_80: body(marks_80)?,
+        marks_95: body(marks_95)?,
+        events: body(events)?,
+        resolution: body(resolution)?,
+        list_item: writer.append(&rendered.list_item)?,
     })
 }
 

@@ -40,25 +40,9 @@ impl Day {
         time::Date::from_julian_day(self.0).unwrap_or(time::Date::MIN)
     }
 
-    /// The `YYYY-MM-DD` form without allocating: the series writer calls this per point.
+    /// The `YYYY-MM-DD` form without allocating.
     pub fn iso(self) -> [u8; 10] {
-        let date = self.date();
-        let year = date.year().clamp(0, 9999) as u32;
-        let month = u8::from(date.month()) as u32;
-        let day = date.day() as u32;
-        let digit = |n: u32| b'0' + (n % 10) as u8;
-        [
-            digit(year / 1000),
-            digit(year / 100),
-            digit(year / 10),
-            digit(year),
-            b'-',
-            digit(month / 10),
-            digit(month),
-            b'-',
-            digit(day / 10),
-            digit(day),
-        ]
+        iso_date(self.date())
     }
 
     pub fn plus(self, days: i32) -> Day {
@@ -68,6 +52,26 @@ impl Day {
     pub fn days_since(self, earlier: Day) -> i32 {
         self.0 - earlier.0
     }
+}
+
+/// `YYYY-MM-DD` of a calendar date, without allocating: series rendering calls this per point.
+pub fn iso_date(date: time::Date) -> [u8; 10] {
+    let year = date.year().clamp(0, 9999) as u32;
+    let month = u8::from(date.month()) as u32;
+    let day = date.day() as u32;
+    let digit = |n: u32| b'0' + (n % 10) as u8;
+    [
+        digit(year / 1000),
+        digit(year / 100),
+        digit(year / 10),
+        digit(year),
+        b'-',
+        digit(month / 10),
+        digit(month),
+        b'-',
+        digit(day / 10),
+        digit(day),
+    ]
 }
 
 impl fmt::Display for Day {

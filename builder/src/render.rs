@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::dataset::{Company, DatasetInfo, Day, EventType, Sector, Status};
+use crate::dataset::{iso_date, Company, DatasetInfo, Day, EventType, Sector, Status};
 use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkDay, METHODOLOGY_VERSION};
 
 #[derive(Serialize)]
@@ -143,10 +143,25 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks) -> Vec<u8> 
     })
 }
 
+/// The `YYYY-MM-DD` of every day of a series, formatted once for both coverages. The days are
+/// consecutive, so only the first needs a calendar conversion.
+pub fn series_dates(series: &[MarkDay]) -> Vec<[u8; 10]> {
+    let Some(first) = series.first() else {
+        return Vec::new();
+    };
+    let mut date = first.day.date();
+    let mut dates = Vec::with_capacity(series.len());
+    for _ in series {
+        dates.push(iso_date(date));
+        date = date.next_day().unwrap_or(date);
+    }
+    dates
+}
+
 /// SPEC 2.8 MarkSeriesResponse. Written by hand rather than through serde because series are
 /// most of a large build's bytes (tens of millions of points); the output is plain JSON that
-/// the tests parse back.
-pub fn series(meta: &[u8], slug: &str, coverage: Coverage, series: &[MarkDay]) -> Vec<u8> {
+/// the tests parse back. `dates` comes from `series_dates`.
+pub fn series(meta: &[u8], slug: &str, coverage: Coverage, series: &[MarkDay], dates: &[[u8; 10]]) -> Vec<u8> {
     let mut out = Vec::with_capacity(meta.len() + 64 + series.len() * 96);
     let mut number = itoa::Buffer::new();
     out.extend_from_slice(b"{\"meta\":");
@@ -156,13 +171,13 @@ pub fn series(meta: &[u8], slug: &str, coverage: Coverage, series: &[MarkDay]) -
     out.extend_from_slice(b",\"coverage\":");
     out.extend_from_slice(number.format(coverage.percent()).as_bytes());
     out.extend_from_slice(b",\"series\":[");
-    for (i, point) in series.iter().enumerate() {
+    for (i, (point, date)) in series.iter().zip(dates).enumerate() {
         if i > 0 {
             out.push(b',');
         }
         let (lower, upper) = point.band(coverage);
         out.extend_from_slice(b"{\"date\":\"");
-        out.extend_from_slice(&point.day.iso());
+        out.extend_from_slice(date);
         out.extend_from_slice(b"\",\"mark_usd\":");
         out.extend_from_slice(number.format(usd(point.mark)).as_bytes());
         out.extend_from_slice(b",\"lower_usd\":");

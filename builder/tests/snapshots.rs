@@ -501,7 +501,10 @@ fn the_published_test_vector_verifies() {
     let vector: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let record = vector["record"].as_object().unwrap();
     let canonical = signing::signed_bytes(record).unwrap();
-    assert_eq!(std::str::from_utf8(&canonical).unwrap(), vector["canonical_utf8"].as_str().unwrap());
+    assert_eq!(
+        std::str::from_utf8(&canonical).unwrap(),
+        vector["canonical_utf8"].as_str().unwrap()
+    );
     let jwks = signing::parse_jwks(&serde_json::to_vec(&serde_json::json!({ "keys": [vector["jwk"]] })).unwrap());
     let body = serde_json::to_vec(&vector["record"]).unwrap();
     assert_eq!(signing::verify_record(&body, &jwks), Ok(()));
