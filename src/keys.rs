@@ -58,6 +58,9 @@ pub struct Caller {
     pub rate_per_min: u32,
     /// True when the key's budget differs from its tier's, so its usage body is rendered.
     pub custom_rate: bool,
+    /// `X-RateLimit-Limit` and `RateLimit-Policy`, fixed per key: made once at load.
+    pub limit_header: http::HeaderValue,
+    pub policy_header: http::HeaderValue,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,13 +78,13 @@ pub enum KeysError {
 /// The keys in force: active and inactive, by hash.
 #[derive(Debug, Default)]
 pub struct KeyRing {
-    by_hash: HashMap<[u8; 32], Option<Caller>>,
+    by_hash: HashMap<[u8; 32], Option<Arc<Caller>>>,
 }
 
 /// Result of looking a presented key up.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Authentication<'a> {
-    Valid(&'a Caller),
+    Valid(&'a Arc<Caller>),
     /// Unknown, revoked or suspended: indistinguishable to the client.
     Invalid,
 }
@@ -151,12 +154,18 @@ impl KeyRing {
             if entry.rate_per_min == Some(0) {
                 return Err(fail("rate_per_min must be at least 1"));
             }
-            let caller = (entry.status == KeyStatus::Active).then(|| Caller {
-                key_id: entry.key_id.as_str().into(),
-                tenant: entry.tenant.as_str().into(),
-                tier,
-                rate_per_min: entry.rate_per_min.unwrap_or(tier.rate_per_min()),
-                custom_rate: entry.rate_per_min.is_some_and(|r| r != tier.rate_per_min()),
+            let rate_per_min = entry.rate_per_min.unwrap_or(tier.rate_per_min());
+            let caller = (entry.status == KeyStatus::Active).then(|| {
+                Arc::new(Caller {
+                    key_id: entry.key_id.as_str().into(),
+                    tenant: entry.tenant.as_str().into(),
+                    tier,
+                    rate_per_min,
+                    custom_rate: entry.rate_per_min.is_some_and(|r| r != tier.rate_per_min()),
+                    limit_header: http::HeaderValue::from(rate_per_min),
+                    policy_header: http::HeaderValue::from_str(&format!("\"minute\";q={rate_per_min};w=60"))
+                        .unwrap_or_else(|_| http::HeaderValue::from_static("\"minute\"")),
+                })
             });
             if by_hash.insert(hash, caller).is_some() {
                 return Err(fail("the same key hash appears twice"));

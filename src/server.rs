@@ -2,8 +2,9 @@
 //! shutdown. Every request is handed to `service::handle`.
 //!
 //! Connection hygiene: at most `max_connections` at once (further clients wait in the listen
-//! backlog), a header read timeout and a maximum header size per request, an idle timeout on
-//! every connection (no bytes either way for that long closes it), a TLS handshake timeout.
+//! backlog), a maximum header size per request, and per connection an idle timeout (no bytes
+//! either way) and a request-head timeout (bytes arriving, no answer), plus a TLS handshake
+//! timeout.
 //! Shutdown: stop accepting, let in-flight requests finish within a bound, then return.
 
 use std::convert::Infallible;
@@ -15,7 +16,7 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -153,10 +154,11 @@ pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningSer
         addr: config.addr,
         source,
     })?;
+    // Header read and idle deadlines are enforced per connection by `ConnectionGuard`; hyper's
+    // own header timer would arm a timer for every request.
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1
-        .timer(TokioTimer::new())
-        .header_read_timeout(config.header_read_timeout)
+        .header_read_timeout(None)
         .max_buf_size(config.max_header_bytes.max(8192))
         .keep_alive(true);
     let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
@@ -167,8 +169,7 @@ pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningSer
         .keep_alive_timeout(config.header_read_timeout);
     let mut auto = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     auto.http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(config.header_read_timeout)
+        .header_read_timeout(None)
         .max_buf_size(config.max_header_bytes.max(8192));
     auto.http2()
         .timer(TokioTimer::new())
@@ -250,7 +251,7 @@ async fn serve_connection(
         let response = respond(&state, &request, peer, access_log);
         std::future::ready(Ok::<Response, Infallible>(response))
     });
-    let stream = IdleTimeout::new(stream, shared.config.idle_timeout);
+    let stream = ConnectionGuard::new(stream, shared.config.idle_timeout, shared.config.header_read_timeout);
     match &shared.tls {
         None if shared.config.http2 => {
             let builder = shared.auto.clone();
@@ -277,7 +278,6 @@ async fn serve_connection(
 }
 
 fn respond(state: &State, request: &hyper::Request<Incoming>, peer: SocketAddr, access_log: bool) -> Response {
-    let started = Instant::now();
     let (response, outcome) = service::handle_with_outcome(state, request, peer.ip());
     if access_log {
         let headers = response.headers();
@@ -290,80 +290,104 @@ fn respond(state: &State, request: &hyper::Request<Incoming>, peer: SocketAddr, 
             path = request.uri().path(),
             status = response.status().as_u16(),
             bytes = outcome.bytes,
-            latency_us = started.elapsed().as_micros() as u64,
+            latency_us = outcome.latency.as_micros() as u64,
             peer = %peer.ip(),
         );
     }
     response
 }
 
-/// Closes a connection on which no byte has moved in either direction for `timeout`: an
-/// idle keep-alive connection, a client that stopped sending, or one that stopped reading.
-struct IdleTimeout<S> {
+/// Both per-connection deadlines on one timer per connection, none per request:
+/// - idle: no byte moved in either direction for `idle` (a keep-alive connection nobody uses,
+///   a client that stopped sending, or one that stopped reading a response);
+/// - unanswered: bytes keep arriving but no response byte goes out for `head` (a request head
+///   trickled in slowly, the slowloris pattern).
+///
+/// I/O only sets flags (no clock read, no timer update on the hot path); the timer ticks every
+/// half of the shorter deadline and counts ticks, so a deadline is enforced within half a
+/// deadline after it passes.
+struct ConnectionGuard<S> {
     inner: S,
     timer: Pin<Box<Sleep>>,
-    timeout: Duration,
-    last_activity: Instant,
+    tick: Duration,
+    idle_limit: u32,
+    head_limit: u32,
+    moved: bool,
+    awaiting_response: bool,
+    idle_ticks: u32,
+    unanswered_ticks: u32,
 }
 
-impl<S> IdleTimeout<S> {
-    fn new(inner: S, timeout: Duration) -> IdleTimeout<S> {
-        IdleTimeout {
+impl<S> ConnectionGuard<S> {
+    fn new(inner: S, idle: Duration, head: Duration) -> ConnectionGuard<S> {
+        let tick = (idle.min(head) / 2).max(Duration::from_millis(10));
+        let ticks = |deadline: Duration| (deadline.as_nanos() / tick.as_nanos()).max(1) as u32;
+        ConnectionGuard {
             inner,
-            timer: Box::pin(tokio::time::sleep(timeout)),
-            timeout,
-            last_activity: Instant::now(),
+            timer: Box::pin(tokio::time::sleep(tick)),
+            tick,
+            idle_limit: ticks(idle),
+            head_limit: ticks(head),
+            moved: false,
+            awaiting_response: false,
+            idle_ticks: 0,
+            unanswered_ticks: 0,
         }
     }
 
-    /// Checks the idle deadline when the inner stream is not ready. The timer is re-armed only
-    /// when it fires, not on every read, to keep the hot path free of timer-wheel updates.
+    /// Counts elapsed ticks; true when a deadline has passed.
     fn expired(&mut self, cx: &mut Context<'_>) -> bool {
-        loop {
-            if self.timer.as_mut().poll(cx).is_pending() {
-                return false;
-            }
-            let deadline = self.last_activity + self.timeout;
-            if Instant::now() >= deadline {
+        while self.timer.as_mut().poll(cx).is_ready() {
+            self.idle_ticks = if self.moved { 0 } else { self.idle_ticks + 1 };
+            self.unanswered_ticks = if self.awaiting_response {
+                self.unanswered_ticks + 1
+            } else {
+                0
+            };
+            self.moved = false;
+            if self.idle_ticks >= self.idle_limit || self.unanswered_ticks >= self.head_limit {
                 return true;
             }
-            self.timer.as_mut().reset(tokio::time::Instant::from_std(deadline));
+            let next = tokio::time::Instant::now() + self.tick;
+            self.timer.as_mut().reset(next);
         }
+        false
     }
 
-    /// Passes a ready result through, noting activity; turns a long wait into an error.
-    fn track<T>(&mut self, poll: Poll<io::Result<T>>, moved: bool, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+    /// Passes a ready result through, noting activity; turns a passed deadline into an error.
+    fn track<T>(&mut self, poll: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
         match poll {
-            Poll::Ready(result) => {
-                if moved {
-                    self.last_activity = Instant::now();
-                }
-                Poll::Ready(result)
-            }
             Poll::Pending if self.expired(cx) => Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                "connection idle for too long",
+                "connection idle, or request unanswered, for too long",
             ))),
-            Poll::Pending => Poll::Pending,
+            other => other,
         }
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for IdleTimeout<S> {
+impl<S: AsyncRead + Unpin> AsyncRead for ConnectionGuard<S> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let before = buf.filled().len();
         let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
-        let moved = buf.filled().len() > before;
-        this.track(poll, moved, cx)
+        if buf.filled().len() > before {
+            this.moved = true;
+            this.awaiting_response = true;
+        }
+        this.track(poll, cx)
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for IdleTimeout<S> {
+impl<S: AsyncWrite + Unpin> AsyncWrite for ConnectionGuard<S> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
-        this.track(poll, true, cx)
+        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
+            this.moved = true;
+            this.awaiting_response = false;
+        }
+        this.track(poll, cx)
     }
 
     fn poll_write_vectored(
@@ -373,7 +397,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for IdleTimeout<S> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        this.track(poll, true, cx)
+        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
+            this.moved = true;
+            this.awaiting_response = false;
+        }
+        this.track(poll, cx)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -64,8 +64,10 @@ struct Exchange<'a, B> {
     state: &'a State,
     request: &'a Request<B>,
     peer: IpAddr,
+    /// Read once per request; the budgets and the latency metric share it.
+    now: Instant,
     operation: Operation,
-    caller: Option<Caller>,
+    caller: Option<Arc<Caller>>,
     decision: Option<Decision>,
 }
 
@@ -76,6 +78,8 @@ pub struct Outcome {
     pub key_id: Option<Arc<str>>,
     /// Body bytes sent.
     pub bytes: usize,
+    /// Time spent in the handler.
+    pub latency: std::time::Duration,
 }
 
 /// Answers one request.
@@ -90,6 +94,7 @@ pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr)
         state,
         request,
         peer,
+        now: started,
         operation: Operation::Unknown,
         caller: None,
         decision: None,
@@ -101,13 +106,15 @@ pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr)
     };
     exchange.common_headers(&mut response, request_id);
     let bytes = hyper::body::Body::size_hint(response.body()).exact().unwrap_or(0) as usize;
+    let latency = started.elapsed();
     state
         .metrics
-        .record(exchange.operation, response.status().as_u16(), started.elapsed(), bytes);
+        .record(exchange.operation, response.status().as_u16(), latency, bytes);
     let outcome = Outcome {
         operation: exchange.operation,
-        key_id: exchange.caller.map(|c| c.key_id),
+        key_id: exchange.caller.map(|c| c.key_id.clone()),
         bytes,
+        latency,
     };
     (response, outcome)
 }
@@ -203,7 +210,14 @@ impl<B> Exchange<'_, B> {
             )),
             Operation::OpenApi => {
                 self.no_parameters()?;
-                Ok(self.conditional(Bytes::from_static(OPENAPI_JSON), openapi_etag(), Cache::Public, false))
+                let etag = openapi_etag();
+                Ok(self.conditional(
+                    Bytes::from_static(OPENAPI_JSON),
+                    etag,
+                    header_value(etag),
+                    Cache::Public,
+                    false,
+                ))
             }
             Operation::SigningKeys | Operation::Scorecard => {
                 self.no_parameters()?;
@@ -225,10 +239,7 @@ impl<B> Exchange<'_, B> {
 
     fn api(&mut self, operation: Operation, slug: Option<&str>) -> Result<Response, ApiError> {
         let caller = self.authenticate()?;
-        let decision = self
-            .state
-            .limiter
-            .take(&caller.key_id, caller.rate_per_min, Instant::now());
+        let decision = self.state.limiter.take(&caller.key_id, caller.rate_per_min, self.now);
         self.caller = Some(caller.clone());
         self.decision = Some(decision);
         if !decision.allowed {
@@ -256,7 +267,7 @@ impl<B> Exchange<'_, B> {
                 };
                 let body = list::page(&loaded, &query, universe, &self.state.cursor_key, note.as_deref())?;
                 let etag = list_etag(&loaded, universe, self.request.uri().query().unwrap_or(""));
-                Ok(self.conditional(body, &etag, Cache::Private, false))
+                Ok(self.conditional(body, &etag, header_value(&etag), Cache::Private, false))
             }
             Operation::GetCompany => {
                 require(&caller, Scope::CompaniesRead)?;
@@ -301,7 +312,7 @@ impl<B> Exchange<'_, B> {
                         // A key with its own budget: its usage body is not in the snapshot.
                         let body = marks_builder::tiers::usage_body(&loaded.meta, caller.tier, caller.rate_per_min);
                         let etag = etag_of(&body);
-                        Ok(self.conditional(Bytes::from(body), &etag, Cache::Private, false))
+                        Ok(self.conditional(Bytes::from(body), &etag, header_value(&etag), Cache::Private, false))
                     }
                 }
             }
@@ -310,10 +321,10 @@ impl<B> Exchange<'_, B> {
     }
 
     /// The caller behind `X-API-Key`, with failed attempts throttled per client IP.
-    fn authenticate(&self) -> Result<Caller, ApiError> {
+    fn authenticate(&self) -> Result<Arc<Caller>, ApiError> {
         let state = self.state;
         let limit = state.settings.auth_failures_per_min;
-        let now = Instant::now();
+        let now = self.now;
         let throttled = |decision: Decision| {
             state.metrics.auth_throttled.fetch_add(1, Relaxed);
             ApiError::RateLimited {
@@ -368,15 +379,16 @@ impl<B> Exchange<'_, B> {
             .decode_utf8()
             .map_err(|_| ApiError::NotFound("No company has this slug.".into()))?;
         let index = loaded.snapshot.index();
-        let shown: String = slug.chars().take(64).collect();
+        let shown = || slug.chars().take(64).collect::<String>();
         let (position, company) = index
             .company(&slug)
-            .ok_or_else(|| ApiError::NotFound(format!("No company has the slug {shown:?}.")))?;
+            .ok_or_else(|| ApiError::NotFound(format!("No company has the slug {:?}.", shown())))?;
         if caller.tier.limited_universe() {
             let free = index.list(0, UNIVERSE_FREE, 0, 0);
             if !free.iter().any(|row| row.to_native() as usize == position) {
                 return Err(ApiError::TierForbidden(format!(
-                    "The free tier covers the 10 companies with the highest latest value; {shown:?} needs the {} tier or above.",
+                    "The free tier covers the 10 companies with the highest latest value; {:?} needs the {} tier or above.",
+                    shown(),
                     Tier::Research
                 )));
             }
@@ -388,30 +400,35 @@ impl<B> Exchange<'_, B> {
     fn stored(&self, loaded: &LoadedSnapshot, body: &ArchivedBody, cache: Cache) -> Response {
         let gzip = body.gzip.as_ref().filter(|_| accepts_gzip(self.request.headers()));
         let vary_encoding = body.gzip.is_some();
-        match gzip {
-            Some(encoded) => {
-                let bytes = loaded.snapshot.body(&encoded.bytes);
-                let mut response = self.conditional(bytes, encoded.etag.as_str(), cache, vary_encoding);
-                if response.status() == StatusCode::OK {
-                    response.headers_mut().insert(header::CONTENT_ENCODING, GZIP);
-                }
-                response
-            }
-            None => {
-                let bytes = loaded.snapshot.body(&body.identity);
-                self.conditional(bytes, body.etag.as_str(), cache, vary_encoding)
-            }
+        let (bytes, etag) = match gzip {
+            Some(encoded) => (loaded.snapshot.body(&encoded.bytes), encoded.etag.as_str()),
+            None => (loaded.snapshot.body(&body.identity), body.etag.as_str()),
+        };
+        // The tag's bytes live in the mapped file too: the header borrows them, no copy.
+        let etag_value = HeaderValue::from_maybe_shared(loaded.snapshot.file_slice(etag.as_bytes()))
+            .unwrap_or_else(|_| header_value(etag));
+        let mut response = self.conditional(bytes, etag, etag_value, cache, vary_encoding);
+        if gzip.is_some() && response.status() == StatusCode::OK {
+            response.headers_mut().insert(header::CONTENT_ENCODING, GZIP);
         }
+        response
     }
 
     /// 200 with the body, or 304 when `If-None-Match` matches its ETag.
-    fn conditional(&self, body: Bytes, etag: &str, cache: Cache, vary_encoding: bool) -> Response {
+    fn conditional(
+        &self,
+        body: Bytes,
+        etag: &str,
+        etag_value: HeaderValue,
+        cache: Cache,
+        vary_encoding: bool,
+    ) -> Response {
         let status = if if_none_match(self.request.headers(), etag) {
             StatusCode::NOT_MODIFIED
         } else {
             StatusCode::OK
         };
-        self.respond(status, body, JSON, Some(header_value(etag)), cache, vary_encoding)
+        self.respond(status, body, JSON, Some(etag_value), cache, vary_encoding)
     }
 
     fn respond(
@@ -429,6 +446,8 @@ impl<B> Exchange<'_, B> {
         let mut response = Response::new(Full::new(if with_body { body } else { Bytes::new() }));
         *response.status_mut() = status;
         let headers = response.headers_mut();
+        // Room for every header a response gets, so the map never grows and rehashes.
+        headers.reserve(16);
         if status != StatusCode::NOT_MODIFIED {
             headers.insert(header::CONTENT_TYPE, content_type);
             if head {
@@ -527,9 +546,9 @@ impl<B> Exchange<'_, B> {
     fn common_headers(&self, response: &mut Response, request_id: HeaderValue) {
         let headers = response.headers_mut();
         headers.insert(&X_REQUEST_ID, request_id);
-        if let Some(decision) = self.decision {
+        if let (Some(decision), Some(caller)) = (self.decision, self.caller.as_ref()) {
             let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
-            headers.insert(&X_RATELIMIT_LIMIT, HeaderValue::from(decision.limit));
+            headers.insert(&X_RATELIMIT_LIMIT, caller.limit_header.clone());
             headers.insert(&X_RATELIMIT_REMAINING, HeaderValue::from(decision.remaining));
             headers.insert(&X_RATELIMIT_RESET, HeaderValue::from(reset_at));
             headers.insert(

@@ -174,6 +174,13 @@ impl Snapshot {
             .slice(start..start + body.len.to_native() as usize)
     }
 
+    /// A `Bytes` view of bytes inside the mapped file (a body, or a string of the index), for
+    /// handing to hyper without a copy. Panics if `part` is not inside the file, which only a
+    /// caller passing foreign memory can cause.
+    pub fn file_slice(&self, part: &[u8]) -> Bytes {
+        self.mapped.borrow_owner().slice_ref(part)
+    }
+
     /// A body's bytes as a plain slice, for copying into assembled responses.
     pub fn body_slice(&self, body: &ArchivedBodyRef) -> &[u8] {
         let start = self.header.bodies_offset as usize + body.offset.to_native() as usize;

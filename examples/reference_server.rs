@@ -1,0 +1,109 @@
+//! The load benchmark's reference: a bare hyper server answering every request with one fixed
+//! body, set up like `marks serve` (HTTP/1.1 keep-alive, TCP_NODELAY, tokio multi-thread
+//! runtime) but doing no work per request. `benches/load.sh` reports marks' throughput as a
+//! ratio to this.
+//!
+//! With `--headers FILE` (lines of `name: value`) it also sends those headers, fixed: the same
+//! response bytes as marks, so the ratio isolates marks' per-request work from the cost any
+//! server pays to put that many headers on the wire.
+//!
+//! Usage: cargo run --release --example reference_server -- --addr 127.0.0.1:9000 --body FILE
+//!        [--headers FILE] [--status 304] [--threads 1]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+
+struct Args {
+    addr: SocketAddr,
+    body: Bytes,
+    headers: hyper::HeaderMap,
+    status: u16,
+    threads: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        addr: SocketAddr::from(([127, 0, 0, 1], 9000)),
+        body: Bytes::new(),
+        headers: hyper::HeaderMap::new(),
+        status: 200,
+        threads: 1,
+    };
+    let mut argv = std::env::args().skip(1);
+    while let Some(flag) = argv.next() {
+        let value = argv.next().ok_or(format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--addr" => args.addr = value.parse().map_err(|e| format!("--addr: {e}"))?,
+            "--body" => args.body = Bytes::from(std::fs::read(&value).map_err(|e| format!("{value}: {e}"))?),
+            "--headers" => {
+                let text = std::fs::read_to_string(&value).map_err(|e| format!("{value}: {e}"))?;
+                for line in text.lines().filter(|l| l.contains(':')) {
+                    let (name, field) = line.split_once(':').unwrap_or_default();
+                    let name =
+                        hyper::header::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|e| e.to_string())?;
+                    let field = hyper::header::HeaderValue::from_str(field.trim()).map_err(|e| e.to_string())?;
+                    args.headers.append(name, field);
+                }
+            }
+            "--status" => args.status = value.parse().map_err(|e| format!("--status: {e}"))?,
+            "--threads" => args.threads = value.parse().map_err(|e| format!("--threads: {e}"))?,
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("reference_server: {message}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    runtime.block_on(serve(args));
+}
+
+async fn serve(args: Args) {
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .unwrap_or_else(|e| panic!("bind {}: {e}", args.addr));
+    eprintln!("reference server on http://{}", args.addr);
+    let status = hyper::StatusCode::from_u16(args.status).unwrap_or(hyper::StatusCode::OK);
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let body = args.body.clone();
+        let headers = args.headers.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |_request| {
+                let mut response = hyper::Response::new(Full::new(body.clone()));
+                *response.status_mut() = status;
+                if headers.is_empty() {
+                    response.headers_mut().insert(
+                        hyper::header::CONTENT_TYPE,
+                        hyper::header::HeaderValue::from_static("application/json"),
+                    );
+                } else {
+                    *response.headers_mut() = headers.clone();
+                }
+                std::future::ready(Ok::<_, Infallible>(response))
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
