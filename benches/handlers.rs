@@ -93,7 +93,8 @@ fn operations(c: &mut Criterion) {
         let response = handle(&state, &request("/v1/companies/openai", key, &[]), PEER);
         response.headers()["etag"].to_str().expect("ascii").to_string()
     };
-    let cases: [(&str, &str, &[(&str, &str)]); 10] = [
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: [Case; 10] = [
         ("getCompany", "/v1/companies/openai", &[]),
         (
             "getCompany 304",
