@@ -51,8 +51,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_port() {
-  for _ in $(seq 1 200); do
+wait_port() { # a multi-GB snapshot is checksummed before the server listens: allow a minute
+  for _ in $(seq 1 1200); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
     sleep 0.05
   done

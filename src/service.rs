@@ -551,19 +551,28 @@ impl<B> Exchange<'_, B> {
             headers.insert(&X_RATELIMIT_LIMIT, caller.limit_header.clone());
             headers.insert(&X_RATELIMIT_REMAINING, HeaderValue::from(decision.remaining));
             headers.insert(&X_RATELIMIT_RESET, HeaderValue::from(reset_at));
-            headers.insert(
-                &RATELIMIT,
-                header_value(&format!(
-                    "\"minute\";r={};t={}",
-                    decision.remaining, decision.reset_after
-                )),
-            );
-            headers.insert(
-                &RATELIMIT_POLICY,
-                header_value(&format!("\"minute\";q={};w=60", decision.limit)),
-            );
+            headers.insert(&RATELIMIT, ratelimit_value(decision.remaining, decision.reset_after));
+            headers.insert(&RATELIMIT_POLICY, caller.policy_header.clone());
         }
     }
+}
+
+/// `"minute";r=<remaining>;t=<seconds>`, written without a `format!` allocation: it is made on
+/// every request.
+fn ratelimit_value(remaining: u32, reset_after: u64) -> HeaderValue {
+    let mut buf = [0u8; 64];
+    let mut len = 0;
+    let (mut first, mut second) = (itoa::Buffer::new(), itoa::Buffer::new());
+    for part in [
+        b"\"minute\";r=".as_slice(),
+        first.format(remaining).as_bytes(),
+        b";t=",
+        second.format(reset_after).as_bytes(),
+    ] {
+        buf[len..len + part.len()].copy_from_slice(part);
+        len += part.len();
+    }
+    HeaderValue::from_bytes(&buf[..len]).unwrap_or_else(|_| HeaderValue::from_static("\"minute\""))
 }
 
 fn require(caller: &Caller, scope: Scope) -> Result<(), ApiError> {

@@ -7,6 +7,7 @@
 mod util;
 
 mod access;
+mod cli;
 mod endpoints;
 mod operations;
 mod pagination;

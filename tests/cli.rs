@@ -1,0 +1,175 @@
+//! The `marks` command line: help for every flag, one-line errors, keys shown once.
+
+use std::process::Command;
+
+use crate::util::*;
+
+fn marks(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_marks")).args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_explains_every_subcommand_and_flag() {
+    let help = text(&marks(&["--help"]).stdout);
+    for command in ["serve", "keys", "build", "keygen", "synth", "verify-snapshot"] {
+        assert!(help.contains(command), "{command} missing from --help");
+    }
+    let serve = text(&marks(&["serve", "--help"]).stdout);
+    for flag in [
+        "--addr",
+        "--snapshot",
+        "--keys",
+        "--publisher-key",
+        "--cursor-key",
+        "--tls-cert",
+        "--http2",
+        "--header-read-timeout",
+        "--idle-timeout",
+        "--max-header-bytes",
+        "--max-connections",
+        "--shutdown-grace",
+        "--log-format",
+    ] {
+        let line = serve
+            .lines()
+            .find(|l| l.trim_start().starts_with(flag))
+            .unwrap_or_else(|| panic!("{flag} undocumented"));
+        assert!(line.len() > flag.len() + 10, "{flag} has no explanation: {line}");
+    }
+    assert!(text(&marks(&["build", "--help"]).stdout).contains("--previous"));
+    assert!(text(&marks(&["keys", "issue", "--help"]).stdout).contains("--rate-per-min"));
+}
+
+#[test]
+fn a_bad_dataset_is_one_line_with_file_and_line_and_a_failing_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("data");
+    copy_dataset(&sample_dir(), &source);
+    let mut events = std::fs::read_to_string(source.join("events.csv")).unwrap();
+    events.push_str("x1,nobody,primary_round,2024-01-01,100,https://example.com,\n");
+    std::fs::write(source.join("events.csv"), events).unwrap();
+    let out = dir.path().join("out.snap");
+    let key = sample_dir().join("demo-signing-key.pem");
+    let output = marks(&[
+        "build",
+        "--source",
+        source.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--signing-key",
+        key.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains("events.csv:114: unknown slug \"nobody\""), "{stderr}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn usage_errors_are_one_line() {
+    for args in [
+        &["verify-snapshot", "/nonexistent.snap"][..],
+        &[
+            "build",
+            "--source",
+            "/nonexistent",
+            "--out",
+            "/tmp/x.snap",
+            "--signing-key",
+            "/nonexistent.pem",
+        ],
+        &["keys", "revoke", "--keys", "/nonexistent/keys.toml", "key_x"],
+    ] {
+        let output = marks(args);
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = text(&output.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("marks: ") && !stderr.contains("panicked"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn keys_are_printed_once_alone_and_stored_as_hashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.toml");
+    let output = marks(&[
+        "keys",
+        "issue",
+        "--keys",
+        keys.to_str().unwrap(),
+        "--tier",
+        "Pro",
+        "--tenant",
+        "acme",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let key = stdout.trim();
+    assert_eq!(stdout.lines().count(), 1);
+    assert!(key.starts_with("vmk_") && key.len() == 44, "{key}");
+    let file = std::fs::read_to_string(&keys).unwrap();
+    assert!(!file.contains(key) && file.contains("blake3:"));
+    let listed = text(&marks(&["keys", "list", "--keys", keys.to_str().unwrap()]).stdout);
+    assert!(
+        listed.contains("acme") && listed.contains("pro") && !listed.contains(key),
+        "{listed}"
+    );
+    let key_id = listed
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(marks(&["keys", "revoke", "--keys", keys.to_str().unwrap(), &key_id])
+        .status
+        .success());
+    assert!(text(&marks(&["keys", "list", "--keys", keys.to_str().unwrap()]).stdout).contains("revoked"));
+}
+
+#[test]
+fn keygen_writes_a_private_key_only_its_owner_reads_and_prints_its_kid() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("signing.pem");
+    let output = marks(&["keygen", "--out", path.to_str().unwrap()]);
+    assert!(output.status.success());
+    let kid = text(&output.stdout).trim().to_string();
+    let key = marks_builder::signing::read_signing_key(&path).unwrap();
+    assert_eq!(kid, marks_builder::signing::kid(&key.verifying_key()));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(
+        !marks(&["keygen", "--out", path.to_str().unwrap()]).status.success(),
+        "never overwrites a key"
+    );
+}
+
+#[test]
+fn verify_snapshot_reports_versions_and_refuses_damage() {
+    let output = marks(&["verify-snapshot", sample_snapshot().to_str().unwrap()]);
+    assert!(output.status.success());
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("dataset 2026-11-20") && stdout.contains("methodology v0.2.0"),
+        "{stdout}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let damaged = dir.path().join("damaged.snap");
+    let mut bytes = std::fs::read(sample_snapshot()).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&damaged, bytes).unwrap();
+    let output = marks(&["verify-snapshot", damaged.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(text(&output.stderr).contains("checksum mismatch"));
+}
