@@ -69,9 +69,15 @@ fn build_throughput(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(events));
     let out = dir.path().join("bench.snap");
-    group.bench_function("marks build (200 companies, gzip 4)", |b| b.iter(|| build(&source, &out, 4)));
-    group.bench_function("marks build (200 companies, no gzip)", |b| b.iter(|| build(&source, &out, 0)));
-    group.bench_function("methodology fit alone", |b| b.iter(|| Fit::new(black_box(&dataset), Params::default())));
+    group.bench_function("marks build (200 companies, gzip 4)", |b| {
+        b.iter(|| build(&source, &out, 4))
+    });
+    group.bench_function("marks build (200 companies, no gzip)", |b| {
+        b.iter(|| build(&source, &out, 0))
+    });
+    group.bench_function("methodology fit alone", |b| {
+        b.iter(|| Fit::new(black_box(&dataset), Params::default()))
+    });
     group.finish();
 }
 
