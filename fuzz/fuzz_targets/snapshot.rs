@@ -1,0 +1,28 @@
+//! Snapshot loading: any bytes are refused with an error or load into a snapshot whose every
+//! accessor then works; never a panic, never undefined behaviour. Seed the corpus with
+//! ../snapshots/golden/v1.snap so mutations reach the archive validation.
+#![no_main]
+
+use bytes::Bytes;
+use libfuzzer_sys::fuzz_target;
+use marks_builder::{OpenOptions, Snapshot};
+
+fuzz_target!(|data: &[u8]| {
+    // Snapshots are read from a page-aligned map; give the fuzzer the same alignment.
+    let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(data.len());
+    aligned.extend_from_slice(data);
+    let Ok(snapshot) = Snapshot::from_bytes(Bytes::from_owner(aligned), &OpenOptions::default()) else {
+        return;
+    };
+    let index = snapshot.index();
+    for company in index.companies.iter() {
+        let _ = snapshot.body(&company.profile.identity);
+        let _ = snapshot.body_slice(&company.list_item);
+        let _ = index.company(company.slug.as_str());
+    }
+    for sort in 0..8u8 {
+        for &row in index.list(sort, 0, 0, 0) {
+            assert!((row.to_native() as usize) < index.companies.len());
+        }
+    }
+});
