@@ -57,6 +57,7 @@ fn state() -> Arc<State> {
         Settings {
             public_base_url: "https://api.example.test".into(),
             auth_failures_per_min: u32::MAX,
+            client_ip_header: None,
             publisher_key: None,
             snapshot_path: snapshot.clone(),
             keys_path: keys.clone(),

@@ -17,8 +17,11 @@ use base64::Engine;
 
 const VERSION: u8 = 1;
 const TAG_LEN: usize = 32;
+/// The longest payload a cursor can have: a sort key of the longest name a dataset allows and
+/// the longest slug.
+const MAX_PAYLOAD_LEN: usize = 1 + 8 + 1 + 2 + marks_builder::dataset::MAX_NAME_BYTES + 1 + 64 + TAG_LEN;
 /// Cursors longer than this are not ours; refused before any decoding work.
-pub const MAX_CURSOR_LEN: usize = 1024;
+pub const MAX_CURSOR_LEN: usize = MAX_PAYLOAD_LEN.div_ceil(3) * 4;
 
 /// The server-side key that authenticates cursors. Every replica behind one load balancer
 /// needs the same key, and it must survive restarts, or cursors break across them.
@@ -46,6 +49,15 @@ impl CursorKey {
             ));
         }
         Ok(CursorKey(blake3::derive_key("valuation-marks cursor key v1", &secret)))
+    }
+
+    /// A value that changes with the key and reveals nothing of it: list pages hold cursors
+    /// made with the key, so their ETags include this.
+    pub fn fingerprint(&self) -> u64 {
+        let hash = blake3::keyed_hash(&self.0, b"valuation-marks cursor key fingerprint");
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&hash.as_bytes()[..8]);
+        u64::from_le_bytes(first)
     }
 
     fn tag(&self, payload: &[u8]) -> blake3::Hash {

@@ -113,14 +113,27 @@ fn format_hash(hash: &[u8; 32]) -> String {
     out
 }
 
-fn read_file(path: &Path) -> Result<KeysFile, KeysError> {
+/// Whether a keys file that does not exist reads as empty (the commands that create it) or
+/// is an error (the server, which must not drop every key because of a typo or a move).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Missing {
+    Empty,
+    Refused,
+}
+
+fn read_file(path: &Path, missing: Missing) -> Result<KeysFile, KeysError> {
     let fail = |reason: String| KeysError::File {
         path: path.to_owned(),
         reason,
     };
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(KeysFile::default()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound && missing == Missing::Empty => {
+            return Ok(KeysFile::default())
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Err(fail("no such file (create one with `marks keys issue`)".into()))
+        }
         Err(err) => return Err(fail(format!("cannot read: {err}"))),
     };
     toml::from_str(&text).map_err(|err| {
@@ -135,9 +148,13 @@ fn read_file(path: &Path) -> Result<KeysFile, KeysError> {
 }
 
 impl KeyRing {
-    /// Loads and checks a keys file. A missing file is an empty ring.
+    /// Loads and checks a keys file; a missing file is an error.
     pub fn load(path: &Path) -> Result<KeyRing, KeysError> {
-        let file = read_file(path)?;
+        KeyRing::of(path, &read_file(path, Missing::Refused)?)
+    }
+
+    /// Checks every entry of a keys file (named `path` in errors) and builds the ring.
+    fn of(path: &Path, file: &KeysFile) -> Result<KeyRing, KeysError> {
         let mut by_hash = HashMap::with_capacity(file.keys.len());
         let mut ids = std::collections::HashSet::new();
         for entry in &file.keys {
@@ -238,7 +255,8 @@ fn today() -> String {
 
 /// Issues a key: stores its hash and returns `(key_id, key)`. The key is not kept anywhere.
 pub fn issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u32>) -> Result<(String, String), KeysError> {
-    let mut file = read_file(path)?;
+    let _lock = lock(path)?;
+    let mut file = read_file(path, Missing::Empty)?;
     if tenant.trim().is_empty() {
         return Err(KeysError::File {
             path: path.to_owned(),
@@ -263,27 +281,42 @@ pub fn issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u32>) -
 
 /// Adds a key whose plain text the caller chose (demo and test keys).
 pub fn add_known(path: &Path, entry_key: &str, mut entry: KeyEntry) -> Result<(), KeysError> {
-    let mut file = read_file(path)?;
+    let _lock = lock(path)?;
+    let mut file = read_file(path, Missing::Empty)?;
     entry.hash = format_hash(&hash_key(entry_key));
     file.keys.push(entry);
     write_checked(path, &file)
 }
 
+/// Writes `file` only if the server would accept it: a refused file must never replace the
+/// one in force.
 fn write_checked(path: &Path, file: &KeysFile) -> Result<(), KeysError> {
-    let text = toml::to_string(file).map_err(|e| KeysError::File {
-        path: path.to_owned(),
-        reason: format!("cannot encode: {e}"),
-    })?;
-    let check: KeysFile = toml::from_str(&text).map_err(|e| KeysError::File {
-        path: path.to_owned(),
-        reason: format!("cannot re-read what would be written: {e}"),
-    })?;
-    write_file(path, &check)?;
-    KeyRing::load(path).map(|_| ())
+    KeyRing::of(path, file)?;
+    write_file(path, file)
+}
+
+/// Holds an exclusive lock on `<keys file>.lock` while a command reads, changes and rewrites
+/// the keys file, so two commands run at once cannot lose each other's change.
+fn lock(path: &Path) -> Result<std::fs::File, KeysError> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .and_then(|file| file.lock().map(|()| file))
+        .map_err(|e| KeysError::File {
+            path: lock_path.clone(),
+            reason: format!("cannot lock: {e}"),
+        })?;
+    Ok(file)
 }
 
 pub fn set_status(path: &Path, key_id: &str, status: KeyStatus) -> Result<(), KeysError> {
-    let mut file = read_file(path)?;
+    let _lock = lock(path)?;
+    let mut file = read_file(path, Missing::Refused)?;
     let entry = file
         .keys
         .iter_mut()
@@ -297,7 +330,7 @@ pub fn set_status(path: &Path, key_id: &str, status: KeyStatus) -> Result<(), Ke
 }
 
 pub fn list(path: &Path) -> Result<Vec<KeyEntry>, KeysError> {
-    Ok(read_file(path)?.keys)
+    Ok(read_file(path, Missing::Refused)?.keys)
 }
 
 #[cfg(test)]

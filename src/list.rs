@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use marks_builder::format::{compare_rows, RowKey};
+use marks_builder::format::{compare_rows, ListRow, RowKey};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::cursor::{Cursor, CursorKey, SortKey};
@@ -44,98 +44,125 @@ fn sort_key(key: RowKey<'_>) -> SortKey {
     }
 }
 
-/// Renders one page of the list `query` names within `universe`.
-pub fn page(
-    loaded: &LoadedSnapshot,
-    query: &ListQuery<'_>,
-    universe: u8,
-    cursor_key: &CursorKey,
-    universe_note: Option<&str>,
-) -> Result<Bytes, ApiError> {
-    let index = loaded.snapshot.index();
-    let sort = usize::from(query.sort);
-    let binding = binding(query, universe);
-    let cursor = query
-        .cursor
-        .map(|text| Cursor::decode(text, cursor_key, binding))
-        .transpose()
-        .map_err(|e| ApiError::BadCursor(e.to_string()))?;
-    let sector = match query.sector {
-        None => Some(0),
-        Some(name) => index.sector_code(name),
-    };
-    let rows = match sector {
-        Some(sector) => index.list(query.sort, universe, sector, query.status),
-        // An unknown sector matches nothing.
-        None => &[],
-    };
-    let companies = index.companies.as_slice();
-    let start = match &cursor {
-        None => 0,
-        Some(cursor) => rows.partition_point(|row| {
-            let company = &companies[row.to_native() as usize];
-            let ordering = compare_rows(
-                sort,
-                (company.row_key(sort), company.slug.as_str()),
-                (row_key(&cursor.key), &cursor.slug),
-            );
-            ordering != Ordering::Greater
-        }),
-    };
-    let end = (start + query.limit as usize).min(rows.len());
-    let page_rows = &rows[start..end];
-    let has_more = end < rows.len();
-    let next_cursor = match page_rows.last() {
-        Some(last) if has_more => {
-            let company = &companies[last.to_native() as usize];
-            Some(
-                Cursor {
-                    binding,
-                    key: sort_key(company.row_key(sort)),
-                    slug: company.slug.to_string(),
-                }
-                .encode(cursor_key),
-            )
-        }
-        _ => None,
-    };
+/// One page of a list, placed but not yet rendered: checking a request (its cursor above all)
+/// and answering a revalidation need no rendering.
+#[derive(Debug)]
+pub struct Page<'a> {
+    loaded: &'a LoadedSnapshot,
+    rows: &'a [ListRow],
+    has_more: bool,
+    limit: u32,
+    binding: u64,
+    sort: usize,
+}
 
-    let items: usize = page_rows
-        .iter()
-        .map(|row| companies[row.to_native() as usize].list_item.len.to_native() as usize + 1)
-        .sum();
-    let mut body = BytesMut::with_capacity(loaded.meta.len() + items + 256);
-    body.put_slice(b"{\"meta\":");
-    body.put_slice(&loaded.meta);
-    body.put_slice(b",\"companies\":[");
-    for (i, row) in page_rows.iter().enumerate() {
-        if i > 0 {
-            body.put_u8(b',');
+impl<'a> Page<'a> {
+    /// Places the page `query` names within `universe`: 422 `bad_cursor` for a cursor this
+    /// server did not issue for this list.
+    pub fn place(
+        loaded: &'a LoadedSnapshot,
+        query: &ListQuery<'_>,
+        universe: u8,
+        cursor_key: &CursorKey,
+    ) -> Result<Page<'a>, ApiError> {
+        let index = loaded.snapshot.index();
+        let sort = usize::from(query.sort);
+        let binding = binding(query, universe);
+        let cursor = query
+            .cursor
+            .map(|text| Cursor::decode(text, cursor_key, binding))
+            .transpose()
+            .map_err(|e| ApiError::BadCursor(e.to_string()))?;
+        let sector = match query.sector {
+            None => Some(0),
+            Some(name) => index.sector_code(name),
+        };
+        let rows = match sector {
+            Some(sector) => index.list(query.sort, universe, sector, query.status),
+            // An unknown sector matches nothing.
+            None => &[],
+        };
+        let companies = index.companies.as_slice();
+        let start = match &cursor {
+            None => 0,
+            Some(cursor) => rows.partition_point(|row| {
+                let company = &companies[row.to_native() as usize];
+                let ordering = compare_rows(
+                    sort,
+                    (company.row_key(sort), company.slug.as_str()),
+                    (row_key(&cursor.key), &cursor.slug),
+                );
+                ordering != Ordering::Greater
+            }),
+        };
+        let end = (start + query.limit as usize).min(rows.len());
+        Ok(Page {
+            loaded,
+            rows: &rows[start..end],
+            has_more: end < rows.len(),
+            limit: query.limit,
+            binding,
+            sort,
+        })
+    }
+
+    /// The CompaniesResponse body: meta, the pre-rendered items, and the page info.
+    pub fn render(&self, cursor_key: &CursorKey, universe_note: Option<&str>) -> Bytes {
+        let loaded = self.loaded;
+        let companies = loaded.snapshot.index().companies.as_slice();
+        let next_cursor = match self.rows.last() {
+            Some(last) if self.has_more => {
+                let company = &companies[last.to_native() as usize];
+                Some(
+                    Cursor {
+                        binding: self.binding,
+                        key: sort_key(company.row_key(self.sort)),
+                        slug: company.slug.to_string(),
+                    }
+                    .encode(cursor_key),
+                )
+            }
+            _ => None,
+        };
+
+        let items: usize = self
+            .rows
+            .iter()
+            .map(|row| companies[row.to_native() as usize].list_item.len.to_native() as usize + 1)
+            .sum();
+        let mut body = BytesMut::with_capacity(loaded.meta.len() + items + 256);
+        body.put_slice(b"{\"meta\":");
+        body.put_slice(&loaded.meta);
+        body.put_slice(b",\"companies\":[");
+        for (i, row) in self.rows.iter().enumerate() {
+            if i > 0 {
+                body.put_u8(b',');
+            }
+            let company = &companies[row.to_native() as usize];
+            body.put_slice(loaded.snapshot.body_slice(&company.list_item));
         }
-        let company = &companies[row.to_native() as usize];
-        body.put_slice(loaded.snapshot.body_slice(&company.list_item));
-    }
-    body.put_slice(b"],\"page\":{\"limit\":");
-    body.put_slice(itoa::Buffer::new().format(query.limit).as_bytes());
-    body.put_slice(b",\"next_cursor\":");
-    match &next_cursor {
-        // base64url needs no JSON escaping.
-        Some(cursor) => {
-            body.put_u8(b'"');
-            body.put_slice(cursor.as_bytes());
-            body.put_u8(b'"');
+        body.put_slice(b"],\"page\":{\"limit\":");
+        body.put_slice(itoa::Buffer::new().format(self.limit).as_bytes());
+        body.put_slice(b",\"next_cursor\":");
+        match &next_cursor {
+            // base64url needs no JSON escaping.
+            Some(cursor) => {
+                body.put_u8(b'"');
+                body.put_slice(cursor.as_bytes());
+                body.put_u8(b'"');
+            }
+            None => body.put_slice(b"null"),
         }
-        None => body.put_slice(b"null"),
+        body.put_slice(if self.has_more {
+            b",\"has_more\":true}"
+        } else {
+            b",\"has_more\":false}"
+        });
+        if let Some(note) = universe_note {
+            body.put_slice(b",\"universe_note\":");
+            body.put_slice(&serde_json::to_vec(note).unwrap_or_default());
+        }
+        body.put_u8(b'}');
+        body.freeze()
     }
-    body.put_slice(if has_more {
-        b",\"has_more\":true}"
-    } else {
-        b",\"has_more\":false}"
-    });
-    if let Some(note) = universe_note {
-        body.put_slice(b",\"universe_note\":");
-        body.put_slice(&serde_json::to_vec(note).unwrap_or_default());
-    }
-    body.put_u8(b'}');
-    Ok(body.freeze())
 }

@@ -143,8 +143,13 @@ struct ServeCommand {
     #[arg(long, value_name = "MS", default_value_t = 500)]
     watch_interval_ms: u64,
     /// Failed authentications allowed per client IP per minute; past it, 429.
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     auth_failures_per_min: u32,
+    /// Behind a reverse proxy: the request header to which it appends the client's address
+    /// (e.g. X-Forwarded-For); its last address is the one failed authentication is counted
+    /// against. Only set it when every request comes through that proxy.
+    #[arg(long, value_name = "HEADER")]
+    client_ip_header: Option<http::HeaderName>,
     /// Log line format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -212,6 +217,7 @@ fn serve_args(c: ServeCommand) -> ServeArgs {
         shutdown_grace: Duration::from_secs(c.shutdown_grace),
         watch_interval: Duration::from_millis(c.watch_interval_ms.max(10)),
         auth_failures_per_min: c.auth_failures_per_min,
+        client_ip_header: c.client_ip_header,
         log_format: c.log_format,
         log_level: c.log_level,
         access_log: !c.no_access_log,

@@ -42,6 +42,7 @@ pub struct ServeArgs {
     pub shutdown_grace: Duration,
     pub watch_interval: Duration,
     pub auth_failures_per_min: u32,
+    pub client_ip_header: Option<http::HeaderName>,
     pub log_format: LogFormat,
     pub log_level: String,
     pub access_log: bool,
@@ -90,6 +91,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .unwrap_or_else(|| format!("{scheme}://{}", args.addr))
         .trim_end_matches('/')
         .to_string();
+    let is_absolute = ["http://", "https://"]
+        .iter()
+        .any(|prefix| public_base_url.len() > prefix.len() && public_base_url.starts_with(prefix));
+    if !is_absolute || public_base_url.bytes().any(|b| !b.is_ascii_graphic()) {
+        anyhow::bail!(
+            "--public-base-url {public_base_url:?} is not an absolute http(s) URL such as https://api.example.com"
+        );
+    }
     let publisher_key = args
         .publisher_key
         .as_deref()
@@ -108,6 +117,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let settings = Settings {
         public_base_url: public_base_url.clone(),
         auth_failures_per_min: args.auth_failures_per_min,
+        client_ip_header: args.client_ip_header,
         publisher_key,
         snapshot_path: snapshot_path.clone(),
         keys_path: keys_path.clone(),
@@ -132,7 +142,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let runtime = runtime.enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let state = Arc::new(State::new(settings, cursor_key));
-        reload::reload_keys(&state);
+        // A server that starts without its keys would answer every client 401: refuse to start.
+        let keys = state
+            .load_keys(&keys_path)
+            .context("cannot start without a valid keys file")?;
+        tracing::info!(path = %keys_path.display(), keys, "keys file loaded and in force");
         reload::reload_snapshot(&state).await;
         let server = server::start(state.clone(), config).await?;
         let addr = server.addr;

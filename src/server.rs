@@ -165,8 +165,8 @@ pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningSer
     http2
         .timer(TokioTimer::new())
         .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX))
-        .keep_alive_interval(Some(config.idle_timeout / 2))
-        .keep_alive_timeout(config.header_read_timeout);
+        // No server pings: they would keep an unused connection busy past the idle deadline.
+        .keep_alive_interval(None);
     let mut auto = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     auto.http1()
         .header_read_timeout(None)
@@ -266,7 +266,11 @@ async fn serve_connection(
             let tls = tokio::time::timeout(shared.config.tls_handshake_timeout, acceptor.accept(stream))
                 .await
                 .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+            let mut tls = tls;
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+            if h2 {
+                tls.get_mut().0.idle_deadline_only();
+            }
             let io = TokioIo::new(tls);
             if h2 {
                 Ok(watcher.watch(shared.http2.serve_connection(io, service)).await?)
@@ -306,6 +310,10 @@ fn respond(state: &State, request: &hyper::Request<Incoming>, peer: SocketAddr, 
 /// I/O only sets flags (no clock read, no timer update on the hot path); the timer ticks every
 /// half of the shorter deadline and counts ticks, so a deadline is enforced within half a
 /// deadline after it passes.
+///
+/// HTTP/2 connections get the idle deadline only: a client legitimately sends frames that need
+/// no answer (window updates, settings and ping acknowledgements), and hyper's HTTP/2 layer
+/// bounds header sizes and pings idle peers itself.
 struct ConnectionGuard<S> {
     inner: S,
     timer: Pin<Box<Sleep>>,
@@ -314,9 +322,14 @@ struct ConnectionGuard<S> {
     head_limit: u32,
     moved: bool,
     awaiting_response: bool,
+    /// Nothing read yet: the first bytes tell an HTTP/2 prior-knowledge client.
+    first_read: bool,
     idle_ticks: u32,
     unanswered_ticks: u32,
 }
+
+/// What an HTTP/2 client sends first over plain TCP (RFC 9113 3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 impl<S> ConnectionGuard<S> {
     fn new(inner: S, idle: Duration, head: Duration) -> ConnectionGuard<S> {
@@ -330,9 +343,15 @@ impl<S> ConnectionGuard<S> {
             head_limit: ticks(head),
             moved: false,
             awaiting_response: false,
+            first_read: true,
             idle_ticks: 0,
             unanswered_ticks: 0,
         }
+    }
+
+    /// From now on only the idle deadline applies (an HTTP/2 connection).
+    fn idle_deadline_only(&mut self) {
+        self.head_limit = u32::MAX;
     }
 
     /// Counts elapsed ticks; true when a deadline has passed.
@@ -340,7 +359,7 @@ impl<S> ConnectionGuard<S> {
         while self.timer.as_mut().poll(cx).is_ready() {
             self.idle_ticks = if self.moved { 0 } else { self.idle_ticks + 1 };
             self.unanswered_ticks = if self.awaiting_response {
-                self.unanswered_ticks + 1
+                self.unanswered_ticks.saturating_add(1)
             } else {
                 0
             };
@@ -372,6 +391,13 @@ impl<S: AsyncRead + Unpin> AsyncRead for ConnectionGuard<S> {
         let before = buf.filled().len();
         let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
+            if this.first_read {
+                this.first_read = false;
+                let read = &buf.filled()[before..];
+                if read.len() >= 3 && H2_PREFACE.starts_with(&read[..read.len().min(H2_PREFACE.len())]) {
+                    this.idle_deadline_only();
+                }
+            }
             this.moved = true;
             this.awaiting_response = true;
         }

@@ -23,6 +23,7 @@ use marks_builder::format::{ArchivedBody, ArchivedCompanyEntry, UNIVERSE_ALL, UN
 use marks_builder::tiers::{Scope, Tier};
 use marks_builder::writer::etag_of;
 
+use crate::cursor::CursorKey;
 use crate::keys::{Authentication, Caller};
 use crate::list;
 use crate::problem::ApiError;
@@ -69,6 +70,8 @@ struct Exchange<'a, B> {
     operation: Operation,
     caller: Option<Arc<Caller>>,
     decision: Option<Decision>,
+    /// Set when the client IP's failed-authentication budget refused the request.
+    auth_throttle: Option<Decision>,
 }
 
 /// The access-log facts of a request, returned alongside the response.
@@ -98,6 +101,7 @@ pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr)
         operation: Operation::Unknown,
         caller: None,
         decision: None,
+        auth_throttle: None,
     };
     let request_id = exchange.request_id();
     let mut response = match exchange.dispatch() {
@@ -265,9 +269,21 @@ impl<B> Exchange<'_, B> {
                 } else {
                     (UNIVERSE_ALL, None)
                 };
-                let body = list::page(&loaded, &query, universe, &self.state.cursor_key, note.as_deref())?;
-                let etag = list_etag(&loaded, universe, self.request.uri().query().unwrap_or(""));
-                Ok(self.conditional(body, &etag, header_value(&etag), Cache::Private, false))
+                let cursor_key = &self.state.cursor_key;
+                let page = list::Page::place(&loaded, &query, universe, cursor_key)?;
+                let etag = list_etag(&loaded, cursor_key, universe, self.request.uri().query().unwrap_or(""));
+                if if_none_match(self.request.headers(), &etag) {
+                    return Ok(self.not_modified(header_value(&etag), Cache::Private, false));
+                }
+                let body = page.render(cursor_key, note.as_deref());
+                Ok(self.respond(
+                    StatusCode::OK,
+                    body,
+                    JSON,
+                    Some(header_value(&etag)),
+                    Cache::Private,
+                    false,
+                ))
             }
             Operation::GetCompany => {
                 require(&caller, Scope::CompaniesRead)?;
@@ -321,41 +337,59 @@ impl<B> Exchange<'_, B> {
     }
 
     /// The caller behind `X-API-Key`, with failed attempts throttled per client IP.
-    fn authenticate(&self) -> Result<Arc<Caller>, ApiError> {
+    fn authenticate(&mut self) -> Result<Arc<Caller>, ApiError> {
         let state = self.state;
         let limit = state.settings.auth_failures_per_min;
-        let now = self.now;
-        let throttled = |decision: Decision| {
-            state.metrics.auth_throttled.fetch_add(1, Relaxed);
-            ApiError::RateLimited {
-                retry_after: decision.retry_after,
-            }
-        };
+        let client = self.client_ip();
         // Past the failure budget the key is not even looked at, so guessing gains nothing.
-        let standing = state.auth_failures.peek(&self.peer, limit, now);
+        let standing = state.auth_failures.peek(&client, limit, self.now);
         if !standing.allowed {
-            return Err(throttled(standing));
+            return Err(self.auth_throttled(standing));
         }
         let mut presented = self.request.headers().get_all(&X_API_KEY).iter();
-        let result = match (presented.next(), presented.next()) {
-            (None, _) => Err(ApiError::MissingApiKey),
-            (Some(_), Some(_)) => Err(ApiError::InvalidApiKey),
-            (Some(value), None) => match value.to_str() {
-                Ok(key) => match state.keys().authenticate(key) {
-                    Authentication::Valid(caller) => Ok(caller.clone()),
-                    Authentication::Invalid => Err(ApiError::InvalidApiKey),
-                },
-                Err(_) => Err(ApiError::InvalidApiKey),
-            },
-        };
-        result.map_err(|error| {
-            let decision = state.auth_failures.take(&self.peer, limit, now);
-            if decision.allowed {
-                error
-            } else {
-                throttled(decision)
+        let error = match (presented.next(), presented.next()) {
+            (None, _) => ApiError::MissingApiKey,
+            (Some(value), None) => {
+                let keys = state.keys();
+                match value.to_str().map(|key| keys.authenticate(key)) {
+                    Ok(Authentication::Valid(caller)) => return Ok(caller.clone()),
+                    Ok(Authentication::Invalid) | Err(_) => ApiError::InvalidApiKey,
+                }
             }
-        })
+            (Some(_), Some(_)) => ApiError::InvalidApiKey,
+        };
+        let decision = state.auth_failures.take(&client, limit, self.now);
+        if decision.allowed {
+            Err(error)
+        } else {
+            Err(self.auth_throttled(decision))
+        }
+    }
+
+    fn auth_throttled(&mut self, decision: Decision) -> ApiError {
+        self.state.metrics.auth_throttled.fetch_add(1, Relaxed);
+        self.auth_throttle = Some(decision);
+        ApiError::RateLimited {
+            retry_after: decision.retry_after,
+        }
+    }
+
+    /// The address failed authentication is counted against: the TCP peer, or behind a proxy
+    /// the last address in the header that proxy appends (`--client-ip-header`); a client can
+    /// put anything in that header itself, but not after what the proxy appends.
+    fn client_ip(&self) -> IpAddr {
+        let Some(name) = &self.state.settings.client_ip_header else {
+            return self.peer;
+        };
+        self.request
+            .headers()
+            .get_all(name)
+            .iter()
+            .next_back()
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.rsplit(',').next())
+            .and_then(|last| last.trim().parse().ok())
+            .unwrap_or(self.peer)
     }
 
     fn loaded(&self) -> Result<Arc<LoadedSnapshot>, ApiError> {
@@ -412,6 +446,18 @@ impl<B> Exchange<'_, B> {
             response.headers_mut().insert(header::CONTENT_ENCODING, GZIP);
         }
         response
+    }
+
+    /// 304 Not Modified: the ETag, cache and vary headers, no body.
+    fn not_modified(&self, etag: HeaderValue, cache: Cache, vary_encoding: bool) -> Response {
+        self.respond(
+            StatusCode::NOT_MODIFIED,
+            Bytes::new(),
+            JSON,
+            Some(etag),
+            cache,
+            vary_encoding,
+        )
     }
 
     /// 200 with the body, or 304 when `If-None-Match` matches its ETag.
@@ -553,6 +599,23 @@ impl<B> Exchange<'_, B> {
             headers.insert(&X_RATELIMIT_RESET, HeaderValue::from(reset_at));
             headers.insert(&RATELIMIT, ratelimit_value(decision.remaining, decision.reset_after));
             headers.insert(&RATELIMIT_POLICY, caller.policy_header.clone());
+        } else if let Some(decision) = self.auth_throttle {
+            // No key was accepted: the budget in force is the client's failed-authentication one.
+            let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
+            headers.insert(&X_RATELIMIT_LIMIT, HeaderValue::from(decision.limit));
+            headers.insert(&X_RATELIMIT_REMAINING, HeaderValue::from(decision.remaining));
+            headers.insert(&X_RATELIMIT_RESET, HeaderValue::from(reset_at));
+            headers.insert(
+                &RATELIMIT,
+                header_value(&format!(
+                    "\"auth-failures\";r={};t={}",
+                    decision.remaining, decision.reset_after
+                )),
+            );
+            headers.insert(
+                &RATELIMIT_POLICY,
+                header_value(&format!("\"auth-failures\";q={};w=60", decision.limit)),
+            );
         }
     }
 }
@@ -590,10 +653,12 @@ fn require(caller: &Caller, scope: Scope) -> Result<(), ApiError> {
     )))
 }
 
-/// A list page's ETag: its bytes are a function of the snapshot, the universe and the query
-/// string, so hashing those names them without rendering the page.
-fn list_etag(loaded: &LoadedSnapshot, universe: u8, query: &str) -> String {
+/// A list page's ETag: its bytes are a function of the snapshot, the cursor key (its
+/// `next_cursor`), the universe and the query string, so hashing those names them without
+/// rendering the page.
+fn list_etag(loaded: &LoadedSnapshot, cursor_key: &CursorKey, universe: u8, query: &str) -> String {
     let mut hasher = xxhash_rust::xxh3::Xxh3::with_seed(loaded.etag_seed);
+    hasher.update(&cursor_key.fingerprint().to_le_bytes());
     hasher.update(&[universe]);
     hasher.update(query.as_bytes());
     format!("\"{:016x}\"", hasher.digest())

@@ -83,6 +83,8 @@ pub struct Settings {
     pub public_base_url: String,
     /// Failed authentications allowed per client IP per minute.
     pub auth_failures_per_min: u32,
+    /// Behind a proxy: the header whose last address is the client's (e.g. X-Forwarded-For).
+    pub client_ip_header: Option<http::HeaderName>,
     pub publisher_key: Option<VerifyingKey>,
     pub snapshot_path: PathBuf,
     pub keys_path: PathBuf,

@@ -170,18 +170,20 @@ async fn research_key_gets_exactly_sixty_of_a_hundred_concurrent() {
 
 #[tokio::test]
 async fn rate_limit_headers_count_down_and_agree() {
+    // The free tier refills one unit every 6 seconds, so the countdown is exact even on a slow
+    // machine.
     let server = TestServer::start().await;
     let mut client = Client::connect(server.addr).await;
     let mut previous = None;
     for _ in 0..5 {
         let reply = client
-            .send(Method::GET, "/v1/companies/openai", &[("x-api-key", PRO)])
+            .send(Method::GET, "/v1/companies/openai", &[("x-api-key", FREE)])
             .await;
         let limit = reply.header_u64("x-ratelimit-limit");
         let remaining = reply.header_u64("x-ratelimit-remaining");
         let reset = reply.header_u64("x-ratelimit-reset");
-        assert_eq!(limit, 600);
-        assert_eq!(reply.header("ratelimit-policy"), Some("\"minute\";q=600;w=60"));
+        assert_eq!(limit, 10);
+        assert_eq!(reply.header("ratelimit-policy"), Some("\"minute\";q=10;w=60"));
         let ratelimit = reply.header("ratelimit").unwrap();
         let (r, t) = parse_ratelimit(ratelimit);
         assert_eq!(r, remaining, "{ratelimit}");
@@ -200,14 +202,14 @@ async fn rate_limit_headers_count_down_and_agree() {
     }
     // 304s spend a unit too.
     let first = client
-        .send(Method::GET, "/v1/companies/openai", &[("x-api-key", PRO)])
+        .send(Method::GET, "/v1/companies/openai", &[("x-api-key", FREE)])
         .await;
     let etag = first.header("etag").unwrap().to_string();
     let again = client
         .send(
             Method::GET,
             "/v1/companies/openai",
-            &[("x-api-key", PRO), ("if-none-match", &etag)],
+            &[("x-api-key", FREE), ("if-none-match", &etag)],
         )
         .await;
     assert_eq!(again.status, 304);
@@ -248,6 +250,15 @@ async fn failed_authentication_is_throttled_per_ip() {
     let throttled = server.get("/v1/companies", Some("vmk_guess")).await;
     throttled.assert_problem(429, "rate_limited");
     assert!(throttled.header_u64("retry-after") >= 1);
+    // The 429 reports the budget that refused it: this address's failed authentications.
+    assert_eq!(throttled.header_u64("x-ratelimit-limit"), 5);
+    assert_eq!(throttled.header_u64("x-ratelimit-remaining"), 0);
+    assert_eq!(throttled.header("ratelimit-policy"), Some("\"auth-failures\";q=5;w=60"));
+    assert!(throttled
+        .header("ratelimit")
+        .unwrap()
+        .starts_with("\"auth-failures\";r=0;t="));
+    assert!(throttled.header_u64("x-ratelimit-reset") > 0);
     // Past the budget even a valid key is not looked at from this address: a correct guess
     // cannot be confirmed.
     server
@@ -256,6 +267,46 @@ async fn failed_authentication_is_throttled_per_ip() {
         .assert_problem(429, "rate_limited");
     // Unauthenticated documents stay available.
     assert_eq!(server.get("/v1/signing-keys", None).await.status, 200);
+}
+
+#[tokio::test]
+async fn behind_a_proxy_failures_count_against_the_address_it_appends() {
+    let server = TestServer::start_with(Options {
+        auth_failures_per_min: 3,
+        client_ip_header: Some(http::HeaderName::from_static("x-forwarded-for")),
+        ..Options::default()
+    })
+    .await;
+    // Whatever a client writes in the header itself comes before what the proxy appends.
+    for spoofed in ["198.51.100.1", "198.51.100.2", "198.51.100.3", "198.51.100.4"] {
+        let forwarded = format!("{spoofed}, 203.0.113.7");
+        let reply = server
+            .get_with(
+                "/v1/companies",
+                &[("x-api-key", "vmk_guess"), ("x-forwarded-for", &forwarded)],
+            )
+            .await;
+        assert_eq!(
+            reply.status,
+            if spoofed.ends_with('4') { 429 } else { 401 },
+            "{forwarded}"
+        );
+    }
+    let blocked = server
+        .get_with(
+            "/v1/companies",
+            &[("x-api-key", ENTERPRISE), ("x-forwarded-for", "203.0.113.7")],
+        )
+        .await;
+    blocked.assert_problem(429, "rate_limited");
+    // Another client behind the same proxy is not affected.
+    let other = server
+        .get_with(
+            "/v1/companies",
+            &[("x-api-key", ENTERPRISE), ("x-forwarded-for", "203.0.113.8")],
+        )
+        .await;
+    assert_eq!(other.status, 200);
 }
 
 #[tokio::test]
@@ -292,6 +343,31 @@ async fn revocation_and_new_keys_apply_on_reload_without_failing_requests() {
     assert!(applied, "revocation never applied");
     let reply = server.get("/v1/usage", Some(&new_key)).await;
     assert_eq!((reply.status, reply.json()["tier"].as_str()), (200, Some("business")));
+    // A suspended key is as invalid as a revoked one.
+    marks::keys::set_status(&server.keys_path, "demo-business", marks::keys::KeyStatus::Suspended).unwrap();
+    let mut suspended = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        let reply = server.get("/v1/usage", Some(BUSINESS)).await;
+        if reply.status == 401 {
+            reply.assert_problem(401, "invalid_api_key");
+            suspended = true;
+            break;
+        }
+    }
+    assert!(suspended, "suspension never applied");
+    // A keys file that vanishes (a typo in a deploy script, a move) keeps the keys in force.
+    std::fs::remove_file(&server.keys_path).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(server.get("/v1/usage", Some(&new_key)).await.status, 200);
+    let ready = server.get("/readyz", None).await.json();
+    assert!(
+        ready["last_keys_refusal"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no such file"),
+        "{ready}"
+    );
     // A malformed keys file is refused and the keys in force stay.
     std::fs::write(&server.keys_path, "this is not toml [").unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;

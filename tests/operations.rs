@@ -441,3 +441,168 @@ async fn metrics_count_requests_latency_and_the_snapshot() {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
 }
+
+#[tokio::test]
+async fn a_forged_archive_is_refused_and_a_repointed_symlink_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let versions = build_versions(dir.path(), 2);
+    let server = TestServer::start_with(Options {
+        snapshot: Some(versions[0].1.clone()),
+        ..Options::default()
+    })
+    .await;
+    // Garbage in the index under a checksum recomputed to match: only archive validation can
+    // tell, and it must.
+    let mut bytes = std::fs::read(&versions[1].1).unwrap();
+    let header = marks_builder::format::Header::decode(&bytes).unwrap();
+    let start = header.index_offset as usize;
+    bytes[start..start + 64].fill(0xff);
+    let mut forged_header = header.clone();
+    forged_header.checksum = xxhash_rust::xxh3::xxh3_128(&bytes[marks_builder::format::HEADER_LEN..]);
+    bytes[..marks_builder::format::HEADER_LEN].copy_from_slice(&forged_header.encode());
+    let forged = dir.path().join("forged.snap");
+    std::fs::write(&forged, &bytes).unwrap();
+    server.publish(&forged);
+    let mut refused = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if server.state.metrics.snapshot_refusals.load(Ordering::Relaxed) == 1 {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "the forged archive was never refused");
+    let ready = server.get("/readyz", None).await.json();
+    let reason = ready["last_refusal"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("failed validation") || reason.contains("inconsistent"),
+        "{reason}"
+    );
+    let reply = server.get("/v1/companies/synth-000001", Some(PRO)).await;
+    assert_eq!(reply.json()["meta"]["dataset_version"], versions[0].0);
+
+    // Operators who publish by re-pointing a symlink: the server follows the link's target.
+    let link = |target: &Path| {
+        let temp = dir.path().join(".link.tmp");
+        std::os::unix::fs::symlink(target, &temp).unwrap();
+        std::fs::rename(&temp, &server.snapshot_path).unwrap();
+    };
+    link(&versions[1].1);
+    server.wait_for_dataset(&versions[1].0).await;
+    link(&versions[0].1);
+    server.wait_for_dataset(&versions[0].0).await;
+    let reply = server.get("/v1/companies/synth-000001", Some(PRO)).await;
+    assert_eq!(reply.json()["meta"]["dataset_version"], versions[0].0);
+}
+
+#[tokio::test]
+async fn sighup_reloads_the_snapshot_and_the_keys_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let versions = build_versions(dir.path(), 2);
+    // The watcher looks once at start and then not for an hour: only SIGHUP can reload.
+    let (mut child, addr) = spawn_binary(dir.path(), &["--watch-interval-ms", "3600000"]).await;
+    let get = |path: &'static str, key: &'static str| async move {
+        request(addr, Method::GET, path, &[("x-api-key", key)]).await
+    };
+    let sample_version = get("/v1/companies/openai", PRO).await.json()["meta"]["dataset_version"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let temp = dir.path().join(".incoming.snap");
+    std::fs::copy(&versions[1].1, &temp).unwrap();
+    std::fs::rename(&temp, dir.path().join("live.snap")).unwrap();
+    marks::keys::set_status(
+        &dir.path().join("keys.toml"),
+        "demo-pro",
+        marks::keys::KeyStatus::Revoked,
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = get("/v1/usage", PRO).await;
+    assert_eq!(before.status, 200, "nothing reloads without the signal");
+    assert_eq!(before.json()["meta"]["dataset_version"], sample_version.as_str());
+
+    assert_eq!(send_signal(child.id().unwrap() as i32, libc::SIGHUP), 0);
+    let mut reloaded = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let ready = request(addr, Method::GET, "/readyz", &[]).await.json();
+        if ready["dataset_version"] == versions[1].0.as_str() {
+            reloaded = true;
+            break;
+        }
+    }
+    assert!(reloaded, "SIGHUP did not reload the snapshot");
+    let revoked = get("/v1/usage", PRO).await;
+    assert_eq!(
+        (revoked.status, revoked.json()["code"].as_str()),
+        (401, Some("invalid_api_key"))
+    );
+    let reply = get("/v1/companies/synth-000001", ENTERPRISE).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json()["meta"]["dataset_version"], versions[1].0.as_str());
+    assert_eq!(send_signal(child.id().unwrap() as i32, libc::SIGTERM), 0);
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "exit status {status:?}");
+}
+
+#[tokio::test]
+async fn http2_connections_may_rest_between_requests_and_connections_are_capped() {
+    use http_body_util::{BodyExt, Empty};
+    let server = TestServer::start_with(Options {
+        config: marks::server::ServerConfig {
+            http2: true,
+            header_read_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_secs(5),
+            max_connections: 2,
+            ..Options::default().config
+        },
+        ..Options::default()
+    })
+    .await;
+    // HTTP/2 by prior knowledge. A series is larger than the initial flow-control window, so
+    // the client answers it with WINDOW_UPDATE frames the server has no reply to: that is not
+    // an unanswered request, and the connection must survive the head deadline.
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    for round in 0..2 {
+        let request = http::Request::builder()
+            .uri(format!("http://{}/v1/companies/stripe/marks", server.addr))
+            .header("x-api-key", PRO)
+            .body(Empty::<bytes::Bytes>::new())
+            .unwrap();
+        sender
+            .ready()
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: connection closed: {e}"));
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(
+            (response.status().as_u16(), response.version()),
+            (200, http::Version::HTTP_2)
+        );
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert!(body.len() > 65_535, "the body outgrows the flow-control window");
+        tokio::time::sleep(Duration::from_millis(900)).await;
+    }
+
+    // Two connections are served at once; a third waits in the backlog until one closes.
+    let mut first = Client::connect(server.addr).await;
+    assert_eq!(first.send(Method::GET, "/healthz", &[]).await.status, 200);
+    let third = tokio::spawn(request(server.addr, Method::GET, "/healthz", &[]));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!third.is_finished(), "a third connection was served beyond the cap");
+    drop(sender);
+    drop(first);
+    let reply = tokio::time::timeout(Duration::from_secs(5), third)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(reply.status, 200);
+}

@@ -433,6 +433,14 @@ impl CsvTable {
     }
 }
 
+/// The longest company name accepted. A name is the sort key `sort=name` cursors carry, so it
+/// bounds the cursor's length.
+pub const MAX_NAME_BYTES: usize = 256;
+
+/// No event may be dated before this day: a series has one point per day from a company's first
+/// event, so an event centuries back would make millions of points per company.
+pub const EARLIEST_EVENT: Day = Day(2_440_588); // 1970-01-01, as a Julian day number
+
 fn is_valid_slug(slug: &str) -> bool {
     let bytes = slug.as_bytes();
     (1..=64).contains(&bytes.len())
@@ -467,6 +475,12 @@ fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
         }
         if name.trim().is_empty() {
             return Err(format!("company {slug:?} has an empty name"));
+        }
+        if name.trim().len() > MAX_NAME_BYTES {
+            return Err(format!(
+                "company {slug:?} has a name of {} bytes; names are at most {MAX_NAME_BYTES} bytes of UTF-8",
+                name.trim().len()
+            ));
         }
         let sector = Sector::parse(sector)
             .ok_or_else(|| format!("unknown sector {sector:?} (expected one of {})", Sector::expected()))?;
@@ -523,6 +537,11 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
         })?;
         let occurred_on =
             Day::parse(occurred_on).ok_or_else(|| format!("occurred_on {occurred_on:?} is not a date YYYY-MM-DD"))?;
+        if occurred_on < EARLIEST_EVENT {
+            return Err(format!(
+                "event {event_id} on {occurred_on} is before {EARLIEST_EVENT}, the earliest date a series may start"
+            ));
+        }
         if occurred_on > info.as_of {
             return Err(format!(
                 "event {event_id} on {occurred_on} is after the dataset's as_of {} (dataset.toml)",
@@ -665,6 +684,7 @@ mod tests {
         assert!(Day::parse(" 2025-02-01").is_none());
         assert!(Day::parse("2025/02/01").is_none());
         assert!(Day::parse("+025-02-01").is_none());
+        assert_eq!(Day::parse("1970-01-01"), Some(EARLIEST_EVENT));
         let may = Day::parse("2024-05-01").expect("valid date");
         let march = Day::parse("2025-03-27").expect("valid date");
         assert_eq!(march.days_since(may), 330);

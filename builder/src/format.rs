@@ -191,6 +191,9 @@ pub struct CompanyEntry {
     pub resolution: Body,
 }
 
+/// A row of a stored list: the position of a company in `Index::companies`.
+pub type ListRow = rkyv::Archived<u32>;
+
 pub const STATUS_PRIVATE: u8 = 1;
 pub const STATUS_IPO_COMPLETED: u8 = 2;
 
@@ -334,7 +337,7 @@ impl ArchivedIndex {
     }
 
     /// The rows of one precomputed list; empty when no company matches.
-    pub fn list(&self, sort: u8, universe: u8, sector: u16, status: u8) -> &[rkyv::Archived<u32>] {
+    pub fn list(&self, sort: u8, universe: u8, sector: u16, status: u8) -> &[ListRow] {
         let lists = self.lists.as_slice();
         let key = (sort, universe, sector, status);
         let found = lists.binary_search_by(|l| (l.sort, l.universe, l.sector.to_native(), l.status).cmp(&key));

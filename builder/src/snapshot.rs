@@ -201,7 +201,7 @@ fn check_layout(header: &Header, file_len: u64) -> Result<(), SnapshotError> {
         .index_offset
         .checked_add(header.index_len)
         .ok_or_else(|| inconsistent("index region overflows"))?;
-    if header.index_offset < bodies_end || header.index_offset % INDEX_ALIGN != 0 || header.index_len == 0 {
+    if header.index_offset < bodies_end || !header.index_offset.is_multiple_of(INDEX_ALIGN) || header.index_len == 0 {
         return Err(inconsistent("index region is misplaced"));
     }
     if file_len < end {
@@ -253,6 +253,13 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
         }
     }
     let companies = index.companies.as_slice();
+    // Cursors carry a slug and, for sort=name, a name: their bounds bound a cursor's length.
+    if companies
+        .iter()
+        .any(|c| c.slug.len() > 64 || c.name.len() > crate::dataset::MAX_NAME_BYTES)
+    {
+        return fail("a company slug or name is longer than a dataset allows".into());
+    }
     if companies.windows(2).any(|w| w[0].slug.as_str() >= w[1].slug.as_str()) {
         return fail("companies are not sorted by slug".into());
     }

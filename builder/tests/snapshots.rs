@@ -114,9 +114,27 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
             "events.csv:114: event x1 on 2027-01-01 is after the dataset's as_of",
         ),
         (
+            "event before 1970",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,stripe,primary_round,0001-01-01,100,https://e.com,\n"
+                })
+            },
+            "events.csv:114: event x1 on 0001-01-01 is before 1970-01-01",
+        ),
+        (
+            "name too long",
+            |d| {
+                edit(&d.join("companies.csv"), |t| {
+                    t + &format!("longname,{},fintech,private\n", "N".repeat(300))
+                })
+            },
+            "companies.csv:43: company \"longname\" has a name of 300 bytes; names are at most 256",
+        ),
+        (
             "unknown sector",
             |d| edit(&d.join("companies.csv"), |t| t.replacen(",fintech,", ",banking,", 1)),
-            "unknown sector \"banking\"",
+            "companies.csv:7: unknown sector \"banking\"",
         ),
         (
             "unknown status",

@@ -6,10 +6,23 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use marks::cursor::{Cursor, CursorKey, SortKey};
+use marks_builder::dataset::MAX_NAME_BYTES;
 
 fn key() -> &'static CursorKey {
     static KEY: OnceLock<CursorKey> = OnceLock::new();
     KEY.get_or_init(CursorKey::generate)
+}
+
+/// The longest prefix of `bytes`, read as UTF-8, that fits in `max` bytes.
+fn bounded(bytes: &[u8], max: usize) -> String {
+    let mut text = String::new();
+    for c in String::from_utf8_lossy(bytes).chars() {
+        if text.len() + c.len_utf8() > max {
+            break;
+        }
+        text.push(c);
+    }
+    text
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -24,11 +37,12 @@ fuzz_target!(|data: &[u8]| {
         binding: 7,
         key: match data.first() {
             Some(b) if b % 4 == 0 => SortKey::Slug,
-            Some(b) if b % 4 == 1 => SortKey::Text(String::from_utf8_lossy(&data[..split]).into_owned()),
+            // A dataset's names are at most MAX_NAME_BYTES long; so are the keys we mint.
+            Some(b) if b % 4 == 1 => SortKey::Text(bounded(&data[..split], MAX_NAME_BYTES)),
             Some(b) if b % 4 == 2 => SortKey::Number(data.len() as f64 * 1.5),
             _ => SortKey::Null,
         },
-        slug: String::from_utf8_lossy(&data[split..]).chars().take(60).collect(),
+        slug: bounded(&data[split..], 64),
     };
     assert_eq!(Cursor::decode(&cursor.encode(key()), key(), 7), Ok(cursor));
 });

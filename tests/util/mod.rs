@@ -97,6 +97,7 @@ pub struct TestServer {
 pub struct Options {
     pub snapshot: Option<PathBuf>,
     pub auth_failures_per_min: u32,
+    pub client_ip_header: Option<http::HeaderName>,
     pub config: ServerConfig,
     pub publisher_key: Option<ed25519_dalek::VerifyingKey>,
     pub cursor_key: Option<CursorKey>,
@@ -107,6 +108,7 @@ impl Default for Options {
         Options {
             snapshot: None,
             auth_failures_per_min: 10_000,
+            client_ip_header: None,
             config: ServerConfig {
                 addr: SocketAddr::from(([127, 0, 0, 1], 0)),
                 access_log: false,
@@ -136,6 +138,7 @@ impl TestServer {
         let settings = Settings {
             public_base_url: "https://api.example.test".into(),
             auth_failures_per_min: options.auth_failures_per_min,
+            client_ip_header: options.client_ip_header.clone(),
             publisher_key: options.publisher_key,
             snapshot_path: snapshot_path.clone(),
             keys_path: keys_path.clone(),
