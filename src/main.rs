@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use marks::commands;
+use marks::keys::KeyStatus;
 use marks::serve::{self, LogFormat, ServeArgs};
 use marks_builder::tiers::Tier;
 
@@ -181,8 +182,25 @@ enum KeysCommand {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         rate_per_min: Option<u32>,
     },
-    /// Revoke a key by its key_id; takes effect when the server reloads the file.
+    /// Revoke a key by its key_id, for good; takes effect when the server reloads the file.
     Revoke {
+        /// Keys file holding the key.
+        #[arg(long, value_name = "FILE")]
+        keys: PathBuf,
+        /// The key_id shown by `marks keys list`.
+        key_id: String,
+    },
+    /// Suspend a key (it answers 401 until reinstated); takes effect on the server's next reload.
+    Suspend {
+        /// Keys file holding the key.
+        #[arg(long, value_name = "FILE")]
+        keys: PathBuf,
+        /// The key_id shown by `marks keys list`.
+        key_id: String,
+    },
+    /// Make a suspended key active again.
+    Reinstate {
+        /// Keys file holding the key.
         #[arg(long, value_name = "FILE")]
         keys: PathBuf,
         /// The key_id shown by `marks keys list`.
@@ -190,6 +208,7 @@ enum KeysCommand {
     },
     /// List the keys in a keys file (ids, tenants, tiers, status; never keys).
     List {
+        /// Keys file to list.
         #[arg(long, value_name = "FILE")]
         keys: PathBuf,
     },
@@ -235,7 +254,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 tenant,
                 rate_per_min,
             } => commands::keys_issue(&keys, tier, &tenant, rate_per_min),
-            KeysCommand::Revoke { keys, key_id } => commands::keys_revoke(&keys, &key_id),
+            KeysCommand::Revoke { keys, key_id } => commands::keys_set_status(&keys, &key_id, KeyStatus::Revoked),
+            KeysCommand::Suspend { keys, key_id } => commands::keys_set_status(&keys, &key_id, KeyStatus::Suspended),
+            KeysCommand::Reinstate { keys, key_id } => commands::keys_set_status(&keys, &key_id, KeyStatus::Active),
             KeysCommand::List { keys } => commands::keys_list(&keys),
         },
         Command::Build {

@@ -40,6 +40,27 @@ fn help_explains_every_subcommand_and_flag() {
             .unwrap_or_else(|| panic!("{flag} undocumented"));
         assert!(line.len() > flag.len() + 10, "{flag} has no explanation: {line}");
     }
+    // Every flag of every subcommand says what it does.
+    for command in [
+        &["serve"][..],
+        &["build"],
+        &["keygen"],
+        &["synth"],
+        &["verify-snapshot"],
+        &["keys", "issue"],
+        &["keys", "revoke"],
+        &["keys", "suspend"],
+        &["keys", "reinstate"],
+        &["keys", "list"],
+    ] {
+        let args: Vec<&str> = command.iter().copied().chain(["--help"]).collect();
+        let help = text(&marks(&args).stdout);
+        for line in help.lines().filter(|l| l.trim_start().starts_with("--")) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let explained = words.iter().skip(1).any(|w| !w.starts_with('<') && !w.starts_with('-'));
+            assert!(explained, "{command:?}: {line:?} has no explanation");
+        }
+    }
     assert!(text(&marks(&["build", "--help"]).stdout).contains("--previous"));
     assert!(text(&marks(&["keys", "issue", "--help"]).stdout).contains("--rate-per-min"));
 }
@@ -131,10 +152,38 @@ fn keys_are_printed_once_alone_and_stored_as_hashes() {
         .next()
         .unwrap()
         .to_string();
-    assert!(marks(&["keys", "revoke", "--keys", keys.to_str().unwrap(), &key_id])
-        .status
-        .success());
-    assert!(text(&marks(&["keys", "list", "--keys", keys.to_str().unwrap()]).stdout).contains("revoked"));
+    let keys = keys.to_str().unwrap();
+    let status = || {
+        let listed = text(&marks(&["keys", "list", "--keys", keys]).stdout);
+        listed
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .nth(3)
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(status(), "active");
+    assert!(marks(&["keys", "suspend", "--keys", keys, &key_id]).status.success());
+    assert_eq!(status(), "suspended");
+    assert!(marks(&["keys", "reinstate", "--keys", keys, &key_id]).status.success());
+    assert_eq!(status(), "active");
+    assert!(marks(&["keys", "revoke", "--keys", keys, &key_id]).status.success());
+    assert_eq!(status(), "revoked");
+    // Revocation is for good.
+    let again = marks(&["keys", "reinstate", "--keys", keys, &key_id]);
+    assert!(!again.status.success());
+    assert!(text(&again.stderr).contains("stays revoked"), "{}", text(&again.stderr));
+    assert_eq!(status(), "revoked");
+    // An unknown key id is one clear line.
+    let unknown = marks(&["keys", "suspend", "--keys", keys, "key_nope"]);
+    assert!(!unknown.status.success());
+    assert!(
+        text(&unknown.stderr).contains("no key with key_id key_nope"),
+        "{}",
+        text(&unknown.stderr)
+    );
 }
 
 #[test]
