@@ -78,7 +78,7 @@ pub enum KeysError {
 /// The keys in force: active and inactive, by hash.
 #[derive(Debug, Default)]
 pub struct KeyRing {
-    by_hash: HashMap<[u8; 32], Option<Arc<Caller>>>,
+    by_hash: HashMap<[u8; 32], Option<Arc<Caller>>, foldhash::fast::RandomState>,
 }
 
 /// Result of looking a presented key up.
@@ -155,7 +155,7 @@ impl KeyRing {
 
     /// Checks every entry of a keys file (named `path` in errors) and builds the ring.
     fn of(path: &Path, file: &KeysFile) -> Result<KeyRing, KeysError> {
-        let mut by_hash = HashMap::with_capacity(file.keys.len());
+        let mut by_hash = HashMap::with_capacity_and_hasher(file.keys.len(), foldhash::fast::RandomState::default());
         let mut ids = std::collections::HashSet::new();
         for entry in &file.keys {
             let fail = |reason: &str| KeysError::Entry {

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::Full;
@@ -72,6 +72,43 @@ struct Exchange<'a, B> {
     decision: Option<Decision>,
     /// Set when the client IP's failed-authentication budget refused the request.
     auth_throttle: Option<Decision>,
+    /// Where this request's own header values are written.
+    header_text: HeaderText,
+}
+
+/// The header values a request makes for itself (request id, remaining budget, reset time),
+/// written into one buffer and handed out as slices of it: one allocation per request rather
+/// than one per value.
+struct HeaderText(BytesMut);
+
+impl HeaderText {
+    fn new() -> HeaderText {
+        HeaderText(BytesMut::with_capacity(128))
+    }
+
+    /// The concatenation of `parts` as a header value.
+    fn value(&mut self, parts: &[&[u8]]) -> HeaderValue {
+        for part in parts {
+            self.0.extend_from_slice(part);
+        }
+        HeaderValue::from_maybe_shared(self.0.split().freeze()).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+    }
+
+    fn number(&mut self, n: u64) -> HeaderValue {
+        self.value(&[itoa::Buffer::new().format(n).as_bytes()])
+    }
+
+    /// The IETF draft `RateLimit` value: `"<policy>";r=<remaining>;t=<seconds to full>`.
+    fn ratelimit(&mut self, policy: &[u8], remaining: u32, reset_after: u64) -> HeaderValue {
+        let (mut r, mut t) = (itoa::Buffer::new(), itoa::Buffer::new());
+        self.value(&[
+            policy,
+            b";r=",
+            r.format(remaining).as_bytes(),
+            b";t=",
+            t.format(reset_after).as_bytes(),
+        ])
+    }
 }
 
 /// The access-log facts of a request, returned alongside the response.
@@ -102,6 +139,7 @@ pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr)
         caller: None,
         decision: None,
         auth_throttle: None,
+        header_text: HeaderText::new(),
     };
     let request_id = exchange.request_id();
     let mut response = match exchange.dispatch() {
@@ -175,12 +213,12 @@ fn openapi_etag() -> &'static str {
 }
 
 impl<B> Exchange<'_, B> {
-    fn request_id(&self) -> HeaderValue {
+    fn request_id(&mut self) -> HeaderValue {
         match self.request.headers().get(&X_REQUEST_ID) {
             Some(value) if valid_request_id(value) => value.clone(),
             _ => {
                 let id = self.state.next_request_id();
-                HeaderValue::from_bytes(&id).unwrap_or_else(|_| HeaderValue::from_static("req_unknown"))
+                self.header_text.value(&[&id])
             }
         }
     }
@@ -589,53 +627,41 @@ impl<B> Exchange<'_, B> {
         response
     }
 
-    fn common_headers(&self, response: &mut Response, request_id: HeaderValue) {
+    fn common_headers(&mut self, response: &mut Response, request_id: HeaderValue) {
         let headers = response.headers_mut();
         headers.insert(&X_REQUEST_ID, request_id);
+        let text = &mut self.header_text;
         if let (Some(decision), Some(caller)) = (self.decision, self.caller.as_ref()) {
             let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
             headers.insert(&X_RATELIMIT_LIMIT, caller.limit_header.clone());
-            headers.insert(&X_RATELIMIT_REMAINING, HeaderValue::from(decision.remaining));
-            headers.insert(&X_RATELIMIT_RESET, HeaderValue::from(reset_at));
-            headers.insert(&RATELIMIT, ratelimit_value(decision.remaining, decision.reset_after));
+            headers.insert(&X_RATELIMIT_REMAINING, text.number(decision.remaining.into()));
+            headers.insert(&X_RATELIMIT_RESET, text.number(reset_at));
+            headers.insert(
+                &RATELIMIT,
+                text.ratelimit(b"\"minute\"", decision.remaining, decision.reset_after),
+            );
             headers.insert(&RATELIMIT_POLICY, caller.policy_header.clone());
         } else if let Some(decision) = self.auth_throttle {
             // No key was accepted: the budget in force is the client's failed-authentication one.
             let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
             headers.insert(&X_RATELIMIT_LIMIT, HeaderValue::from(decision.limit));
-            headers.insert(&X_RATELIMIT_REMAINING, HeaderValue::from(decision.remaining));
-            headers.insert(&X_RATELIMIT_RESET, HeaderValue::from(reset_at));
+            headers.insert(&X_RATELIMIT_REMAINING, text.number(decision.remaining.into()));
+            headers.insert(&X_RATELIMIT_RESET, text.number(reset_at));
             headers.insert(
                 &RATELIMIT,
-                header_value(&format!(
-                    "\"auth-failures\";r={};t={}",
-                    decision.remaining, decision.reset_after
-                )),
+                text.ratelimit(b"\"auth-failures\"", decision.remaining, decision.reset_after),
             );
+            let mut quota = itoa::Buffer::new();
             headers.insert(
                 &RATELIMIT_POLICY,
-                header_value(&format!("\"auth-failures\";q={};w=60", decision.limit)),
+                text.value(&[
+                    b"\"auth-failures\";q=",
+                    quota.format(decision.limit).as_bytes(),
+                    b";w=60",
+                ]),
             );
         }
     }
-}
-
-/// `"minute";r=<remaining>;t=<seconds>`, written without a `format!` allocation: it is made on
-/// every request.
-fn ratelimit_value(remaining: u32, reset_after: u64) -> HeaderValue {
-    let mut buf = [0u8; 64];
-    let mut len = 0;
-    let (mut first, mut second) = (itoa::Buffer::new(), itoa::Buffer::new());
-    for part in [
-        b"\"minute\";r=".as_slice(),
-        first.format(remaining).as_bytes(),
-        b";t=",
-        second.format(reset_after).as_bytes(),
-    ] {
-        buf[len..len + part.len()].copy_from_slice(part);
-        len += part.len();
-    }
-    HeaderValue::from_bytes(&buf[..len]).unwrap_or_else(|_| HeaderValue::from_static("\"minute\""))
 }
 
 fn require(caller: &Caller, scope: Scope) -> Result<(), ApiError> {
