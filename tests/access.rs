@@ -356,30 +356,18 @@ async fn revocation_and_new_keys_apply_on_reload_without_failing_requests() {
         }
     }
     assert!(suspended, "suspension never applied");
-    // A keys file that vanishes (a typo in a deploy script, a move) keeps the keys in force.
-    std::fs::remove_file(&server.keys_path).unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(server.get("/v1/usage", Some(&new_key)).await.status, 200);
-    let ready = server.get("/readyz", None).await.json();
-    assert!(
-        ready["last_keys_refusal"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("no such file"),
-        "{ready}"
-    );
-    // A malformed keys file is refused and the keys in force stay.
-    std::fs::write(&server.keys_path, "this is not toml [").unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(server.get("/v1/usage", Some(&new_key)).await.status, 200);
-    let ready = server.get("/readyz", None).await.json();
-    assert!(
-        ready["last_keys_refusal"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("keys.toml"),
-        "{ready}"
-    );
+    // A keys file that vanishes (a typo in a deploy script, a move) or is malformed is refused,
+    // and the keys in force stay.
+    let remove: fn(&std::path::Path) = |path| std::fs::remove_file(path).unwrap();
+    let garble: fn(&std::path::Path) = |path| std::fs::write(path, "this is not toml [").unwrap();
+    for (damage, reason) in [(remove, "no such file"), (garble, "line 1")] {
+        damage(&server.keys_path);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(server.get("/v1/usage", Some(&new_key)).await.status, 200);
+        let ready = server.get("/readyz", None).await.json();
+        let refusal = ready["last_keys_refusal"]["reason"].as_str().unwrap();
+        assert!(refusal.contains("keys.toml") && refusal.contains(reason), "{ready}");
+    }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let requests = loop_task.await.unwrap();
     assert!(requests > 10, "the loop ran ({requests} requests)");
