@@ -222,3 +222,95 @@ fn verify_snapshot_reports_versions_and_refuses_damage() {
     assert!(!output.status.success());
     assert!(text(&output.stderr).contains("checksum mismatch"));
 }
+
+/// The README's "Publishing a dataset" procedure, command by command, from an empty directory.
+#[test]
+fn the_publishing_procedure_works_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |path: &str| dir.path().join(path).to_str().unwrap().to_string();
+    let run = |args: &[&str]| {
+        let output = marks(args);
+        assert!(output.status.success(), "{args:?}: {}", text(&output.stderr));
+        text(&output.stdout)
+    };
+    // Keys into a directory that does not exist yet, readable by its owner only.
+    run(&["keygen", "--out", &at("keys/signing.pem")]);
+    run(&["keygen", "--out", &at("keys/publisher.pem")]);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir.path().join("keys")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let sample = sample_dir();
+    let sample = sample.to_str().unwrap();
+    std::fs::create_dir(dir.path().join("srv")).unwrap();
+    let build = |source: &str, previous: Option<&str>| {
+        let mut args = vec![
+            "build",
+            "--source",
+            source,
+            "--out",
+            "srv/incoming.snap",
+            "--signing-key",
+            "keys/signing.pem",
+            "--publisher-key",
+            "keys/publisher.pem",
+            "--quiet",
+        ];
+        if let Some(previous) = previous {
+            args.extend(["--previous", previous]);
+        }
+        Command::new(env!("CARGO_BIN_EXE_marks"))
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    assert!(build(sample, None).status.success());
+    let verified = run(&[
+        "verify-snapshot",
+        &at("srv/incoming.snap"),
+        "--publisher-key",
+        &at("keys/publisher.pem.pub"),
+    ]);
+    assert!(
+        verified.contains("dataset 2026-11-20") && verified.contains("publisher signed"),
+        "{verified}"
+    );
+    std::fs::rename(
+        dir.path().join("srv/incoming.snap"),
+        dir.path().join("srv/current.snap"),
+    )
+    .unwrap();
+
+    // The next dataset version adds an event: accepted with --previous.
+    let next = dir.path().join("next");
+    std::fs::create_dir(&next).unwrap();
+    for file in ["companies.csv", "events.csv", "dataset.toml"] {
+        std::fs::copy(sample_dir().join(file), next.join(file)).unwrap();
+    }
+    let toml = std::fs::read_to_string(next.join("dataset.toml")).unwrap();
+    std::fs::write(next.join("dataset.toml"), toml.replace("2026-11-20", "2026-11-21")).unwrap();
+    let events = std::fs::read_to_string(next.join("events.csv")).unwrap();
+    std::fs::write(
+        next.join("events.csv"),
+        format!("{events}x0001,stripe,tender_offer,2026-11-21,91000000000,https://example.com/t,\n"),
+    )
+    .unwrap();
+    let accepted = build(next.to_str().unwrap(), Some("srv/current.snap"));
+    assert!(accepted.status.success(), "{}", text(&accepted.stderr));
+
+    // Changing an earlier event is refused, naming it, and writes nothing.
+    std::fs::remove_file(dir.path().join("srv/incoming.snap")).unwrap();
+    std::fs::write(
+        next.join("events.csv"),
+        events.replacen("95000000000", "96000000000", 1),
+    )
+    .unwrap();
+    let refused = build(next.to_str().unwrap(), Some("srv/current.snap"));
+    assert!(!refused.status.success());
+    let stderr = text(&refused.stderr);
+    assert!(stderr.contains("e0100") && stderr.lines().count() == 1, "{stderr}");
+    assert!(
+        !dir.path().join("srv/incoming.snap").exists(),
+        "a refused build writes nothing"
+    );
+}

@@ -61,6 +61,16 @@ pub fn write_new_key(path: &Path, key: &SigningKey) -> Result<PathBuf, KeyError>
         .verifying_key()
         .to_public_key_pem(Default::default())
         .map_err(|e| fail(path, format!("cannot encode the public key: {e}")))?;
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty() && !dir.exists()) {
+        // A directory made for private keys is readable by its owner only.
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(dir)
+            .map_err(|e| fail(dir, format!("cannot create the directory: {e}")))?;
+    }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
