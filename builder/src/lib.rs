@@ -8,8 +8,8 @@
 //! - [`dataset`] reads and checks the source files;
 //! - [`methodology`] computes marks, bands, confidence and the scorecard;
 //! - [`render`] and [`signing`] turn them into response bodies and signed records;
-//! - [`format`], [`writer`] and [`snapshot`] define, write and read the file;
-//! - [`build`] runs the pipeline; [`synth`] makes synthetic datasets; [`tiers`] is the access
+//! - [`format`](mod@format), [`writer`] and [`snapshot`] define, write and read the file;
+//! - [`build`](mod@build) runs the pipeline; [`synth`] makes synthetic datasets; [`tiers`] is the access
 //!   table shared with the server.
 
 pub mod build;
