@@ -106,6 +106,22 @@ fn usage_errors_are_one_line() {
             "/nonexistent.pem",
         ],
         &["keys", "revoke", "--keys", "/nonexistent/keys.toml", "key_x"],
+        &[
+            "serve",
+            "--snapshot",
+            "/nonexistent.snap",
+            "--public-base-url",
+            "api.example.com",
+        ],
+        &[
+            "serve",
+            "--snapshot",
+            "/nonexistent.snap",
+            "--keys",
+            "/nonexistent/keys.toml",
+            "--addr",
+            "127.0.0.1:0",
+        ],
     ] {
         let output = marks(args);
         assert!(!output.status.success(), "{args:?}");
