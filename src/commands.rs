@@ -197,13 +197,6 @@ pub fn keys_issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u3
 
 /// Revokes, suspends or reinstates a key.
 pub fn keys_set_status(path: &Path, key_id: &str, status: KeyStatus) -> Result<()> {
-    let current = keys::list(path)?
-        .into_iter()
-        .find(|entry| entry.key_id == key_id)
-        .map(|entry| entry.status);
-    if current == Some(KeyStatus::Revoked) && status != KeyStatus::Revoked {
-        anyhow::bail!("{key_id} is revoked, and a revoked key stays revoked; issue a new key");
-    }
     keys::set_status(path, key_id, status)?;
     let done = match status {
         KeyStatus::Active => "reinstated",

@@ -19,7 +19,8 @@ const VERSION: u8 = 1;
 const TAG_LEN: usize = 32;
 /// The longest payload a cursor can have: a sort key of the longest name a dataset allows and
 /// the longest slug.
-const MAX_PAYLOAD_LEN: usize = 1 + 8 + 1 + 2 + marks_builder::dataset::MAX_NAME_BYTES + 1 + 64 + TAG_LEN;
+const MAX_PAYLOAD_LEN: usize =
+    1 + 8 + 1 + 2 + marks_builder::dataset::MAX_NAME_BYTES + 1 + marks_builder::dataset::MAX_SLUG_BYTES + TAG_LEN;
 /// Cursors longer than this are not ours; refused before any decoding work.
 pub const MAX_CURSOR_LEN: usize = MAX_PAYLOAD_LEN.div_ceil(3) * 4;
 

@@ -314,17 +314,25 @@ fn lock(path: &Path) -> Result<std::fs::File, KeysError> {
     Ok(file)
 }
 
+/// Revokes, suspends or reinstates a key. Revocation is for good: a revoked key is never
+/// made active or suspended again.
 pub fn set_status(path: &Path, key_id: &str, status: KeyStatus) -> Result<(), KeysError> {
     let _lock = lock(path)?;
     let mut file = read_file(path, Missing::Refused)?;
+    let fail = |reason: String| KeysError::File {
+        path: path.to_owned(),
+        reason,
+    };
     let entry = file
         .keys
         .iter_mut()
         .find(|k| k.key_id == key_id)
-        .ok_or_else(|| KeysError::File {
-            path: path.to_owned(),
-            reason: format!("no key with key_id {key_id}"),
-        })?;
+        .ok_or_else(|| fail(format!("no key with key_id {key_id}")))?;
+    if entry.status == KeyStatus::Revoked && status != KeyStatus::Revoked {
+        return Err(fail(format!(
+            "{key_id} is revoked, and a revoked key stays revoked; issue a new key"
+        )));
+    }
     entry.status = status;
     write_checked(path, &file)
 }

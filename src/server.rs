@@ -263,10 +263,9 @@ async fn serve_connection(
             .watch(shared.http1.serve_connection(TokioIo::new(stream), service))
             .await?),
         Some(acceptor) => {
-            let tls = tokio::time::timeout(shared.config.tls_handshake_timeout, acceptor.accept(stream))
+            let mut tls = tokio::time::timeout(shared.config.tls_handshake_timeout, acceptor.accept(stream))
                 .await
                 .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
-            let mut tls = tls;
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
             if h2 {
                 tls.get_mut().0.idle_deadline_only();

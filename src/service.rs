@@ -253,13 +253,9 @@ impl<B> Exchange<'_, B> {
             Operation::OpenApi => {
                 self.no_parameters()?;
                 let etag = openapi_etag();
-                Ok(self.conditional(
-                    Bytes::from_static(OPENAPI_JSON),
-                    etag,
-                    header_value(etag),
-                    Cache::Public,
-                    false,
-                ))
+                Ok(self.conditional(etag, header_value(etag), Cache::Public, false, || {
+                    Bytes::from_static(OPENAPI_JSON)
+                }))
             }
             Operation::SigningKeys | Operation::Scorecard => {
                 self.no_parameters()?;
@@ -310,18 +306,9 @@ impl<B> Exchange<'_, B> {
                 let cursor_key = &self.state.cursor_key;
                 let page = list::Page::place(&loaded, &query, universe, cursor_key)?;
                 let etag = list_etag(&loaded, cursor_key, universe, self.request.uri().query().unwrap_or(""));
-                if if_none_match(self.request.headers(), &etag) {
-                    return Ok(self.not_modified(header_value(&etag), Cache::Private, false));
-                }
-                let body = page.render(cursor_key, note.as_deref());
-                Ok(self.respond(
-                    StatusCode::OK,
-                    body,
-                    JSON,
-                    Some(header_value(&etag)),
-                    Cache::Private,
-                    false,
-                ))
+                Ok(self.conditional(&etag, header_value(&etag), Cache::Private, false, || {
+                    page.render(cursor_key, note.as_deref())
+                }))
             }
             Operation::GetCompany => {
                 require(&caller, Scope::CompaniesRead)?;
@@ -366,7 +353,7 @@ impl<B> Exchange<'_, B> {
                         // A key with its own budget: its usage body is not in the snapshot.
                         let body = marks_builder::tiers::usage_body(&loaded.meta, caller.tier, caller.rate_per_min);
                         let etag = etag_of(&body);
-                        Ok(self.conditional(Bytes::from(body), &etag, header_value(&etag), Cache::Private, false))
+                        Ok(self.conditional(&etag, header_value(&etag), Cache::Private, false, || Bytes::from(body)))
                     }
                 }
             }
@@ -479,38 +466,27 @@ impl<B> Exchange<'_, B> {
         // The tag's bytes live in the mapped file too: the header borrows them, no copy.
         let etag_value = HeaderValue::from_maybe_shared(loaded.snapshot.file_slice(etag.as_bytes()))
             .unwrap_or_else(|_| header_value(etag));
-        let mut response = self.conditional(bytes, etag, etag_value, cache, vary_encoding);
+        let mut response = self.conditional(etag, etag_value, cache, vary_encoding, || bytes);
         if gzip.is_some() && response.status() == StatusCode::OK {
             response.headers_mut().insert(header::CONTENT_ENCODING, GZIP);
         }
         response
     }
 
-    /// 304 Not Modified: the ETag, cache and vary headers, no body.
-    fn not_modified(&self, etag: HeaderValue, cache: Cache, vary_encoding: bool) -> Response {
-        self.respond(
-            StatusCode::NOT_MODIFIED,
-            Bytes::new(),
-            JSON,
-            Some(etag),
-            cache,
-            vary_encoding,
-        )
-    }
-
-    /// 200 with the body, or 304 when `If-None-Match` matches its ETag.
+    /// 200 with the body, or 304 when `If-None-Match` matches its ETag, in which case the body
+    /// is never made (a list page is not rendered to be revalidated).
     fn conditional(
         &self,
-        body: Bytes,
         etag: &str,
         etag_value: HeaderValue,
         cache: Cache,
         vary_encoding: bool,
+        body: impl FnOnce() -> Bytes,
     ) -> Response {
-        let status = if if_none_match(self.request.headers(), etag) {
-            StatusCode::NOT_MODIFIED
+        let (status, body) = if if_none_match(self.request.headers(), etag) {
+            (StatusCode::NOT_MODIFIED, Bytes::new())
         } else {
-            StatusCode::OK
+            (StatusCode::OK, body())
         };
         self.respond(status, body, JSON, Some(etag_value), cache, vary_encoding)
     }
@@ -631,35 +607,41 @@ impl<B> Exchange<'_, B> {
         let headers = response.headers_mut();
         headers.insert(&X_REQUEST_ID, request_id);
         let text = &mut self.header_text;
-        if let (Some(decision), Some(caller)) = (self.decision, self.caller.as_ref()) {
-            let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
-            headers.insert(&X_RATELIMIT_LIMIT, caller.limit_header.clone());
-            headers.insert(&X_RATELIMIT_REMAINING, text.number(decision.remaining.into()));
-            headers.insert(&X_RATELIMIT_RESET, text.number(reset_at));
-            headers.insert(
-                &RATELIMIT,
-                text.ratelimit(b"\"minute\"", decision.remaining, decision.reset_after),
-            );
-            headers.insert(&RATELIMIT_POLICY, caller.policy_header.clone());
-        } else if let Some(decision) = self.auth_throttle {
-            // No key was accepted: the budget in force is the client's failed-authentication one.
-            let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
-            headers.insert(&X_RATELIMIT_LIMIT, HeaderValue::from(decision.limit));
-            headers.insert(&X_RATELIMIT_REMAINING, text.number(decision.remaining.into()));
-            headers.insert(&X_RATELIMIT_RESET, text.number(reset_at));
-            headers.insert(
-                &RATELIMIT,
-                text.ratelimit(b"\"auth-failures\"", decision.remaining, decision.reset_after),
-            );
-            let mut quota = itoa::Buffer::new();
-            headers.insert(
-                &RATELIMIT_POLICY,
-                text.value(&[
+        // The budget this request was metered against: the key's, or, when no key was accepted
+        // and the client's address was refused, that address's failed-authentication budget.
+        let budget = match (self.decision, self.caller.as_ref(), self.auth_throttle) {
+            (Some(decision), Some(caller), _) => Some((
+                decision,
+                b"\"minute\"".as_slice(),
+                caller.limit_header.clone(),
+                caller.policy_header.clone(),
+            )),
+            (_, _, Some(decision)) => {
+                let mut quota = itoa::Buffer::new();
+                let policy = text.value(&[
                     b"\"auth-failures\";q=",
                     quota.format(decision.limit).as_bytes(),
                     b";w=60",
-                ]),
+                ]);
+                Some((
+                    decision,
+                    b"\"auth-failures\"".as_slice(),
+                    HeaderValue::from(decision.limit),
+                    policy,
+                ))
+            }
+            _ => None,
+        };
+        if let Some((decision, name, limit, policy)) = budget {
+            let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
+            headers.insert(&X_RATELIMIT_LIMIT, limit);
+            headers.insert(&X_RATELIMIT_REMAINING, text.number(decision.remaining.into()));
+            headers.insert(&X_RATELIMIT_RESET, text.number(reset_at));
+            headers.insert(
+                &RATELIMIT,
+                text.ratelimit(name, decision.remaining, decision.reset_after),
             );
+            headers.insert(&RATELIMIT_POLICY, policy);
         }
     }
 }

@@ -433,6 +433,9 @@ impl CsvTable {
     }
 }
 
+/// The longest slug accepted (ASCII, so bytes and characters agree).
+pub const MAX_SLUG_BYTES: usize = 64;
+
 /// The longest company name accepted. A name is the sort key `sort=name` cursors carry, so it
 /// bounds the cursor's length.
 pub const MAX_NAME_BYTES: usize = 256;
@@ -443,7 +446,7 @@ pub const EARLIEST_EVENT: Day = Day(2_440_588); // 1970-01-01, as a Julian day n
 
 fn is_valid_slug(slug: &str) -> bool {
     let bytes = slug.as_bytes();
-    (1..=64).contains(&bytes.len())
+    (1..=MAX_SLUG_BYTES).contains(&bytes.len())
         && bytes[0].is_ascii_alphanumeric()
         && bytes
             .iter()

@@ -256,7 +256,7 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
     // Cursors carry a slug and, for sort=name, a name: their bounds bound a cursor's length.
     if companies
         .iter()
-        .any(|c| c.slug.len() > 64 || c.name.len() > crate::dataset::MAX_NAME_BYTES)
+        .any(|c| c.slug.len() > crate::dataset::MAX_SLUG_BYTES || c.name.len() > crate::dataset::MAX_NAME_BYTES)
     {
         return fail("a company slug or name is longer than a dataset allows".into());
     }

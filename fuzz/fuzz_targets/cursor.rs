@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use marks::cursor::{Cursor, CursorKey, SortKey};
-use marks_builder::dataset::MAX_NAME_BYTES;
+use marks_builder::dataset::{MAX_NAME_BYTES, MAX_SLUG_BYTES};
 
 fn key() -> &'static CursorKey {
     static KEY: OnceLock<CursorKey> = OnceLock::new();
@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
             Some(b) if b % 4 == 2 => SortKey::Number(data.len() as f64 * 1.5),
             _ => SortKey::Null,
         },
-        slug: bounded(&data[split..], 64),
+        slug: bounded(&data[split..], MAX_SLUG_BYTES),
     };
     assert_eq!(Cursor::decode(&cursor.encode(key()), key(), 7), Ok(cursor));
 });
