@@ -71,7 +71,8 @@ pub fn spawn_watcher(state: Arc<State>, interval: Duration, mut shutdown: watch:
     tokio::spawn(async move {
         let mut refused: Option<FileIdentity> = None;
         let mut last_sweep = Instant::now();
-        let mut ticker = tokio::time::interval(interval);
+        // The files were read at start: the first look is one interval later, not at once.
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
