@@ -13,6 +13,8 @@ use marks_builder::tiers::Tier;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::head::MeteredHead;
+
 /// Every key starts with this, so leaked keys are recognisable.
 pub const KEY_PREFIX: &str = "vmk_";
 const HASH_PREFIX: &str = "blake3:";
@@ -61,6 +63,8 @@ pub struct Caller {
     /// `X-RateLimit-Limit` and `RateLimit-Policy`, fixed per key: made once at load.
     pub limit_header: http::HeaderValue,
     pub policy_header: http::HeaderValue,
+    /// The header blocks of this key's metered answers, built from the two above.
+    pub head: MeteredHead,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -173,15 +177,18 @@ impl KeyRing {
             }
             let rate_per_min = entry.rate_per_min.unwrap_or(tier.rate_per_min());
             let caller = (entry.status == KeyStatus::Active).then(|| {
+                let limit_header = http::HeaderValue::from(rate_per_min);
+                let policy_header = http::HeaderValue::from_str(&format!("\"minute\";q={rate_per_min};w=60"))
+                    .unwrap_or_else(|_| http::HeaderValue::from_static("\"minute\""));
                 Arc::new(Caller {
                     key_id: entry.key_id.as_str().into(),
                     tenant: entry.tenant.as_str().into(),
                     tier,
                     rate_per_min,
                     custom_rate: entry.rate_per_min.is_some_and(|r| r != tier.rate_per_min()),
-                    limit_header: http::HeaderValue::from(rate_per_min),
-                    policy_header: http::HeaderValue::from_str(&format!("\"minute\";q={rate_per_min};w=60"))
-                        .unwrap_or_else(|_| http::HeaderValue::from_static("\"minute\"")),
+                    head: MeteredHead::new(&limit_header, &policy_header),
+                    limit_header,
+                    policy_header,
                 })
             });
             if by_hash.insert(hash, caller).is_some() {

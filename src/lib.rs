@@ -7,6 +7,7 @@
 
 pub mod commands;
 pub mod cursor;
+pub mod head;
 pub mod keys;
 pub mod list;
 pub mod metrics;

@@ -24,6 +24,11 @@ use marks_builder::tiers::{Scope, Tier};
 use marks_builder::writer::etag_of;
 
 use crate::cursor::CursorKey;
+use crate::head::{
+    MeteredValues, GZIP, JSON, NO_STORE, PRIVATE_NO_CACHE, PROBLEM_JSON, PUBLIC_MAX_AGE_60, RATELIMIT,
+    RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
+    X_RATELIMIT_RESET, X_REQUEST_ID,
+};
 use crate::keys::{Authentication, Caller};
 use crate::list;
 use crate::problem::ApiError;
@@ -37,17 +42,7 @@ pub type Response = http::Response<Full<Bytes>>;
 /// The interface description served at `/v1/openapi.json`.
 pub const OPENAPI_JSON: &[u8] = include_bytes!("../openapi/openapi.json");
 
-static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 static X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
-static X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
-static X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
-static X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
-static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
-static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
-
-const JSON: HeaderValue = HeaderValue::from_static("application/json");
-const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
-const GZIP: HeaderValue = HeaderValue::from_static("gzip");
 
 /// How a response may be cached, and what it varies on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,8 +67,19 @@ struct Exchange<'a, B> {
     decision: Option<Decision>,
     /// Set when the client IP's failed-authentication budget refused the request.
     auth_throttle: Option<Decision>,
+    /// The client's `X-Request-ID`, or one made for it.
+    request_id: HeaderValue,
     /// Where this request's own header values are written.
     header_text: HeaderText,
+}
+
+/// The rate-limit headers of the budget a request was metered against.
+struct Budget {
+    limit: HeaderValue,
+    remaining: HeaderValue,
+    reset: HeaderValue,
+    ratelimit: HeaderValue,
+    policy: HeaderValue,
 }
 
 /// The header values a request makes for itself (request id, remaining budget, reset time),
@@ -130,6 +136,11 @@ pub fn handle<B>(state: &State, request: &Request<B>, peer: IpAddr) -> Response 
 /// Answers one request and reports what it was, for the access log.
 pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr) -> (Response, Outcome) {
     let started = Instant::now();
+    let mut header_text = HeaderText::new();
+    let request_id = match request.headers().get(&X_REQUEST_ID) {
+        Some(value) if valid_request_id(value) => value.clone(),
+        _ => header_text.value(&[&state.next_request_id()]),
+    };
     let mut exchange = Exchange {
         state,
         request,
@@ -139,14 +150,13 @@ pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr)
         caller: None,
         decision: None,
         auth_throttle: None,
-        header_text: HeaderText::new(),
+        request_id,
+        header_text,
     };
-    let request_id = exchange.request_id();
-    let mut response = match exchange.dispatch() {
+    let response = match exchange.dispatch() {
         Ok(response) => response,
-        Err(error) => exchange.problem(&error, &request_id),
+        Err(error) => exchange.problem(&error),
     };
-    exchange.common_headers(&mut response, request_id);
     let bytes = hyper::body::Body::size_hint(response.body()).exact().unwrap_or(0) as usize;
     let latency = started.elapsed();
     state
@@ -213,16 +223,6 @@ fn openapi_etag() -> &'static str {
 }
 
 impl<B> Exchange<'_, B> {
-    fn request_id(&mut self) -> HeaderValue {
-        match self.request.headers().get(&X_REQUEST_ID) {
-            Some(value) if valid_request_id(value) => value.clone(),
-            _ => {
-                let id = self.state.next_request_id();
-                self.header_text.value(&[&id])
-            }
-        }
-    }
-
     fn dispatch(&mut self) -> Result<Response, ApiError> {
         let path = self.request.uri().path();
         let route = route(path);
@@ -456,7 +456,7 @@ impl<B> Exchange<'_, B> {
     }
 
     /// A stored body, in the encoding the client prefers, or 304 if it has it already.
-    fn stored(&self, loaded: &LoadedSnapshot, body: &ArchivedBody, cache: Cache) -> Response {
+    fn stored(&mut self, loaded: &LoadedSnapshot, body: &ArchivedBody, cache: Cache) -> Response {
         let gzip = body.gzip.as_ref().filter(|_| accepts_gzip(self.request.headers()));
         let vary_encoding = body.gzip.is_some();
         let (bytes, etag) = match gzip {
@@ -476,7 +476,7 @@ impl<B> Exchange<'_, B> {
     /// 200 with the body, or 304 when `If-None-Match` matches its ETag, in which case the body
     /// is never made (a list page is not rendered to be revalidated).
     fn conditional(
-        &self,
+        &mut self,
         etag: &str,
         etag_value: HeaderValue,
         cache: Cache,
@@ -491,8 +491,11 @@ impl<B> Exchange<'_, B> {
         self.respond(status, body, JSON, Some(etag_value), cache, vary_encoding)
     }
 
+    /// The response with every header it carries: the type, cache policy, ETag and `Vary` of
+    /// the body, the request id, and the rate-limit headers of the budget it was metered
+    /// against.
     fn respond(
-        &self,
+        &mut self,
         status: StatusCode,
         body: Bytes,
         content_type: HeaderValue,
@@ -505,34 +508,99 @@ impl<B> Exchange<'_, B> {
         let with_body = status != StatusCode::NOT_MODIFIED && !head;
         let mut response = Response::new(Full::new(if with_body { body } else { Bytes::new() }));
         *response.status_mut() = status;
+        let budget = self.budget();
+        let request_id = self.request_id.clone();
         let headers = response.headers_mut();
-        // Room for every header a response gets, so the map never grows and rehashes.
-        headers.reserve(16);
-        if status != StatusCode::NOT_MODIFIED {
-            headers.insert(header::CONTENT_TYPE, content_type);
-            if head {
-                // What a GET would have sent.
-                headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        match (&self.caller, budget, etag) {
+            // A metered answer from the snapshot, nearly every request: the key's prebuilt block.
+            (Some(caller), Some(budget), Some(etag)) if cache == Cache::Private && content_type == JSON => {
+                let values = MeteredValues {
+                    etag,
+                    request_id,
+                    remaining: budget.remaining,
+                    reset: budget.reset,
+                    ratelimit: budget.ratelimit,
+                };
+                *headers = caller.head.fill(vary_encoding, values);
+                if status == StatusCode::NOT_MODIFIED {
+                    headers.remove(header::CONTENT_TYPE);
+                }
+            }
+            (_, budget, etag) => {
+                // Room for every header, so the map never grows and rehashes.
+                headers.reserve(12);
+                if status != StatusCode::NOT_MODIFIED {
+                    headers.insert(header::CONTENT_TYPE, content_type);
+                }
+                if let Some(etag) = etag {
+                    headers.insert(header::ETAG, etag);
+                }
+                let (cache_control, vary) = match (cache, vary_encoding) {
+                    (Cache::Private, false) => (PRIVATE_NO_CACHE, Some(VARY_KEY)),
+                    (Cache::Private, true) => (PRIVATE_NO_CACHE, Some(VARY_KEY_ENCODING)),
+                    (Cache::Public, false) => (PUBLIC_MAX_AGE_60, None),
+                    (Cache::Public, true) => (PUBLIC_MAX_AGE_60, Some(VARY_ENCODING)),
+                    (Cache::NoStore, _) => (NO_STORE, None),
+                };
+                headers.insert(header::CACHE_CONTROL, cache_control);
+                if let Some(vary) = vary {
+                    headers.insert(header::VARY, vary);
+                }
+                headers.insert(X_REQUEST_ID, request_id);
+                if let Some(budget) = budget {
+                    headers.insert(X_RATELIMIT_LIMIT, budget.limit);
+                    headers.insert(X_RATELIMIT_REMAINING, budget.remaining);
+                    headers.insert(X_RATELIMIT_RESET, budget.reset);
+                    headers.insert(RATELIMIT, budget.ratelimit);
+                    headers.insert(RATELIMIT_POLICY, budget.policy);
+                }
             }
         }
-        if let Some(etag) = etag {
-            headers.insert(header::ETAG, etag);
-        }
-        let (cache_control, vary) = match (cache, vary_encoding) {
-            (Cache::Private, false) => ("private, no-cache", Some("X-API-Key")),
-            (Cache::Private, true) => ("private, no-cache", Some("X-API-Key, Accept-Encoding")),
-            (Cache::Public, false) => ("public, max-age=60", None),
-            (Cache::Public, true) => ("public, max-age=60", Some("Accept-Encoding")),
-            (Cache::NoStore, _) => ("no-store", None),
-        };
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
-        if let Some(vary) = vary {
-            headers.insert(header::VARY, HeaderValue::from_static(vary));
+        if head && status != StatusCode::NOT_MODIFIED {
+            // What a GET would have sent.
+            headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
         }
         response
     }
 
-    fn readyz(&self) -> Response {
+    /// The budget this request was metered against: the key's, or, when no key was accepted
+    /// and the client's address was refused, that address's failed-authentication budget.
+    fn budget(&mut self) -> Option<Budget> {
+        let text = &mut self.header_text;
+        let (decision, name, limit, policy) = match (self.decision, self.caller.as_ref(), self.auth_throttle) {
+            (Some(decision), Some(caller), _) => (
+                decision,
+                b"\"minute\"".as_slice(),
+                caller.limit_header.clone(),
+                caller.policy_header.clone(),
+            ),
+            (_, _, Some(decision)) => {
+                let mut quota = itoa::Buffer::new();
+                let policy = text.value(&[
+                    b"\"auth-failures\";q=",
+                    quota.format(decision.limit).as_bytes(),
+                    b";w=60",
+                ]);
+                (
+                    decision,
+                    b"\"auth-failures\"".as_slice(),
+                    HeaderValue::from(decision.limit),
+                    policy,
+                )
+            }
+            _ => return None,
+        };
+        let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
+        Some(Budget {
+            limit,
+            remaining: text.number(decision.remaining.into()),
+            reset: text.number(reset_at),
+            ratelimit: text.ratelimit(name, decision.remaining, decision.reset_after),
+            policy,
+        })
+    }
+
+    fn readyz(&mut self) -> Response {
         let loaded = self.state.snapshot();
         let refusal = self.state.last_snapshot_refusal().map(|r| {
             serde_json::json!({
@@ -575,12 +643,11 @@ impl<B> Exchange<'_, B> {
         self.respond(status, bytes, JSON, None, Cache::NoStore, false)
     }
 
-    fn problem(&self, error: &ApiError, request_id: &HeaderValue) -> Response {
-        let request_id = request_id.to_str().unwrap_or("");
+    fn problem(&mut self, error: &ApiError) -> Response {
         let body = error.body(
             &self.state.settings.public_base_url,
             self.request.uri().path(),
-            request_id,
+            self.request_id.to_str().unwrap_or(""),
         );
         let mut response = self.respond(
             error.status(),
@@ -601,48 +668,6 @@ impl<B> Exchange<'_, B> {
             _ => {}
         }
         response
-    }
-
-    fn common_headers(&mut self, response: &mut Response, request_id: HeaderValue) {
-        let headers = response.headers_mut();
-        headers.insert(&X_REQUEST_ID, request_id);
-        let text = &mut self.header_text;
-        // The budget this request was metered against: the key's, or, when no key was accepted
-        // and the client's address was refused, that address's failed-authentication budget.
-        let budget = match (self.decision, self.caller.as_ref(), self.auth_throttle) {
-            (Some(decision), Some(caller), _) => Some((
-                decision,
-                b"\"minute\"".as_slice(),
-                caller.limit_header.clone(),
-                caller.policy_header.clone(),
-            )),
-            (_, _, Some(decision)) => {
-                let mut quota = itoa::Buffer::new();
-                let policy = text.value(&[
-                    b"\"auth-failures\";q=",
-                    quota.format(decision.limit).as_bytes(),
-                    b";w=60",
-                ]);
-                Some((
-                    decision,
-                    b"\"auth-failures\"".as_slice(),
-                    HeaderValue::from(decision.limit),
-                    policy,
-                ))
-            }
-            _ => None,
-        };
-        if let Some((decision, name, limit, policy)) = budget {
-            let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
-            headers.insert(&X_RATELIMIT_LIMIT, limit);
-            headers.insert(&X_RATELIMIT_REMAINING, text.number(decision.remaining.into()));
-            headers.insert(&X_RATELIMIT_RESET, text.number(reset_at));
-            headers.insert(
-                &RATELIMIT,
-                text.ratelimit(name, decision.remaining, decision.reset_after),
-            );
-            headers.insert(&RATELIMIT_POLICY, policy);
-        }
     }
 }
 

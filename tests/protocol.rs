@@ -18,6 +18,7 @@ async fn matching_if_none_match_gives_304_with_headers_and_no_body() {
         let etag = first.header("etag").unwrap().to_string();
         assert!(etag.starts_with('"') && etag.ends_with('"'), "strong, quoted: {etag}");
         assert_eq!(first.header("cache-control"), Some("private, no-cache"));
+        assert_eq!(first.header("content-type"), Some("application/json"));
         assert!(first.header("vary").unwrap().contains("X-API-Key"));
         let weak = format!("W/{etag}");
         for candidate in [etag.as_str(), "*", weak.as_str(), &format!("\"other\", {etag}")] {
@@ -30,6 +31,10 @@ async fn matching_if_none_match_gives_304_with_headers_and_no_body() {
             assert_eq!(again.header("cache-control"), Some("private, no-cache"));
             assert_eq!(again.header("vary"), first.header("vary"));
             assert!(again.header("x-ratelimit-remaining").is_some() && again.header("ratelimit").is_some());
+            assert!(again
+                .header("x-request-id")
+                .is_some_and(|id| id != first.header("x-request-id").unwrap()));
+            assert_eq!(again.header("content-type"), None, "a 304 describes no body");
         }
         let stale = server
             .get_with(path, &[("x-api-key", PRO), ("if-none-match", "\"stale\"")])
