@@ -15,21 +15,9 @@ cd "$(dirname "$0")/.."
 
 REQUEST_SECONDS=${REQUEST_SECONDS:-6}
 work=target/bench-instructions
-mkdir -p "$work"
-
-if ! command -v valgrind >/dev/null || ! command -v wrk >/dev/null; then
-  echo "installing valgrind and wrk"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind wrk >/dev/null
-fi
-
-cargo build --release --quiet --bin marks --example reference_server
-marks=target/release/marks
-reference=target/release/examples/reference_server
-
-"$marks" build --source snapshots/sample --out "$work/sample.snap" \
-  --signing-key snapshots/sample/demo-signing-key.pem --quiet >/dev/null
-cp snapshots/sample/demo-keys.toml "$work/keys.toml"
-key=$("$marks" keys issue --keys "$work/keys.toml" --tier enterprise --tenant bench --rate-per-min 2000000000 2>/dev/null)
+source benches/setup.sh
+install_missing valgrind wrk
+prepare_sample
 
 server_pid=
 cleanup() { if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi; }

@@ -18,20 +18,11 @@ CONNECTIONS=${CONNECTIONS:-32}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 work=target/bench-load
-mkdir -p "$work"
+source benches/setup.sh
+install_missing wrk nginx
+prepare_sample
 
-if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
-  echo "installing wrk and nginx"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk nginx >/dev/null
-fi
-
-cargo build --release --quiet --bin marks --example reference_server
-marks=target/release/marks
-reference=target/release/examples/reference_server
-
-# Datasets: the bundled sample and a synthetic 10,000-company universe (built once, cached).
-"$marks" build --source snapshots/sample --out "$work/sample.snap" \
-  --signing-key snapshots/sample/demo-signing-key.pem --quiet >/dev/null
+# The second dataset, a synthetic 10,000-company universe (built once, cached).
 if [ ! -f "$work/synth10k.snap" ]; then
   echo "building the 10,000-company synthetic snapshot (about a minute)"
   rm -rf "$work/synth10k"
@@ -39,10 +30,6 @@ if [ ! -f "$work/synth10k.snap" ]; then
   "$marks" build --source "$work/synth10k" --out "$work/synth10k.snap" \
     --signing-key snapshots/sample/demo-signing-key.pem --quiet >/dev/null
 fi
-# A bench-only key: an enterprise key with its own budget (the documented per-key override),
-# so the rate limiter is exercised on every request but never refuses one.
-cp snapshots/sample/demo-keys.toml "$work/keys.toml"
-key=$("$marks" keys issue --keys "$work/keys.toml" --tier enterprise --tenant bench --rate-per-min 2000000000 2>/dev/null)
 
 pids=()
 cleanup() {
@@ -100,6 +87,16 @@ EOF
 nginx -p "$work/nginx" -c nginx.conf
 wait_port 9300
 
+# Prints wrk's last run as "requests/s p50_ms p99_ms".
+wrk_summary() {
+  awk '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    /Requests\/sec/ { rps = $2 }
+    /^ +50%/ { p50 = ms($2) }
+    /^ +99%/ { p99 = ms($2) }
+    END { printf "%d %.3f %.3f\n", rps, p50, p99 }' "$work/wrk.out"
+}
+
 # wrk on the other core. Prints "requests/s p50_ms p99_ms".
 run_wrk() { # url [header...]
   local url=$1; shift
@@ -109,12 +106,7 @@ run_wrk() { # url [header...]
   if grep -q "Non-2xx or 3xx" "$work/wrk.out"; then
     echo "wrk saw error responses for $url:" >&2; cat "$work/wrk.out" >&2; exit 1
   fi
-  awk '
-    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-    /Requests\/sec/ { rps = $2 }
-    /^ +50%/ { p50 = ms($2) }
-    /^ +99%/ { p99 = ms($2) }
-    END { printf "%d %.3f %.3f\n", rps, p50, p99 }' "$work/wrk.out"
+  wrk_summary
 }
 
 # Fixed-rate latency: each connection waits 1 ms between requests (wrk's delay()), so one
@@ -127,12 +119,7 @@ run_wrk_rate() { # url rate [header...]
   for header in "$@"; do args+=(-H "$header"); done
   echo 'function delay() return 1 end' >"$work/delay.lua"
   taskset -c "$LOAD_CPU" wrk -t1 -c"$connections" -d"${DURATION}s" --latency -s "$work/delay.lua" "${args[@]}" "$url" >"$work/wrk.out" 2>&1
-  awk '
-    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-    /Requests\/sec/ { rps = $2 }
-    /^ +50%/ { p50 = ms($2) }
-    /^ +99%/ { p99 = ms($2) }
-    END { printf "%d %.3f %.3f\n", rps, p50, p99 }' "$work/wrk.out"
+  wrk_summary
 }
 
 rss() { # pid -> "rss_mib anon_mib file_mib"
