@@ -13,7 +13,7 @@ use marks_builder::tiers::Tier;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::head::MeteredHead;
+use crate::head::{Composed, MeteredHead, MINUTE_POLICY};
 
 /// Every key starts with this, so leaked keys are recognisable.
 pub const KEY_PREFIX: &str = "vmk_";
@@ -178,8 +178,7 @@ impl KeyRing {
             let rate_per_min = entry.rate_per_min.unwrap_or(tier.rate_per_min());
             let caller = (entry.status == KeyStatus::Active).then(|| {
                 let limit_header = http::HeaderValue::from(rate_per_min);
-                let policy_header = http::HeaderValue::from_str(&format!("\"minute\";q={rate_per_min};w=60"))
-                    .unwrap_or_else(|_| http::HeaderValue::from_static("\"minute\""));
+                let policy_header = Composed::new().policy(MINUTE_POLICY, rate_per_min);
                 Arc::new(Caller {
                     key_id: entry.key_id.as_str().into(),
                     tenant: entry.tenant.as_str().into(),

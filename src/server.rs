@@ -287,7 +287,7 @@ fn respond(state: &State, request: &hyper::Request<Incoming>, peer: SocketAddr, 
         tracing::info!(
             target: "marks::access",
             request_id = headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or(""),
-            key_id = outcome.key_id.as_deref().unwrap_or("-"),
+            key_id = outcome.caller.as_ref().map_or("-", |caller| &caller.key_id),
             operation = outcome.operation.name(),
             method = %request.method(),
             path = request.uri().path(),

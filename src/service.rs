@@ -10,12 +10,13 @@
 //! valid key spends one unit), snapshot (503), scope (403), parameters (422), resource (404,
 //! or 403 outside the free universe), then the conditional request (304).
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::Full;
@@ -25,9 +26,9 @@ use marks_builder::writer::etag_of;
 
 use crate::cursor::CursorKey;
 use crate::head::{
-    MeteredValues, GZIP, JSON, NO_STORE, PRIVATE_NO_CACHE, PROBLEM_JSON, PUBLIC_MAX_AGE_60, RATELIMIT,
-    RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
-    X_RATELIMIT_RESET, X_REQUEST_ID,
+    Composed, MeteredValues, AUTH_FAILURES_POLICY, GZIP, JSON, MINUTE_POLICY, NO_STORE, PRIVATE_NO_CACHE, PROBLEM_JSON,
+    PUBLIC_MAX_AGE_60, RATELIMIT, RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT,
+    X_RATELIMIT_REMAINING, X_RATELIMIT_RESET, X_REQUEST_ID,
 };
 use crate::keys::{Authentication, Caller};
 use crate::list;
@@ -70,58 +71,26 @@ struct Exchange<'a, B> {
     /// The client's `X-Request-ID`, or one made for it.
     request_id: HeaderValue,
     /// Where this request's own header values are written.
-    header_text: HeaderText,
+    composed: Composed,
 }
 
 /// The rate-limit headers of the budget a request was metered against.
 struct Budget {
-    limit: HeaderValue,
     remaining: HeaderValue,
     reset: HeaderValue,
     ratelimit: HeaderValue,
-    policy: HeaderValue,
-}
-
-/// The header values a request makes for itself (request id, remaining budget, reset time),
-/// written into one buffer and handed out as slices of it: one allocation per request rather
-/// than one per value.
-struct HeaderText(BytesMut);
-
-impl HeaderText {
-    fn new() -> HeaderText {
-        HeaderText(BytesMut::with_capacity(128))
-    }
-
-    /// The concatenation of `parts` as a header value.
-    fn value(&mut self, parts: &[&[u8]]) -> HeaderValue {
-        for part in parts {
-            self.0.extend_from_slice(part);
-        }
-        HeaderValue::from_maybe_shared(self.0.split().freeze()).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
-    }
-
-    fn number(&mut self, n: u64) -> HeaderValue {
-        self.value(&[itoa::Buffer::new().format(n).as_bytes()])
-    }
-
-    /// The IETF draft `RateLimit` value: `"<policy>";r=<remaining>;t=<seconds to full>`.
-    fn ratelimit(&mut self, policy: &[u8], remaining: u32, reset_after: u64) -> HeaderValue {
-        let (mut r, mut t) = (itoa::Buffer::new(), itoa::Buffer::new());
-        self.value(&[
-            policy,
-            b";r=",
-            r.format(remaining).as_bytes(),
-            b";t=",
-            t.format(reset_after).as_bytes(),
-        ])
-    }
+    /// `X-RateLimit-Limit` and `RateLimit-Policy` of a failed-authentication budget. A key's
+    /// are made once, when the keys load, and read from its `Caller` where they are needed
+    /// (the prebuilt block of a metered answer has them already).
+    throttle_limits: Option<(HeaderValue, HeaderValue)>,
 }
 
 /// The access-log facts of a request, returned alongside the response.
 #[derive(Debug)]
 pub struct Outcome {
     pub operation: Operation,
-    pub key_id: Option<Arc<str>>,
+    /// The key the request was answered for, if one was accepted.
+    pub caller: Option<Arc<Caller>>,
     /// Body bytes sent.
     pub bytes: usize,
     /// Time spent in the handler.
@@ -136,10 +105,10 @@ pub fn handle<B>(state: &State, request: &Request<B>, peer: IpAddr) -> Response 
 /// Answers one request and reports what it was, for the access log.
 pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr) -> (Response, Outcome) {
     let started = Instant::now();
-    let mut header_text = HeaderText::new();
+    let mut composed = Composed::new();
     let request_id = match request.headers().get(&X_REQUEST_ID) {
         Some(value) if valid_request_id(value) => value.clone(),
-        _ => header_text.value(&[&state.next_request_id()]),
+        _ => composed.request_id(state.next_request_id()),
     };
     let mut exchange = Exchange {
         state,
@@ -151,7 +120,7 @@ pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr)
         decision: None,
         auth_throttle: None,
         request_id,
-        header_text,
+        composed,
     };
     let response = match exchange.dispatch() {
         Ok(response) => response,
@@ -164,7 +133,7 @@ pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr)
         .record(exchange.operation, response.status().as_u16(), latency, bytes);
     let outcome = Outcome {
         operation: exchange.operation,
-        key_id: exchange.caller.map(|c| c.key_id.clone()),
+        caller: exchange.caller,
         bytes,
         latency,
     };
@@ -434,9 +403,14 @@ impl<B> Exchange<'_, B> {
         caller: &Caller,
     ) -> Result<&'s ArchivedCompanyEntry, ApiError> {
         let raw_slug = raw_slug.unwrap_or("");
-        let slug = percent_encoding::percent_decode_str(raw_slug)
-            .decode_utf8()
-            .map_err(|_| ApiError::NotFound("No company has this slug.".into()))?;
+        // Slugs are plain ASCII: decoding is for the rare client that escapes them anyway.
+        let slug = if raw_slug.contains('%') {
+            percent_encoding::percent_decode_str(raw_slug)
+                .decode_utf8()
+                .map_err(|_| ApiError::NotFound("No company has this slug.".into()))?
+        } else {
+            Cow::Borrowed(raw_slug)
+        };
         let index = loaded.snapshot.index();
         let shown = || slug.chars().take(64).collect::<String>();
         let (position, company) = index
@@ -526,7 +500,7 @@ impl<B> Exchange<'_, B> {
                     headers.remove(header::CONTENT_TYPE);
                 }
             }
-            (_, budget, etag) => {
+            (caller, budget, etag) => {
                 // Room for every header, so the map never grows and rehashes.
                 headers.reserve(12);
                 if status != StatusCode::NOT_MODIFIED {
@@ -548,11 +522,18 @@ impl<B> Exchange<'_, B> {
                 }
                 headers.insert(X_REQUEST_ID, request_id);
                 if let Some(budget) = budget {
-                    headers.insert(X_RATELIMIT_LIMIT, budget.limit);
+                    let limits = budget.throttle_limits.or_else(|| {
+                        caller
+                            .as_ref()
+                            .map(|caller| (caller.limit_header.clone(), caller.policy_header.clone()))
+                    });
+                    if let Some((limit, policy)) = limits {
+                        headers.insert(X_RATELIMIT_LIMIT, limit);
+                        headers.insert(RATELIMIT_POLICY, policy);
+                    }
                     headers.insert(X_RATELIMIT_REMAINING, budget.remaining);
                     headers.insert(X_RATELIMIT_RESET, budget.reset);
                     headers.insert(RATELIMIT, budget.ratelimit);
-                    headers.insert(RATELIMIT_POLICY, budget.policy);
                 }
             }
         }
@@ -566,37 +547,25 @@ impl<B> Exchange<'_, B> {
     /// The budget this request was metered against: the key's, or, when no key was accepted
     /// and the client's address was refused, that address's failed-authentication budget.
     fn budget(&mut self) -> Option<Budget> {
-        let text = &mut self.header_text;
-        let (decision, name, limit, policy) = match (self.decision, self.caller.as_ref(), self.auth_throttle) {
-            (Some(decision), Some(caller), _) => (
-                decision,
-                b"\"minute\"".as_slice(),
-                caller.limit_header.clone(),
-                caller.policy_header.clone(),
-            ),
+        let text = &mut self.composed;
+        let (decision, name, throttle_limits) = match (self.decision, self.caller.as_ref(), self.auth_throttle) {
+            (Some(decision), Some(_), _) => (decision, MINUTE_POLICY, None),
             (_, _, Some(decision)) => {
-                let mut quota = itoa::Buffer::new();
-                let policy = text.value(&[
-                    b"\"auth-failures\";q=",
-                    quota.format(decision.limit).as_bytes(),
-                    b";w=60",
-                ]);
+                let policy = text.policy(AUTH_FAILURES_POLICY, decision.limit);
                 (
                     decision,
-                    b"\"auth-failures\"".as_slice(),
-                    HeaderValue::from(decision.limit),
-                    policy,
+                    AUTH_FAILURES_POLICY,
+                    Some((HeaderValue::from(decision.limit), policy)),
                 )
             }
             _ => return None,
         };
         let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
         Some(Budget {
-            limit,
             remaining: text.number(decision.remaining.into()),
             reset: text.number(reset_at),
             ratelimit: text.ratelimit(name, decision.remaining, decision.reset_after),
-            policy,
+            throttle_limits,
         })
     }
 

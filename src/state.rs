@@ -214,15 +214,11 @@ impl State {
         self.keys_refusal.lock().ok().and_then(|r| r.clone())
     }
 
-    /// A fresh request id: `req_` and 16 hex digits, unique within this process.
-    pub fn next_request_id(&self) -> [u8; 20] {
+    /// A fresh request id's 64 bits (written out as `req_` and 16 hex digits): a counter
+    /// mixed with a per-process seed, unique within this process and not guessable across.
+    pub fn next_request_id(&self) -> u64 {
         let n = self.request_counter.fetch_add(1, Relaxed);
-        let mixed = xxhash_rust::xxh3::xxh3_64_with_seed(&n.to_le_bytes(), self.request_id_seed);
-        let mut id = *b"req_0000000000000000";
-        for (i, slot) in id[4..].iter_mut().enumerate() {
-            *slot = b"0123456789abcdef"[((mixed >> (60 - 4 * i)) & 0xf) as usize];
-        }
-        id
+        xxhash_rust::xxh3::xxh3_64_with_seed(&n.to_le_bytes(), self.request_id_seed)
     }
 
     pub fn metrics_text(&self) -> String {
