@@ -7,6 +7,7 @@
 //! timeout.
 //! Shutdown: stop accepting, let in-flight requests finish within a bound, then return.
 
+use std::cell::RefCell;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -29,7 +30,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Sleep;
 
 use crate::reload;
-use crate::service::{self, Response};
+use crate::service::{self, Connection, Response};
 use crate::state::State;
 
 /// Certificate chain and private key, PEM.
@@ -247,8 +248,10 @@ async fn serve_connection(
 ) -> Result<(), BoxError> {
     let state = shared.state.clone();
     let access_log = shared.config.access_log;
+    // Requests of one connection are answered one at a time, inside `call`.
+    let connection = RefCell::new(Connection::default());
     let service = service_fn(move |request: hyper::Request<Incoming>| {
-        let response = respond(&state, &request, peer, access_log);
+        let response = respond(&state, &request, peer, &mut connection.borrow_mut(), access_log);
         std::future::ready(Ok::<Response, Infallible>(response))
     });
     let stream = ConnectionGuard::new(stream, shared.config.idle_timeout, shared.config.header_read_timeout);
@@ -280,8 +283,14 @@ async fn serve_connection(
     }
 }
 
-fn respond(state: &State, request: &hyper::Request<Incoming>, peer: SocketAddr, access_log: bool) -> Response {
-    let (response, outcome) = service::handle_with_outcome(state, request, peer.ip());
+fn respond(
+    state: &State,
+    request: &hyper::Request<Incoming>,
+    peer: SocketAddr,
+    connection: &mut Connection,
+    access_log: bool,
+) -> Response {
+    let (response, outcome) = service::handle_with_outcome(state, request, peer.ip(), connection);
     if access_log {
         let headers = response.headers();
         tracing::info!(

@@ -30,7 +30,7 @@ use crate::head::{
     PUBLIC_MAX_AGE_60, RATELIMIT, RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT,
     X_RATELIMIT_REMAINING, X_RATELIMIT_RESET, X_REQUEST_ID,
 };
-use crate::keys::{Authentication, Caller};
+use crate::keys::{Caller, RememberedKey};
 use crate::list;
 use crate::problem::ApiError;
 use crate::query::{self, ListQuery, Params, LIST_PARAMS};
@@ -56,11 +56,18 @@ enum Cache {
     NoStore,
 }
 
+/// What the service keeps from one request of a connection to the next.
+#[derive(Debug, Default)]
+pub struct Connection {
+    key: RememberedKey,
+}
+
 /// One request being answered, and what was learnt about it on the way.
 struct Exchange<'a, B> {
     state: &'a State,
     request: &'a Request<B>,
     peer: IpAddr,
+    connection: &'a mut Connection,
     /// Read once per request; the budgets and the latency metric share it.
     now: Instant,
     operation: Operation,
@@ -97,13 +104,18 @@ pub struct Outcome {
     pub latency: std::time::Duration,
 }
 
-/// Answers one request.
+/// Answers one request, as the first of its connection.
 pub fn handle<B>(state: &State, request: &Request<B>, peer: IpAddr) -> Response {
-    handle_with_outcome(state, request, peer).0
+    handle_with_outcome(state, request, peer, &mut Connection::default()).0
 }
 
-/// Answers one request and reports what it was, for the access log.
-pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr) -> (Response, Outcome) {
+/// Answers one request of `connection` and reports what it was, for the access log.
+pub fn handle_with_outcome<B>(
+    state: &State,
+    request: &Request<B>,
+    peer: IpAddr,
+    connection: &mut Connection,
+) -> (Response, Outcome) {
     let started = Instant::now();
     let mut composed = Composed::new();
     let request_id = match request.headers().get(&X_REQUEST_ID) {
@@ -114,6 +126,7 @@ pub fn handle_with_outcome<B>(state: &State, request: &Request<B>, peer: IpAddr)
         state,
         request,
         peer,
+        connection,
         now: started,
         operation: Operation::Unknown,
         caller: None,
@@ -345,9 +358,10 @@ impl<B> Exchange<'_, B> {
             (None, _) => ApiError::MissingApiKey,
             (Some(value), None) => {
                 let keys = state.keys();
-                match value.to_str().map(|key| keys.authenticate(key)) {
-                    Ok(Authentication::Valid(caller)) => return Ok(caller.clone()),
-                    Ok(Authentication::Invalid) | Err(_) => ApiError::InvalidApiKey,
+                let remembered = &mut self.connection.key;
+                match value.to_str().map(|key| keys.authenticate_remembering(key, remembered)) {
+                    Ok(Some(caller)) => return Ok(caller),
+                    Ok(None) | Err(_) => ApiError::InvalidApiKey,
                 }
             }
             (Some(_), Some(_)) => ApiError::InvalidApiKey,

@@ -310,6 +310,25 @@ async fn behind_a_proxy_failures_count_against_the_address_it_appends() {
 }
 
 #[tokio::test]
+async fn every_key_on_one_connection_is_checked_on_its_own() {
+    let server = TestServer::start().await;
+    let mut client = Client::connect(server.addr).await;
+    let mut tier_of = async |key: &str| {
+        let reply = client.send(Method::GET, "/v1/usage", &[("x-api-key", key)]).await;
+        (reply.status, reply.json()["tier"].as_str().map(str::to_owned))
+    };
+    assert_eq!(tier_of(ENTERPRISE).await, (200, Some("enterprise".into())));
+    assert_eq!(tier_of(PRO).await, (200, Some("pro".into())));
+    // One character off the key accepted just before, and the same length.
+    let mut near = ENTERPRISE.to_string();
+    let last = near.pop().map_or('x', |c| if c == 'x' { 'y' } else { 'x' });
+    near.push(last);
+    assert_eq!(tier_of(&near).await.0, 401);
+    assert_eq!(tier_of(REVOKED).await.0, 401);
+    assert_eq!(tier_of(ENTERPRISE).await, (200, Some("enterprise".into())));
+}
+
+#[tokio::test]
 async fn revocation_and_new_keys_apply_on_reload_without_failing_requests() {
     let server = TestServer::start().await;
     let addr = server.addr;
@@ -329,6 +348,15 @@ async fn revocation_and_new_keys_apply_on_reload_without_failing_requests() {
         count
     });
     assert_eq!(server.get("/v1/usage", Some(PRO)).await.status, 200);
+    // A connection remembers the key it last accepted; a reload must make it forget.
+    let mut kept_alive = Client::connect(addr).await;
+    assert_eq!(
+        kept_alive
+            .send(Method::GET, "/v1/usage", &[("x-api-key", PRO)])
+            .await
+            .status,
+        200
+    );
     let (_, new_key) =
         marks::keys::issue(&server.keys_path, marks_builder::tiers::Tier::Business, "acme", None).unwrap();
     marks::keys::set_status(&server.keys_path, "demo-pro", marks::keys::KeyStatus::Revoked).unwrap();
@@ -341,6 +369,10 @@ async fn revocation_and_new_keys_apply_on_reload_without_failing_requests() {
         }
     }
     assert!(applied, "revocation never applied");
+    kept_alive
+        .send(Method::GET, "/v1/usage", &[("x-api-key", PRO)])
+        .await
+        .assert_problem(401, "invalid_api_key");
     let reply = server.get("/v1/usage", Some(&new_key)).await;
     assert_eq!((reply.status, reply.json()["tier"].as_str()), (200, Some("business")));
     // A suspended key is as invalid as a revoked one.
