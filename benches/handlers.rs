@@ -16,8 +16,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use http::Request;
 use http_body_util::Full;
 use marks::cursor::{Cursor, CursorKey, SortKey};
-use marks::keys::KeyRing;
-use marks::service::handle;
+use marks::keys::{KeyRing, RememberedKey};
+use marks::service::{handle, handle_with_outcome, Connection};
 use marks::state::{Settings, State};
 
 /// A bench-only enterprise key with a budget no bench can spend, so every iteration takes the
@@ -130,9 +130,18 @@ fn operations(c: &mut Criterion) {
                 .to_bytes()
         };
         group.throughput(Throughput::Elements(1));
+        // A keep-alive client's steady state: a later request of the same connection.
+        let mut connection = Connection::default();
         group.bench_with_input(BenchmarkId::new("marks", name), &req, |b, req| {
-            b.iter(|| handle(&state, black_box(req), PEER))
+            b.iter(|| handle_with_outcome(&state, black_box(req), PEER, &mut connection).0)
         });
+        if name == "getCompany" {
+            group.bench_with_input(
+                BenchmarkId::new("marks", "getCompany, first of its connection"),
+                &req,
+                |b, req| b.iter(|| handle(&state, black_box(req), PEER)),
+            );
+        }
         group.bench_with_input(BenchmarkId::new("baseline", name), &body, |b, body| {
             b.iter(|| baseline(black_box(body)))
         });
@@ -151,6 +160,10 @@ fn access_control(c: &mut Criterion) {
     let ring: &KeyRing = &state.keys();
     let mut group = c.benchmark_group("access");
     group.bench_function("authenticate", |b| b.iter(|| ring.authenticate(black_box(KEY))));
+    let mut remembered = RememberedKey::default();
+    group.bench_function("authenticate, remembered by the connection", |b| {
+        b.iter(|| ring.authenticate_remembering(black_box(KEY), &mut remembered))
+    });
     let limiter = marks::ratelimit::RateLimiter::default();
     let id: Arc<str> = Arc::from("bench");
     group.bench_function("token bucket", |b| {

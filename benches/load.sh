@@ -7,8 +7,9 @@
 # The servers under test (marks, the bare and the same-headers reference, nginx) get CPU 0 and
 # one worker each; wrk gets CPU 1, so on a 2-core machine load and server never share a core.
 # Every server sees the same request with keep-alive. Each operation runs ROUNDS interleaved
-# rounds and reports medians. Prints a Markdown table and writes target/bench-load/results.md.
-# Installs wrk and nginx from Debian's packages when they are missing.
+# rounds and reports medians. getCompany is also run side by side with the bare reference (both
+# servers on CPU 0 at once; see side_by_side), which this shared machine's drift disturbs far
+# less. Prints Markdown tables and writes target/bench-load/results.md. Installs wrk and nginx from Debian's packages when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -122,6 +123,27 @@ run_wrk_rate() { # url rate [header...]
   wrk_summary
 }
 
+# Side by side: marks and a reference on the same core at the same time, each loaded by its own
+# wrk (half the connections each) on the other core. The scheduler shares the core between
+# them, so the machine's drift falls on both alike. Prints the throughput ratio and the ratio
+# of CPU time per request (user + system, from /proc), then each server's user and system
+# microseconds per request.
+clock_ticks=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
+side_by_side() { # marks-pid marks-url reference-pid reference-url header
+  local half=$(( (CONNECTIONS + 1) / 2 )) mu0 ms0 ru0 rs0 mu1 ms1 ru1 rs1 wrk_pid
+  read -r mu0 ms0 < <(cpu_ticks "$1"); read -r ru0 rs0 < <(cpu_ticks "$3")
+  taskset -c "$LOAD_CPU" wrk -t1 -c"$half" -d"${DURATION}s" -H "$5" "$2" >"$work/wrk-side.out" 2>&1 &
+  wrk_pid=$!
+  taskset -c "$LOAD_CPU" wrk -t1 -c"$half" -d"${DURATION}s" -H "$5" "$4" >"$work/wrk.out" 2>&1
+  wait "$wrk_pid"
+  read -r mu1 ms1 < <(cpu_ticks "$1"); read -r ru1 rs1 < <(cpu_ticks "$3")
+  local m_n r_n
+  m_n=$(awk '/requests in/ {print $1}' "$work/wrk-side.out"); r_n=$(awk '/requests in/ {print $1}' "$work/wrk.out")
+  awk -v mn="$m_n" -v rn="$r_n" -v mu=$((mu1 - mu0)) -v ms=$((ms1 - ms0)) -v ru=$((ru1 - ru0)) -v rs=$((rs1 - rs0)) -v hz="$clock_ticks" \
+    'BEGIN { us = 1e6 / hz; printf "%.3f %.3f %.2f %.2f %.2f %.2f\n", mn / rn, ((ru + rs) / rn) / ((mu + ms) / mn), mu * us / mn, ms * us / mn, ru * us / rn, rs * us / rn }'
+}
+
 rss() { # pid -> "rss_mib anon_mib file_mib"
   awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {printf "%.1f %.1f %.1f\n", r/1024, a/1024, f/1024}' "/proc/$1/status"
 }
@@ -135,6 +157,7 @@ results="$work/results.md"
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 port=9100
+side_rows=()
 bench() { # name dataset-snapshot path [304]
   local name=$1 snapshot=$2 path=$3 mode=${4:-}
   port=$((port + 1))
@@ -184,6 +207,15 @@ bench() { # name dataset-snapshot path [304]
   s_rps=$(printf '%s\n' "${s[@]}" | median); n_rps=$(printf '%s\n' "${n[@]}" | median)
   m_p50=$(printf '%s\n' "${p50[@]}" | median); m_p99=$(printf '%s\n' "${p99[@]}" | median)
 
+  if [ "$name" = "getCompany" ]; then
+    local rps_ratios=() cpu_ratios=() mu=() ms=() ru=() rs=() a b c d e f
+    for _ in $(seq 1 "$ROUNDS"); do
+      read -r a b c d e f < <(side_by_side "$marks_pid" "$url" "$bare_pid" "http://127.0.0.1:$((port + 500))/" "${marks_headers[0]}")
+      rps_ratios+=("$a"); cpu_ratios+=("$b"); mu+=("$c"); ms+=("$d"); ru+=("$e"); rs+=("$f")
+    done
+    side_rows+=("| getCompany | $(basename "$snapshot" .snap) | $(printf '%s\n' "${rps_ratios[@]}" | median) | $(printf '%s\n' "${cpu_ratios[@]}" | median) | $(printf '%s\n' "${rps_ratios[@]}" | sort -n | tr '\n' ' ')| $(printf '%s\n' "${mu[@]}" | median) + $(printf '%s\n' "${ms[@]}" | median) | $(printf '%s\n' "${ru[@]}" | median) + $(printf '%s\n' "${rs[@]}" | median) |")
+  fi
+
   if [ "$name" = "getCompany" ] && [ "$snapshot" = "$work/sample.snap" ]; then
     # Latency at half the peak rate, two ways. Closed loop: the fewest keep-alive connections
     # that carry half the peak, each sending its next request when the last is answered.
@@ -226,6 +258,12 @@ bench "listCompanies limit=200" "$work/synth10k.snap" "/v1/companies?limit=200&s
 bench "getMarkSeries" "$work/synth10k.snap" /v1/companies/synth-004242/marks
 
 {
+  echo
+  echo "Side by side (marks and the bare reference sharing CPU 0 at once, $(( (CONNECTIONS + 1) / 2 )) connections each; medians of $ROUNDS rounds):"
+  echo
+  echo "| operation | dataset | marks / bare, req/s | bare / marks, CPU per request | each round, req/s ratio | marks user + system us/request | bare user + system us/request |"
+  echo "|---|---|---:|---:|---|---:|---:|"
+  printf '%s\n' "${side_rows[@]}"
   echo
   echo "- $half_rate"
   echo "- $paced"
