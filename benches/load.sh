@@ -54,9 +54,10 @@ start_marks() { # snapshot port
   wait_port "$2"
 }
 
-start_reference() { # body-file port status [headers-file]
+start_reference() { # body-file port status [headers-file] [runtime]
   local extra=()
   if [ -n "${4:-}" ]; then extra=(--headers "$4"); fi
+  if [ -n "${5:-}" ]; then extra+=(--runtime "$5"); fi
   taskset -c "$SERVER_CPU" "$reference" --addr "127.0.0.1:$2" --body "$1" --status "$3" --threads 1 "${extra[@]}" 2>/dev/null &
   pids+=($!); reference_pid=$!
   wait_port "$2"
@@ -217,6 +218,17 @@ bench() { # name dataset-snapshot path [304]
   fi
 
   if [ "$name" = "getCompany" ] && [ "$snapshot" = "$work/sample.snap" ]; then
+    # DESIGN asks for one current-thread runtime per core against the multi-thread runtime:
+    # the bare reference both ways, side by side, one thread each.
+    start_reference "$body_file" $((port + 700)) "$status" "" current-thread
+    local current_pid=$reference_pid runtime_rps=() runtime_cpu=()
+    for _ in $(seq 1 "$ROUNDS"); do
+      read -r a b _ < <(side_by_side "$current_pid" "http://127.0.0.1:$((port + 700))/" "$bare_pid" "http://127.0.0.1:$((port + 500))/" "${marks_headers[0]}")
+      runtime_rps+=("$a"); runtime_cpu+=("$b")
+    done
+    kill "$current_pid"; wait "$current_pid" 2>/dev/null || true
+    runtime="bare reference, a current-thread runtime against the multi-thread runtime (one worker), side by side: $(printf '%s\n' "${runtime_rps[@]}" | median)x req/s, $(printf '%s\n' "${runtime_cpu[@]}" | median)x CPU per request (rounds: $(printf '%s\n' "${runtime_cpu[@]}" | sort -n | tr '\n' ' '| sed 's/ $//'))"
+
     # Latency at half the peak rate, two ways. Closed loop: the fewest keep-alive connections
     # that carry half the peak, each sending its next request when the last is answered.
     local half=$((m_rps / 2)) c
@@ -265,6 +277,7 @@ bench "getMarkSeries" "$work/synth10k.snap" /v1/companies/synth-004242/marks
   echo "|---|---|---:|---:|---|---:|---:|"
   printf '%s\n' "${side_rows[@]}"
   echo
+  echo "- $runtime"
   echo "- $half_rate"
   echo "- $paced"
   echo "- $memory"

@@ -7,8 +7,12 @@
 //! response bytes as marks, so the ratio isolates marks' per-request work from the cost any
 //! server pays to put that many headers on the wire.
 //!
+//! With `--runtime current-thread` it runs one current-thread runtime per thread instead, each
+//! accepting on its own `SO_REUSEPORT` listener: the alternative DESIGN asks to measure
+//! against the multi-thread runtime (`benches/load.sh` reports both).
+//!
 //! Usage: cargo run --release --example reference_server -- --addr 127.0.0.1:9000 --body FILE
-//!        [--headers FILE] [--status 304] [--threads 1]
+//!        [--headers FILE] [--status 304] [--threads 1] [--runtime multi-thread|current-thread]
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -24,6 +28,7 @@ struct Args {
     headers: hyper::HeaderMap,
     status: u16,
     threads: usize,
+    current_thread: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -33,6 +38,7 @@ fn parse_args() -> Result<Args, String> {
         headers: hyper::HeaderMap::new(),
         status: 200,
         threads: 1,
+        current_thread: false,
     };
     let mut argv = std::env::args().skip(1);
     while let Some(flag) = argv.next() {
@@ -52,6 +58,13 @@ fn parse_args() -> Result<Args, String> {
             }
             "--status" => args.status = value.parse().map_err(|e| format!("--status: {e}"))?,
             "--threads" => args.threads = value.parse().map_err(|e| format!("--threads: {e}"))?,
+            "--runtime" => {
+                args.current_thread = match value.as_str() {
+                    "multi-thread" => false,
+                    "current-thread" => true,
+                    other => return Err(format!("--runtime: {other}: multi-thread or current-thread")),
+                }
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -66,19 +79,54 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if args.current_thread {
+        let args = std::sync::Arc::new(args);
+        let threads: Vec<_> = (0..args.threads.max(1))
+            .map(|_| {
+                let args = args.clone();
+                std::thread::spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap_or_else(|e| panic!("runtime: {e}"));
+                    runtime.block_on(async {
+                        let socket = tokio::net::TcpSocket::new_v4().unwrap_or_else(|e| panic!("socket: {e}"));
+                        socket
+                            .set_reuseport(true)
+                            .unwrap_or_else(|e| panic!("SO_REUSEPORT: {e}"));
+                        socket
+                            .set_reuseaddr(true)
+                            .unwrap_or_else(|e| panic!("SO_REUSEADDR: {e}"));
+                        socket
+                            .bind(args.addr)
+                            .unwrap_or_else(|e| panic!("bind {}: {e}", args.addr));
+                        let listener = socket.listen(1024).unwrap_or_else(|e| panic!("listen: {e}"));
+                        serve(listener, &args).await
+                    })
+                })
+            })
+            .collect();
+        eprintln!("reference server on http://{} (current-thread runtimes)", args.addr);
+        for thread in threads {
+            let _ = thread.join();
+        }
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads.max(1))
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("runtime: {e}"));
-    runtime.block_on(serve(args));
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .unwrap_or_else(|e| panic!("bind {}: {e}", args.addr));
+        eprintln!("reference server on http://{}", args.addr);
+        serve(listener, &args).await
+    });
 }
 
-async fn serve(args: Args) {
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .unwrap_or_else(|e| panic!("bind {}: {e}", args.addr));
-    eprintln!("reference server on http://{}", args.addr);
+async fn serve(listener: tokio::net::TcpListener, args: &Args) {
     let status = hyper::StatusCode::from_u16(args.status).unwrap_or(hyper::StatusCode::OK);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
