@@ -9,7 +9,8 @@
 # Every server sees the same request with keep-alive. Each operation runs ROUNDS interleaved
 # rounds and reports medians. getCompany is also run side by side with the bare reference (both
 # servers on CPU 0 at once; see side_by_side), which this shared machine's drift disturbs far
-# less. Prints Markdown tables and writes target/bench-load/results.md. Installs wrk and nginx from Debian's packages when they are missing.
+# less. Prints Markdown tables and writes target/bench-load/results.md. Installs wrk and nginx
+# from Debian's packages when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -105,10 +106,15 @@ run_wrk() { # url [header...]
   local args=()
   for header in "$@"; do args+=(-H "$header"); done
   taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "${args[@]}" "$url" >"$work/wrk.out" 2>&1
-  if grep -q "Non-2xx or 3xx" "$work/wrk.out"; then
-    echo "wrk saw error responses for $url:" >&2; cat "$work/wrk.out" >&2; exit 1
-  fi
+  refuse_errors "$work/wrk.out" "$url"
   wrk_summary
+}
+
+# Stops the run when a wrk output shows error answers: figures over refused requests mean nothing.
+refuse_errors() { # wrk-output url
+  if grep -q "Non-2xx or 3xx" "$1"; then
+    echo "wrk saw error responses for $2:" >&2; cat "$1" >&2; exit 1
+  fi
 }
 
 # Fixed-rate latency: each connection waits 1 ms between requests (wrk's delay()), so one
@@ -139,6 +145,8 @@ side_by_side() { # marks-pid marks-url reference-pid reference-url header
   taskset -c "$LOAD_CPU" wrk -t1 -c"$half" -d"${DURATION}s" -H "$5" "$4" >"$work/wrk.out" 2>&1
   wait "$wrk_pid"
   read -r mu1 ms1 < <(cpu_ticks "$1"); read -r ru1 rs1 < <(cpu_ticks "$3")
+  refuse_errors "$work/wrk-side.out" "$2"
+  refuse_errors "$work/wrk.out" "$4"
   local m_n r_n
   m_n=$(awk '/requests in/ {print $1}' "$work/wrk-side.out"); r_n=$(awk '/requests in/ {print $1}' "$work/wrk.out")
   awk -v mn="$m_n" -v rn="$r_n" -v mu=$((mu1 - mu0)) -v ms=$((ms1 - ms0)) -v ru=$((ru1 - ru0)) -v rs=$((rs1 - rs0)) -v hz="$clock_ticks" \

@@ -58,8 +58,8 @@ enum Cache {
 
 /// The request headers the service reads, found in one walk over the few headers a request
 /// carries instead of a hashed lookup each (`benches/instructions.sh` counted the four lookups
-/// at 550 instructions, a fourteenth of the handler). `If-None-Match` and `Accept-Encoding` are only noted here;
-/// when present, their values are read where they are compared.
+/// at 550 instructions, a fourteenth of the handler). `If-None-Match` and `Accept-Encoding`
+/// are only noted here; when present, their values are read where they are compared.
 #[derive(Debug, Default)]
 struct Asked<'r> {
     api_key: Option<&'r HeaderValue>,
