@@ -16,7 +16,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use http::Request;
 use http_body_util::Full;
 use marks::cursor::{Cursor, CursorKey, SortKey};
-use marks::keys::{KeyRing, RememberedKey};
+use marks::key_ring::{KeyRing, RememberedKey};
 use marks::service::{handle, handle_with_outcome, Connection};
 use marks::state::{Settings, State};
 
@@ -43,20 +43,21 @@ fn state() -> Arc<State> {
     .expect("sample builds");
     let keys = dir.join("keys.toml");
     std::fs::copy(repo.join("snapshots/sample/demo-keys.toml"), &keys).expect("keys");
-    let entry = marks::keys::KeyEntry {
+    let entry = marks::keys_file::KeyEntry {
         key_id: "bench".into(),
         tenant: "bench".into(),
         tier: "enterprise".into(),
-        status: marks::keys::KeyStatus::Active,
+        status: marks::keys_file::KeyStatus::Active,
         created: "2026-11-22".into(),
         hash: String::new(),
         rate_per_min: Some(u32::MAX),
     };
-    marks::keys::add_known(&keys, KEY, entry).expect("bench key");
+    marks::keys_file::add_known(&keys, KEY, entry).expect("bench key");
     let state = Arc::new(State::new(
         Settings {
             public_base_url: "https://api.example.test".into(),
             auth_failures_per_min: u32::MAX,
+            max_throttled_addresses: 100_000,
             client_ip_header: None,
             publisher_key: None,
             snapshot_path: snapshot.clone(),
@@ -171,7 +172,7 @@ fn access_control(c: &mut Criterion) {
     });
     group.bench_function("authenticate + token bucket", |b| {
         b.iter(|| {
-            if let marks::keys::Authentication::Valid(caller) = ring.authenticate(black_box(KEY)) {
+            if let marks::key_ring::Authentication::Valid(caller) = ring.authenticate(black_box(KEY)) {
                 limiter.take(&caller.key_id, u32::MAX, Instant::now());
             }
         })

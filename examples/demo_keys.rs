@@ -3,7 +3,7 @@
 //!
 //! Usage: cargo run --example demo_keys
 
-use marks::keys::{add_known, KeyEntry, KeyStatus};
+use marks::keys_file::{add_known, KeyEntry, KeyStatus};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = marks::commands::demo_keys_file();

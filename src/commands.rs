@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use marks_builder::dataset::Day;
 use marks_builder::signing;
 use marks_builder::synth::{self, SynthOptions};
 use marks_builder::tiers::Tier;
 
-use crate::keys::{self, KeyStatus};
+use crate::keys_file::{self, KeyStatus};
 use marks_builder::{BuildOptions, OpenOptions, Snapshot};
 
 /// The repository's bundled sample: dataset, demo signing key and demo API keys.
@@ -39,7 +39,7 @@ pub fn demo_keys_file() -> PathBuf {
 pub struct BuildArgs {
     pub source: PathBuf,
     pub out: PathBuf,
-    pub signing_key: Option<PathBuf>,
+    pub signing_key: PathBuf,
     pub previous: Option<PathBuf>,
     pub publisher_key: Option<PathBuf>,
     pub gzip_level: u32,
@@ -48,10 +48,7 @@ pub struct BuildArgs {
 
 pub fn build(args: &BuildArgs) -> Result<()> {
     let started = Instant::now();
-    let signing_key = match &args.signing_key {
-        Some(path) => signing::read_signing_key(path)?,
-        None => bail!("--signing-key is required (make one with `marks keygen --out FILE`)"),
-    };
+    let signing_key = signing::read_signing_key(&args.signing_key)?;
     let publisher_key = args
         .publisher_key
         .as_deref()
@@ -156,6 +153,31 @@ pub fn verify_snapshot(path: &Path, publisher_key: Option<&Path>) -> Result<()> 
     Ok(())
 }
 
+/// Puts a snapshot in place of the one a server watches, the safe way: checks it as the server
+/// would, copies it to a temporary file beside `live`, fsyncs it and renames it over `live`, so
+/// the server sees the old file or the whole new one and never a partial copy.
+pub fn install(snapshot: &Path, live: &Path, publisher_key: Option<&Path>) -> Result<()> {
+    let options = OpenOptions {
+        publisher_key: publisher_key.map(signing::read_verifying_key).transpose()?,
+    };
+    let checked = Snapshot::open(snapshot, &options)
+        .with_context(|| format!("{} refused; {} left as it was", snapshot.display(), live.display()))?;
+    let header = checked.header().clone();
+    drop(checked);
+    let started = Instant::now();
+    let bytes = marks_builder::atomic_file::copy(snapshot, live)
+        .with_context(|| format!("cannot install {} as {}", snapshot.display(), live.display()))?;
+    eprintln!(
+        "installed {} as {} (dataset {}, methodology {}, {bytes} bytes) in {:.2}s; a server watching it swaps to it at its next look",
+        snapshot.display(),
+        live.display(),
+        header.dataset_version,
+        header.methodology_version,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 /// Builds the bundled sample snapshot with the demo key when it is missing or older than its
 /// sources, so that `marks serve` works on a fresh clone.
 pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
@@ -175,7 +197,7 @@ pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
     build(&BuildArgs {
         source: sample_dir(),
         out: path.to_owned(),
-        signing_key: Some(demo_signing_key()),
+        signing_key: demo_signing_key(),
         previous: None,
         publisher_key: None,
         gzip_level: 4,
@@ -184,7 +206,7 @@ pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
 }
 
 pub fn keys_issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u32>) -> Result<()> {
-    let (key_id, key) = keys::issue(path, tier, tenant, rate_per_min)?;
+    let (key_id, key) = keys_file::issue(path, tier, tenant, rate_per_min)?;
     // The key alone on stdout, so scripts can capture it; everything else on stderr.
     println!("{key}");
     eprintln!(
@@ -197,7 +219,7 @@ pub fn keys_issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u3
 
 /// Revokes, suspends or reinstates a key.
 pub fn keys_set_status(path: &Path, key_id: &str, status: KeyStatus) -> Result<()> {
-    keys::set_status(path, key_id, status)?;
+    keys_file::set_status(path, key_id, status)?;
     let done = match status {
         KeyStatus::Active => "reinstated",
         KeyStatus::Revoked => "revoked",
@@ -215,7 +237,7 @@ pub fn keys_list(path: &Path) -> Result<()> {
         "{:<20} {:<20} {:<11} {:<10} {:<11} {:>10}",
         "key_id", "tenant", "tier", "status", "created", "rate/min"
     );
-    for entry in keys::list(path)? {
+    for entry in keys_file::list(path)? {
         let rate = entry
             .rate_per_min
             .or_else(|| Tier::parse(&entry.tier).map(Tier::rate_per_min))

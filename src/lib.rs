@@ -1,22 +1,36 @@
 //! The Valuation Marks server, and the offline commands of the `marks` binary.
 //!
 //! The server answers every `/v1` operation from a memory-mapped snapshot built by the
-//! `marks-builder` crate: [`service::handle`] is the whole request path as a plain function;
-//! [`server`] puts it behind hyper with connection hygiene, TLS and graceful shutdown;
-//! [`state`] and [`reload`] hold and swap the snapshot and keys in force.
+//! `marks-builder` crate. Where to look:
+//! - [`service::handle`] is the whole request path as a plain function, its steps in order:
+//!   [`access`] (who is asking, and the throttle on failed authentication), [`operations`]
+//!   (what each endpoint answers), [`representation`] (how an answer becomes a response:
+//!   conditional requests, encodings, caching, headers), with [`response_headers`] holding
+//!   the header names, values and prebuilt blocks;
+//! - [`http_server`] puts it behind hyper: the accept loop, TLS, HTTP/2, graceful shutdown,
+//!   with [`connection_guard`] enforcing the per-connection deadlines;
+//! - [`state`] and [`reload`] hold and swap the snapshot and keys in force; [`key_ring`] is the
+//!   keys as the server sees them, [`keys_file`] the file and the commands that edit it;
+//! - [`serve_command`] turns `marks serve` flags into a running server; [`commands`] runs the
+//!   other subcommands.
 
+pub mod access;
 pub mod commands;
+pub mod connection_guard;
 pub mod cursor;
-pub mod head;
-pub mod keys;
+pub mod http_server;
+pub mod key_ring;
+pub mod keys_file;
 pub mod list;
 pub mod metrics;
+pub mod operations;
 pub mod problem;
 pub mod query;
 pub mod ratelimit;
 pub mod reload;
+pub mod representation;
+pub mod response_headers;
 pub mod routes;
-pub mod serve;
-pub mod server;
+pub mod serve_command;
 pub mod service;
 pub mod state;

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use marks::commands;
-use marks::keys::KeyStatus;
-use marks::serve::{self, LogFormat, ServeArgs};
+use marks::keys_file::KeyStatus;
+use marks::serve_command::{self, LogFormat, ServeArgs};
 use marks_builder::tiers::Tier;
 
 #[derive(Parser, Debug)]
@@ -43,8 +43,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
         /// Ed25519 private key (PKCS#8 PEM, from `marks keygen`) that signs the resolution records.
-        #[arg(long, value_name = "FILE")]
-        signing_key: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", required = true)]
+        signing_key: PathBuf,
         /// The snapshot this one succeeds: refuse the build if any of its events changed or vanished,
         /// and keep publishing its signing keys.
         #[arg(long, value_name = "FILE")]
@@ -83,6 +83,19 @@ enum Command {
         /// Directory to write the dataset into.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+    },
+    /// Publish a snapshot to a server's --snapshot path safely: check it, copy it beside LIVE,
+    /// fsync, rename over LIVE. The server swaps to it at its next look.
+    Install {
+        /// The new snapshot file (from `marks build`).
+        #[arg(long, value_name = "NEW")]
+        snapshot: PathBuf,
+        /// The file the server serves (its --snapshot path); replaced atomically.
+        #[arg(long, value_name = "LIVE")]
+        to: PathBuf,
+        /// Refuse to install a snapshot not signed by this publisher public key (PEM).
+        #[arg(long, value_name = "PUB")]
+        publisher_key: Option<PathBuf>,
     },
     /// Check a snapshot file offline the way the server does, and print its versions.
     VerifySnapshot {
@@ -143,9 +156,14 @@ struct ServeCommand {
     /// Milliseconds between checks of the snapshot and keys files for replacement.
     #[arg(long, value_name = "MS", default_value_t = 500)]
     watch_interval_ms: u64,
-    /// Failed authentications allowed per client IP per minute; past it, 429.
+    /// Failed authentications allowed per client address (IPv6: per /64) per minute; past it,
+    /// a failing attempt gets 429. A request with a valid key is never refused by it.
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     auth_failures_per_min: u32,
+    /// Most client addresses whose failed authentications are remembered at once; past it the
+    /// least recently seen are forgotten, so a flood of addresses cannot grow memory.
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(16..))]
+    max_throttled_addresses: u64,
     /// Behind a reverse proxy: the request header to which it appends the client's address
     /// (e.g. X-Forwarded-For); its last address is the one failed authentication is counted
     /// against. Only set it when every request comes through that proxy.
@@ -236,6 +254,7 @@ fn serve_args(c: ServeCommand) -> ServeArgs {
         shutdown_grace: Duration::from_secs(c.shutdown_grace),
         watch_interval: Duration::from_millis(c.watch_interval_ms.max(10)),
         auth_failures_per_min: c.auth_failures_per_min,
+        max_throttled_addresses: usize::try_from(c.max_throttled_addresses).unwrap_or(usize::MAX),
         client_ip_header: c.client_ip_header,
         log_format: c.log_format,
         log_level: c.log_level,
@@ -246,7 +265,7 @@ fn serve_args(c: ServeCommand) -> ServeArgs {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve(command) => serve::run(serve_args(*command)),
+        Command::Serve(command) => serve_command::run(serve_args(*command)),
         Command::Keys { command } => match command {
             KeysCommand::Issue {
                 keys,
@@ -290,6 +309,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             as_of,
             out,
         }),
+        Command::Install {
+            snapshot,
+            to,
+            publisher_key,
+        } => commands::install(&snapshot, &to, publisher_key.as_deref()),
         Command::VerifySnapshot { file, publisher_key } => commands::verify_snapshot(&file, publisher_key.as_deref()),
     }
 }

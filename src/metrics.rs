@@ -32,6 +32,8 @@ pub struct Metrics {
     pub connections_open: AtomicI64,
     pub connections_accepted: AtomicU64,
     pub connection_errors: AtomicU64,
+    /// The file watcher ended by a panic and was started again.
+    pub watcher_restarts: AtomicU64,
 }
 
 /// What the exposition needs from the rest of the server at scrape time.
@@ -44,6 +46,8 @@ pub struct Gauges<'a> {
     pub last_refusal_at: Option<u64>,
     pub keys: usize,
     pub buckets: usize,
+    /// Failed-authentication buckets dropped to keep that table under its maximum.
+    pub throttle_buckets_dropped: u64,
 }
 
 impl Metrics {
@@ -122,7 +126,7 @@ impl Metrics {
             ),
             (
                 "marks_auth_throttled_total",
-                "Requests refused with 429 because their IP failed authentication too often.",
+                "Failed authentications refused with 429 because their address failed too often.",
                 &self.auth_throttled,
             ),
             (
@@ -151,6 +155,11 @@ impl Metrics {
                 "Connections that ended in an error (timeouts, malformed requests, resets).",
                 &self.connection_errors,
             ),
+            (
+                "marks_watcher_restarts_total",
+                "Times the snapshot and keys watcher panicked and was started again.",
+                &self.watcher_restarts,
+            ),
         ];
         for (name, help, counter) in counters {
             writeln!(
@@ -159,6 +168,12 @@ impl Metrics {
                 counter.load(Relaxed)
             )?;
         }
+        writeln!(
+            out,
+            "# HELP marks_auth_throttle_dropped_total Failed-authentication buckets dropped (least recently used first) to keep that table under its maximum.\n\
+             # TYPE marks_auth_throttle_dropped_total counter\nmarks_auth_throttle_dropped_total {}",
+            g.throttle_buckets_dropped
+        )?;
         let gauges: [(&str, &str, String); 6] = [
             (
                 "marks_connections_open",

@@ -18,8 +18,17 @@ pub enum ApiError {
     InvalidCoverage(String),
     InvalidSort(String),
     BadCursor(String),
-    InvalidParameter { name: String, reason: String },
-    RateLimited { retry_after: u64 },
+    InvalidParameter {
+        name: String,
+        reason: String,
+    },
+    RateLimited {
+        retry_after: u64,
+    },
+    /// A failing authentication from an address that has failed too often.
+    AuthThrottled {
+        retry_after: u64,
+    },
     MethodNotAllowed(String),
     Internal,
     Unavailable(String),
@@ -54,7 +63,7 @@ impl ApiError {
             | ApiError::InvalidSort(_)
             | ApiError::BadCursor(_)
             | ApiError::InvalidParameter { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -71,7 +80,7 @@ impl ApiError {
             ApiError::InvalidSort(_) => "invalid_sort",
             ApiError::BadCursor(_) => "bad_cursor",
             ApiError::InvalidParameter { .. } => "invalid_parameter",
-            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } => "rate_limited",
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::Internal => "internal_error",
             ApiError::Unavailable(_) => "unavailable",
@@ -89,6 +98,7 @@ impl ApiError {
             ApiError::BadCursor(_) => "Invalid cursor",
             ApiError::InvalidParameter { .. } => "Invalid parameter",
             ApiError::RateLimited { .. } => "Rate limit exceeded",
+            ApiError::AuthThrottled { .. } => "Too many failed authentications",
             ApiError::MethodNotAllowed(_) => "Method not allowed",
             ApiError::Internal => "Internal error",
             ApiError::Unavailable(_) => "Service unavailable",
@@ -111,6 +121,9 @@ impl ApiError {
             ApiError::RateLimited { retry_after } => {
                 format!("Request budget exhausted; retry after {retry_after} seconds.")
             }
+            ApiError::AuthThrottled { retry_after } => format!(
+                "too many failed authentications from this address; retry after {retry_after} seconds"
+            ),
             ApiError::MethodNotAllowed(method) => {
                 format!("Method {method} is not allowed; this API is read-only: use GET or HEAD.")
             }

@@ -9,6 +9,8 @@
 //! for a key it has seen in the last minute.
 
 use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -47,8 +49,10 @@ impl TokenBucket {
 
     fn refill(&mut self, capacity: u32, now: Instant) {
         if capacity != self.capacity {
-            // A changed budget (keys reload) applies at once, without a free refill.
-            self.tokens = self.tokens.min(f64::from(capacity));
+            // A changed budget (keys reload) applies at once, and what the key has spent in
+            // the window stays spent: editing the file is no free refill, in either direction.
+            let spent = f64::from(self.capacity) - self.tokens;
+            self.tokens = (f64::from(capacity) - spent).max(0.0);
             self.capacity = capacity;
         }
         let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
@@ -95,26 +99,42 @@ impl TokenBucket {
     }
 }
 
-/// Token buckets by key (API key id, or client IP for failed authentication).
+/// Token buckets by key (API key id, or client address group for failed authentication).
 #[derive(Debug)]
 pub struct RateLimiter<K: Hash + Eq> {
     // foldhash: several times faster than SipHash on these short keys, seeded per process so
     // client-chosen keys (addresses) cannot be aimed at one shard.
     buckets: DashMap<K, TokenBucket, foldhash::fast::RandomState>,
+    /// Most buckets held at once. Keys chosen by clients (addresses) would otherwise grow the
+    /// map without bound; past it, the least recently used quarter is dropped.
+    max_buckets: usize,
+    /// Buckets dropped to stay under `max_buckets`.
+    dropped: AtomicU64,
+    trimming: Mutex<()>,
 }
 
 impl<K: Hash + Eq + Clone> Default for RateLimiter<K> {
     fn default() -> Self {
-        RateLimiter {
-            buckets: DashMap::with_hasher(foldhash::fast::RandomState::default()),
-        }
+        RateLimiter::with_max_buckets(usize::MAX)
     }
 }
 
 impl<K: Hash + Eq + Clone> RateLimiter<K> {
+    pub fn with_max_buckets(max_buckets: usize) -> Self {
+        RateLimiter {
+            buckets: DashMap::with_hasher(foldhash::fast::RandomState::default()),
+            max_buckets: max_buckets.max(4),
+            dropped: AtomicU64::new(0),
+            trimming: Mutex::new(()),
+        }
+    }
+
     pub fn take(&self, key: &K, capacity: u32, now: Instant) -> Decision {
         if let Some(mut bucket) = self.buckets.get_mut(key) {
             return bucket.try_take(capacity, now);
+        }
+        if self.buckets.len() >= self.max_buckets {
+            self.trim();
         }
         let mut bucket = self
             .buckets
@@ -132,6 +152,30 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
             }
             None => TokenBucket::full(capacity, now).decision(capacity > 0),
         }
+    }
+
+    /// Drops the least recently used quarter of the buckets. One caller trims at a time; the
+    /// others go on (the map may briefly hold a few more than its maximum). Amortised over the
+    /// quarter of inserts it makes room for, a trim costs O(1) per insert.
+    fn trim(&self) {
+        let Ok(_trimming) = self.trimming.try_lock() else {
+            return;
+        };
+        let mut used: Vec<Instant> = self.buckets.iter().map(|entry| entry.updated).collect();
+        if used.len() < self.max_buckets {
+            return;
+        }
+        let quarter = used.len() / 4;
+        let (_, &mut cutoff, _) = used.select_nth_unstable(quarter);
+        let before = self.buckets.len();
+        self.buckets.retain(|_, bucket| bucket.updated > cutoff);
+        let dropped = before.saturating_sub(self.buckets.len());
+        self.dropped.fetch_add(dropped as u64, Relaxed);
+    }
+
+    /// Buckets dropped so far to keep the map under its maximum.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Relaxed)
     }
 
     /// Drops buckets that have refilled completely: they hold no information.
@@ -174,6 +218,34 @@ mod tests {
         let later = start + Duration::from_secs(6);
         assert!(limiter.take(&"k", 10, later).allowed);
         assert!(!limiter.take(&"k", 10, later).allowed);
+    }
+
+    #[test]
+    fn a_changed_budget_keeps_what_was_spent() {
+        let start = Instant::now();
+        let limiter = RateLimiter::default();
+        for _ in 0..50 {
+            limiter.take(&"k", 60, start);
+        }
+        // Raised from 60 to 600 with 50 spent: 550 left, not 600.
+        assert_eq!(limiter.peek(&"k", 600, start).remaining, 550);
+        // Lowered to 40 with 50 spent: nothing left, not a fresh 40.
+        let lowered = limiter.take(&"k", 40, start);
+        assert_eq!((lowered.allowed, lowered.remaining), (false, 0));
+    }
+
+    #[test]
+    fn the_map_never_holds_more_than_its_maximum_and_drops_the_oldest() {
+        let start = Instant::now();
+        let limiter = RateLimiter::with_max_buckets(100);
+        for i in 0..1000u32 {
+            limiter.take(&i, 5, start + Duration::from_millis(u64::from(i)));
+            assert!(limiter.len() <= 100, "{} buckets after {i}", limiter.len());
+        }
+        // The newest are kept, the oldest dropped.
+        assert_eq!(limiter.peek(&999, 5, start + Duration::from_secs(1)).remaining, 4);
+        assert_eq!(limiter.peek(&0, 5, start + Duration::from_secs(1)).remaining, 5);
+        assert!(limiter.dropped() >= 900);
     }
 
     #[test]

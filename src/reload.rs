@@ -3,26 +3,48 @@
 //! force keeps serving. Also sweeps idle token buckets.
 //!
 //! Files are watched by polling their identity (device, inode, size, mtime) through any
-//! symlink, which notices a file replaced by rename and a symlink re-pointed, on every
-//! filesystem; SIGHUP forces a reload of both files.
+//! symlink, which notices a file replaced by rename, a symlink re-pointed and a file rewritten
+//! in place, on every filesystem; SIGHUP forces a reload of both files. One reload runs at a
+//! time (`State::reloading`), and files are parsed on blocking threads, never on the runtime's
+//! workers. The watcher runs under a supervisor: if it ever panics it is started again and
+//! counted in `/metrics`, never silently gone.
 
+use std::future::Future;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
 use crate::ratelimit::EVICTION_INTERVAL;
-use crate::state::{FileIdentity, State};
+use crate::state::{FileIdentity, LoadError, State};
+
+/// What one look at the snapshot file found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SnapshotReload {
+    Loaded,
+    /// Failed a check: not looked at again until it changes.
+    Refused,
+    /// Missing, unreadable, or changing while it was read: looked at again at the next poll.
+    NotYet,
+}
 
 /// Loads the snapshot file now, off the async workers, and logs the outcome.
-pub async fn reload_snapshot(state: &Arc<State>) -> bool {
+pub async fn reload_snapshot(state: &Arc<State>) -> SnapshotReload {
+    let _one_at_a_time = state.reloading.lock().await;
     let path = state.settings.snapshot_path.clone();
     let loader = state.clone();
+    let had_one = state.snapshot().is_some();
     let result = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         loader.load_snapshot(&path).map(|loaded| (loaded, started.elapsed()))
     })
     .await;
+    let keeping = if had_one {
+        "still serving the previous one"
+    } else {
+        "no snapshot is being served yet"
+    };
     match result {
         Ok(Ok((loaded, took))) => {
             let header = loaded.snapshot.header();
@@ -34,65 +56,134 @@ pub async fn reload_snapshot(state: &Arc<State>) -> bool {
                 load_ms = took.as_millis() as u64,
                 "snapshot loaded and in force"
             );
+            SnapshotReload::Loaded
+        }
+        Ok(Err(LoadError::Refused(err))) => {
+            tracing::error!(path = %state.settings.snapshot_path.display(), error = %err, "snapshot refused; {keeping}");
+            SnapshotReload::Refused
+        }
+        Ok(Err(err)) => {
+            tracing::warn!(error = %err, "snapshot not loaded; {keeping}");
+            SnapshotReload::NotYet
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "snapshot load task failed; {keeping}");
+            SnapshotReload::NotYet
+        }
+    }
+}
+
+/// Loads the keys file now, off the async workers, and logs the outcome.
+pub async fn reload_keys(state: &Arc<State>) -> bool {
+    let _one_at_a_time = state.reloading.lock().await;
+    let loader = state.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        loader
+            .load_keys(&loader.settings.keys_path)
+            .map(|count| (count, started.elapsed()))
+    })
+    .await;
+    let path = state.settings.keys_path.display();
+    match result {
+        Ok(Ok((count, took))) => {
+            tracing::info!(path = %path, keys = count, load_ms = took.as_millis() as u64, "keys file loaded and in force");
             true
         }
         Ok(Err(err)) => {
-            tracing::error!(
-                path = %state.settings.snapshot_path.display(),
-                error = %err,
-                "snapshot refused; still serving the previous one"
-            );
-            false
-        }
-        Err(err) => {
-            tracing::error!(error = %err, "snapshot load task failed; still serving the previous one");
-            false
-        }
-    }
-}
-
-/// Loads the keys file now and logs the outcome.
-pub fn reload_keys(state: &State) -> bool {
-    let path = &state.settings.keys_path;
-    match state.load_keys(path) {
-        Ok(count) => {
-            tracing::info!(path = %path.display(), keys = count, "keys file loaded and in force");
-            true
-        }
-        Err(err) => {
             tracing::error!(error = %err, "keys file refused; the previous keys stay in force");
             false
         }
+        Err(err) => {
+            tracing::error!(error = %err, "keys load task failed; the previous keys stay in force");
+            false
+        }
     }
 }
 
-/// Polls both files every `interval` until shutdown; sweeps idle buckets on the way.
-pub fn spawn_watcher(state: Arc<State>, interval: Duration, mut shutdown: watch::Receiver<bool>) {
-    tokio::spawn(async move {
-        let mut refused: Option<FileIdentity> = None;
-        let mut last_sweep = Instant::now();
-        // The files were read at start: the first look is one interval later, not at once.
-        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = ticker.tick() => {}
-                _ = shutdown.changed() => return,
+/// Polls both files every `interval` until shutdown, under a supervisor; sweeps idle buckets
+/// on the way.
+pub fn spawn_watcher(state: Arc<State>, interval: Duration, shutdown: watch::Receiver<bool>) {
+    let restarts = state.clone();
+    tokio::spawn(supervise(
+        "snapshot and keys watcher",
+        move || restarts.metrics.watcher_restarts.fetch_add(1, Relaxed),
+        move || watch_files(state.clone(), interval, shutdown.clone()),
+    ));
+}
+
+/// Runs the task `start` makes until it returns; when it panics, counts it, logs it and starts
+/// it again, after a pause so a task that panics at once cannot spin.
+pub async fn supervise<F, Fut>(name: &'static str, on_restart: impl Fn() -> u64, mut start: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    loop {
+        match tokio::spawn(start()).await {
+            Ok(()) => return,
+            Err(err) if err.is_panic() => {
+                let restarts = on_restart() + 1;
+                tracing::error!(task = name, restarts, "task panicked; starting it again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            let on_disk = FileIdentity::of(&state.settings.snapshot_path);
-            let serving = state.snapshot().and_then(|loaded| loaded.identity);
-            if on_disk.is_some() && on_disk != serving && on_disk != refused {
-                refused = if reload_snapshot(&state).await { None } else { on_disk };
-            }
-            if state.keys_changed() {
-                reload_keys(&state);
-            }
-            if last_sweep.elapsed() >= EVICTION_INTERVAL {
-                let now = Instant::now();
-                state.limiter.evict_idle(now);
-                state.auth_failures.evict_idle(now);
-                last_sweep = now;
-            }
+            // Cancelled: the runtime is shutting down.
+            Err(_) => return,
         }
-    });
+    }
+}
+
+async fn watch_files(state: Arc<State>, interval: Duration, mut shutdown: watch::Receiver<bool>) {
+    let mut refused: Option<FileIdentity> = None;
+    let mut last_sweep = Instant::now();
+    // The files were read at start: the first look is one interval later, not at once.
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let on_disk = FileIdentity::of(&state.settings.snapshot_path);
+        let serving = state.snapshot().and_then(|loaded| loaded.identity);
+        if let Some(identity) = on_disk.filter(|&found| Some(found) != serving && Some(found) != refused) {
+            refused = (reload_snapshot(&state).await == SnapshotReload::Refused).then_some(identity);
+        }
+        if state.keys_changed() {
+            reload_keys(&state).await;
+        }
+        if last_sweep.elapsed() >= EVICTION_INTERVAL {
+            let now = Instant::now();
+            state.limiter.evict_idle(now);
+            state.auth_failures.evict_idle(now);
+            last_sweep = now;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    #[tokio::test]
+    async fn a_task_that_panics_is_started_again_and_counted() {
+        let restarts = Arc::new(AtomicU64::new(0));
+        let runs = Arc::new(AtomicU64::new(0));
+        let (counted, started) = (restarts.clone(), runs.clone());
+        supervise(
+            "test task",
+            move || counted.fetch_add(1, Relaxed),
+            move || {
+                let run = started.fetch_add(1, Relaxed);
+                async move {
+                    if run < 2 {
+                        panic!("run {run} fails");
+                    }
+                }
+            },
+        )
+        .await;
+        assert_eq!((runs.load(Relaxed), restarts.load(Relaxed)), (3, 2));
+    }
 }

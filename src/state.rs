@@ -4,8 +4,9 @@
 //! Snapshots and key rings are swapped whole behind `ArcSwap`: a request loads the current one
 //! once and finishes on it, even if a newer one is published meanwhile; the old one is dropped
 //! (and unmapped) when its last request is done. Loading and checking happen off the request
-//! path; a file that fails a check never replaces what is being served.
+//! path, one reload at a time; a file that fails a check never replaces what is being served.
 
+use std::fs::File;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -18,23 +19,39 @@ use ed25519_dalek::VerifyingKey;
 use marks_builder::{OpenOptions, Snapshot, SnapshotError};
 
 use crate::cursor::CursorKey;
-use crate::keys::{KeyRing, KeysError};
+use crate::key_ring::KeyRing;
+use crate::keys_file::KeysError;
 use crate::metrics::{Gauges, Metrics};
 use crate::ratelimit::RateLimiter;
 
-/// Identifies a file's content without reading it, to notice a replaced file.
+/// Identifies a file's content cheaply, to notice a file replaced (by rename or a re-pointed
+/// symlink) or rewritten in place.
+///
+/// Metadata alone can miss a rewrite: file times are coarse (a few milliseconds), so a file
+/// read half-written and completed within the same tick would keep the identity of the half
+/// file it was refused as, and never be read again. So the identity also hashes the file's
+/// first and last bytes: the header, and the end of the index, which any writer writes last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileIdentity {
     device: u64,
     inode: u64,
     len: u64,
     modified: Option<SystemTime>,
+    ends: u64,
 }
+
+/// How many bytes at each end of a file its identity covers.
+const IDENTITY_ENDS: u64 = 4096;
 
 impl FileIdentity {
     /// Follows symlinks, so re-pointing a link is a change.
     pub fn of(path: &Path) -> Option<FileIdentity> {
-        let meta = std::fs::metadata(path).ok()?;
+        FileIdentity::of_file(&File::open(path).ok()?)
+    }
+
+    /// The identity of an open file: the file actually read, whatever its path names now.
+    pub fn of_file(file: &File) -> Option<FileIdentity> {
+        let meta = file.metadata().ok()?;
         #[cfg(unix)]
         let (device, inode) = {
             use std::os::unix::fs::MetadataExt;
@@ -42,13 +59,37 @@ impl FileIdentity {
         };
         #[cfg(not(unix))]
         let (device, inode) = (0, 0);
+        let len = meta.len();
         Some(FileIdentity {
             device,
             inode,
-            len: meta.len(),
+            len,
             modified: meta.modified().ok(),
+            ends: ends_hash(file, len),
         })
     }
+}
+
+/// XXH3 of a file's first and last `IDENTITY_ENDS` bytes (what could be read of them).
+fn ends_hash(file: &File, len: u64) -> u64 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = [0u8; IDENTITY_ENDS as usize];
+    for start in [0, len.saturating_sub(IDENTITY_ENDS)] {
+        let read = read_at(file, &mut buf, start);
+        hasher.update(&buf[..read]);
+    }
+    hasher.digest()
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> usize {
+    use std::os::unix::fs::FileExt;
+    file.read_at(buf, offset).unwrap_or(0)
+}
+
+#[cfg(not(unix))]
+fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> usize {
+    0
 }
 
 /// A snapshot in force, with what the hot path needs precomputed.
@@ -76,13 +117,29 @@ pub fn epoch_seconds(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
+/// Why a snapshot file was not put in force.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot open {path}: {error}")]
+    Open { path: PathBuf, error: std::io::Error },
+    /// The file failed a check: refused until it changes.
+    #[error(transparent)]
+    Refused(#[from] SnapshotError),
+    /// The file changed while it was being read (a copy or rewrite in progress): not judged,
+    /// read again at the next look.
+    #[error("{path} changed while it was being read (still being written?); it is read again once it is complete")]
+    Changing { path: PathBuf },
+}
+
 /// Settings fixed at start.
 #[derive(Clone, Debug)]
 pub struct Settings {
     /// Prefix of problem `type` URIs.
     pub public_base_url: String,
-    /// Failed authentications allowed per client IP per minute.
+    /// Failed authentications allowed per client address (IPv6: per /64) per minute.
     pub auth_failures_per_min: u32,
+    /// Most client addresses whose failed authentications are remembered at once.
+    pub max_throttled_addresses: usize,
     /// Behind a proxy: the header whose last address is the client's (e.g. X-Forwarded-For).
     pub client_ip_header: Option<http::HeaderName>,
     pub publisher_key: Option<VerifyingKey>,
@@ -102,6 +159,9 @@ pub struct State {
     snapshot_refusal: Mutex<Option<Refusal>>,
     keys_refusal: Mutex<Option<Refusal>>,
     keys_identity: Mutex<Option<FileIdentity>>,
+    /// Held while a snapshot or keys file is read and put in force: SIGHUP and the watcher
+    /// never load at once, so an older file cannot be published after a newer one.
+    pub reloading: tokio::sync::Mutex<()>,
     request_counter: AtomicU64,
     request_id_seed: u64,
 }
@@ -112,13 +172,14 @@ impl State {
             snapshot: ArcSwapOption::empty(),
             keys: ArcSwap::from_pointee(KeyRing::default()),
             limiter: RateLimiter::default(),
-            auth_failures: RateLimiter::default(),
+            auth_failures: RateLimiter::with_max_buckets(settings.max_throttled_addresses),
             cursor_key,
             metrics: Metrics::default(),
             settings,
             snapshot_refusal: Mutex::new(None),
             keys_refusal: Mutex::new(None),
             keys_identity: Mutex::new(None),
+            reloading: tokio::sync::Mutex::new(()),
             request_counter: AtomicU64::new(0),
             request_id_seed: rand::random(),
         }
@@ -132,21 +193,30 @@ impl State {
         self.keys.load()
     }
 
-    /// Maps and checks a snapshot file, then publishes it. Blocking: call it off the request
-    /// path. On failure the snapshot in force stays, and the refusal is recorded.
-    pub fn load_snapshot(&self, path: &Path) -> Result<Arc<LoadedSnapshot>, SnapshotError> {
-        let identity = FileIdentity::of(path);
+    /// Copies, maps and checks a snapshot file, then publishes it. Blocking: call it off the
+    /// request path, under `reloading`. On failure the snapshot in force stays; a refusal is
+    /// recorded.
+    pub fn load_snapshot(&self, path: &Path) -> Result<Arc<LoadedSnapshot>, LoadError> {
+        let file = File::open(path).map_err(|error| LoadError::Open {
+            path: path.to_owned(),
+            error,
+        })?;
         let options = OpenOptions {
             publisher_key: self.settings.publisher_key,
         };
-        match Snapshot::open(path, &options) {
+        let before = FileIdentity::of_file(&file);
+        let opened = Snapshot::from_file(&file, path, &options);
+        if FileIdentity::of_file(&file) != before {
+            return Err(LoadError::Changing { path: path.to_owned() });
+        }
+        match opened {
             Ok(snapshot) => {
                 let meta = snapshot.body(&snapshot.index().meta_json);
                 let etag_seed = snapshot.header().checksum as u64;
                 let loaded = Arc::new(LoadedSnapshot {
                     snapshot,
                     path: path.to_owned(),
-                    identity,
+                    identity: before,
                     loaded_at: SystemTime::now(),
                     meta,
                     etag_seed,
@@ -164,7 +234,7 @@ impl State {
                         reason: err.to_string(),
                     });
                 }
-                Err(err)
+                Err(LoadError::Refused(err))
             }
         }
     }
@@ -174,12 +244,15 @@ impl State {
     }
 
     /// Loads the keys file and puts it in force; a malformed file leaves the old keys.
+    /// Blocking, and long for a large file: call it off the request path. The ring it replaces
+    /// is dropped here too, not on a request thread.
     pub fn load_keys(&self, path: &Path) -> Result<usize, KeysError> {
-        let identity = FileIdentity::of(path);
+        let identity = File::open(path).ok().and_then(|file| FileIdentity::of_file(&file));
         match KeyRing::load(path) {
             Ok(ring) => {
                 let count = ring.len();
-                self.keys.store(Arc::new(ring));
+                let replaced = self.keys.swap(Arc::new(ring));
+                drop(replaced);
                 self.metrics.keys_reloads.fetch_add(1, Relaxed);
                 if let Ok(mut known) = self.keys_identity.lock() {
                     *known = identity;
@@ -232,6 +305,7 @@ impl State {
             last_refusal_at: self.last_snapshot_refusal().map(|r| epoch_seconds(r.at)),
             keys: self.keys().len(),
             buckets: self.limiter.len() + self.auth_failures.len(),
+            throttle_buckets_dropped: self.auth_failures.dropped(),
         })
     }
 }

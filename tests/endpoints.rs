@@ -286,14 +286,17 @@ async fn resolution_record_is_signed_over_its_canonical_json() {
 #[tokio::test]
 async fn usage_reports_tier_budget_limits_and_scopes() {
     let server = TestServer::start().await;
+    // SPEC 4: getUsage needs Research. A free key is told so, and learns its budget from the
+    // rate-limit headers every answer carries, this 403 included.
+    let free = server.get("/v1/usage", Some(FREE)).await;
+    let body = free.assert_problem(403, "tier_forbidden");
+    assert!(
+        body["detail"].as_str().unwrap().contains("research tier or above"),
+        "{body}"
+    );
+    assert_eq!(free.header_u64("x-ratelimit-limit"), 10);
+    assert_eq!(free.header("ratelimit-policy"), Some("\"minute\";q=10;w=60"));
     let cases = [
-        (
-            FREE,
-            "free",
-            10,
-            vec!["companies:list", "companies:read", "usage:read"],
-            "top10",
-        ),
         (
             RESEARCH,
             "research",

@@ -1,7 +1,7 @@
 //! DESIGN section 5: live swaps under load, refusal of bad snapshots, graceful shutdown,
 //! connection hygiene, TLS and HTTP/2, metrics.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,46 +10,6 @@ use http::Method;
 use tokio::io::AsyncWriteExt;
 
 use crate::util::*;
-
-/// A small synthetic dataset and `versions` successors, each one day newer with one more
-/// event, built as a chain with `--previous` (so every step also passes the append-only check).
-fn build_versions(dir: &Path, versions: usize) -> Vec<(String, PathBuf)> {
-    let source = dir.join("source");
-    let mut options = marks_builder::synth::SynthOptions::new(30, 3);
-    options.events = 150;
-    options.history_days = (200, 400);
-    marks_builder::synth::generate(&options, &source).unwrap();
-    let toml = std::fs::read_to_string(source.join("dataset.toml")).unwrap();
-    let as_of = marks_builder::dataset::Day::parse("2026-06-30").unwrap();
-    let mut built: Vec<(String, PathBuf)> = Vec::new();
-    for v in 0..versions {
-        let version = as_of.plus(v as i32).to_string();
-        let text = toml
-            .replace(
-                "dataset_version = \"2026-06-30\"",
-                &format!("dataset_version = \"{version}\""),
-            )
-            .replace("as_of = \"2026-06-30\"", &format!("as_of = \"{version}\""));
-        std::fs::write(source.join("dataset.toml"), text).unwrap();
-        if v > 0 {
-            let mut events = std::fs::OpenOptions::new()
-                .append(true)
-                .open(source.join("events.csv"))
-                .unwrap();
-            use std::io::Write;
-            writeln!(
-                events,
-                "v{v:04},synth-000001,tender_offer,{version},{},https://example.com/v,",
-                1_000_000_000 + v
-            )
-            .unwrap();
-        }
-        let out = dir.join(format!("v{v:02}.snap"));
-        try_build(&source, &out, built.last().map(|(_, p)| p.as_path())).unwrap();
-        built.push((version, out));
-    }
-    built
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshots_swap_under_load_without_a_failed_request() {
@@ -60,7 +20,7 @@ async fn snapshots_swap_under_load_without_a_failed_request() {
         ..Options::default()
     })
     .await;
-    let (_, key) = marks::keys::issue(
+    let (_, key) = marks::keys_file::issue(
         &server.keys_path,
         marks_builder::tiers::Tier::Enterprise,
         "load",
@@ -187,7 +147,11 @@ async fn bad_snapshots_are_refused_while_the_old_one_keeps_serving() {
             "not a Valuation Marks snapshot",
         ),
         (variant("version.snap", &|b| b[12] = 7), "format version"),
-        (variant("flipped.snap", &|b| b[5000] ^= 0x20), "checksum mismatch"),
+        // Signed: the signed BLAKE3 digest is what refuses changed content.
+        (
+            variant("flipped.snap", &|b| b[5000] ^= 0x20),
+            "does not match the digest",
+        ),
         (variant("truncated.snap", &|b| b.truncate(b.len() - 100)), "truncated"),
         (unsigned, "not signed by a publisher"),
         (foreign, "publisher signature"),
@@ -217,52 +181,11 @@ async fn bad_snapshots_are_refused_while_the_old_one_keeps_serving() {
         assert_eq!(reply.json()["meta"]["dataset_version"], "2026-06-30");
     }
     let metrics = String::from_utf8(server.get("/metrics", None).await.body.to_vec()).unwrap();
-    assert!(
-        metrics.contains(&format!("marks_snapshot_refusals_total {refusals}")),
+    assert_eq!(
+        metric(&metrics, "marks_snapshot_refusals_total"),
+        Some(refusals as f64),
         "{metrics}"
     );
-}
-
-/// Starts the real binary on a free port; returns the child and its address.
-async fn spawn_binary(dir: &Path, extra: &[&str]) -> (tokio::process::Child, std::net::SocketAddr) {
-    let snapshot = dir.join("live.snap");
-    std::fs::copy(sample_snapshot(), &snapshot).unwrap();
-    let keys = dir.join("keys.toml");
-    std::fs::copy(sample_dir().join("demo-keys.toml"), &keys).unwrap();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_marks"));
-    command
-        .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "json"])
-        .arg("--snapshot")
-        .arg(&snapshot)
-        .arg("--keys")
-        .arg(&keys)
-        .args(extra)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command.spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(stderr);
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        use tokio::io::AsyncBufReadExt;
-        let n = tokio::time::timeout(Duration::from_secs(20), lines.read_line(&mut line))
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(n > 0, "server exited before listening");
-        if let Some(rest) = line.trim().strip_prefix("Valuation Marks listening on http://") {
-            break rest.parse().unwrap();
-        }
-    };
-    // Keep draining stderr so the child never blocks on a full pipe.
-    tokio::spawn(async move {
-        use tokio::io::AsyncReadExt;
-        let mut sink = Vec::new();
-        let _ = lines.read_to_end(&mut sink).await;
-    });
-    (child, addr)
 }
 
 #[tokio::test]
@@ -316,17 +239,10 @@ async fn sigterm_finishes_in_flight_requests_refuses_new_ones_and_exits_zero() {
     assert!(!stdout.contains("vmk_demo_pro"), "a key was logged");
 }
 
-/// `kill(2)` through the libc crate; the only unsafe call in the tests.
-#[allow(unsafe_code)]
-fn send_signal(pid: i32, signal: i32) -> i32 {
-    // SAFETY: kill has no memory-safety preconditions.
-    unsafe { libc::kill(pid, signal) }
-}
-
 #[tokio::test]
 async fn slow_and_oversized_clients_are_cut_off_while_others_are_served() {
     let server = TestServer::start_with(Options {
-        config: marks::server::ServerConfig {
+        config: marks::http_server::ServerConfig {
             header_read_timeout: Duration::from_millis(500),
             idle_timeout: Duration::from_millis(800),
             max_header_bytes: 8192,
@@ -376,8 +292,8 @@ async fn tls_serves_http1_and_http2() {
     std::fs::write(&cert, certified.cert.pem()).unwrap();
     std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
     let server = TestServer::start_with(Options {
-        config: marks::server::ServerConfig {
-            tls: Some(marks::server::TlsFiles { cert, key }),
+        config: marks::http_server::ServerConfig {
+            tls: Some(marks::http_server::TlsFiles { cert, key }),
             http2: true,
             ..Options::default().config
         },
@@ -441,16 +357,25 @@ async fn metrics_count_requests_latency_and_the_snapshot() {
         client.send(Method::GET, "/v1/usage", &[("x-api-key", FREE)]).await;
     }
     let text = String::from_utf8(server.get("/metrics", None).await.body.to_vec()).unwrap();
-    for line in [
-        "marks_requests_total{operation=\"getCompany\",status=\"200\"} 3",
-        "marks_requests_total{operation=\"getCompany\",status=\"401\"} 1",
-        "marks_requests_total{operation=\"getUsage\",status=\"429\"} 1",
-        "marks_rate_limited_total 1",
-        "marks_snapshot_info{dataset_version=\"2026-11-20\",methodology_version=\"v0.2.0\"} 1",
-        "marks_request_duration_seconds_count",
+    // Whole series compared by value: "_total 1" must not pass for "_total 10".
+    for (series, value) in [
+        ("marks_requests_total{operation=\"getCompany\",status=\"200\"}", 3.0),
+        ("marks_requests_total{operation=\"getCompany\",status=\"401\"}", 1.0),
+        ("marks_requests_total{operation=\"getUsage\",status=\"429\"}", 1.0),
+        ("marks_rate_limited_total", 1.0),
+        (
+            "marks_snapshot_info{dataset_version=\"2026-11-20\",methodology_version=\"v0.2.0\"}",
+            1.0,
+        ),
     ] {
-        assert!(text.contains(line), "missing {line:?} in\n{text}");
+        assert_eq!(metric(&text, series), Some(value), "{series} in\n{text}");
     }
+    // Every answered request is in the latency histogram: 3 + 1 + 11.
+    assert_eq!(
+        metric(&text, "marks_request_duration_seconds_count"),
+        Some(15.0),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -522,10 +447,10 @@ async fn sighup_reloads_the_snapshot_and_the_keys_at_once() {
     let temp = dir.path().join(".incoming.snap");
     std::fs::copy(&versions[1].1, &temp).unwrap();
     std::fs::rename(&temp, dir.path().join("live.snap")).unwrap();
-    marks::keys::set_status(
+    marks::keys_file::set_status(
         &dir.path().join("keys.toml"),
         "demo-pro",
-        marks::keys::KeyStatus::Revoked,
+        marks::keys_file::KeyStatus::Revoked,
     )
     .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -564,7 +489,7 @@ async fn sighup_reloads_the_snapshot_and_the_keys_at_once() {
 async fn http2_connections_may_rest_between_requests_and_connections_are_capped() {
     use http_body_util::{BodyExt, Empty};
     let server = TestServer::start_with(Options {
-        config: marks::server::ServerConfig {
+        config: marks::http_server::ServerConfig {
             http2: true,
             header_read_timeout: Duration::from_millis(300),
             idle_timeout: Duration::from_secs(5),

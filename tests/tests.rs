@@ -12,3 +12,4 @@ mod endpoints;
 mod operations;
 mod pagination;
 mod protocol;
+mod resilience;

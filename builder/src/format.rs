@@ -8,11 +8,15 @@
 //! ```
 //!
 //! The header says what the file is (magic, format version, oldest reader version), where the
-//! regions are, the content checksum (XXH3-128 over everything after the header) and an
-//! optional publisher signature over the header itself, which covers the content through the
-//! checksum. The bodies region holds final JSON bytes (and their gzip variants); the index is
-//! an rkyv archive of small records that locate bodies by offset and carry their ETags, the
-//! sort permutations and list indexes, and the event fingerprints for the append-only check.
+//! regions are, the content checksum (XXH3-128 over everything after the header, checked on
+//! every load: it catches a damaged or cut copy), the content digest (BLAKE3 over the same
+//! bytes) and an optional publisher signature over the header, which covers the content
+//! through the digest. XXH3 is fast but not cryptographic (anyone can make other bytes with the
+//! same checksum), so the signature covers the BLAKE3 digest, which nobody can forge; the
+//! digest is verified whenever the file is signed. The bodies region holds final JSON bytes
+//! (and their gzip variants); the index is an rkyv archive of small records that locate bodies
+//! by offset and carry their ETags, the sort permutations and list indexes, and the event
+//! fingerprints for the append-only check.
 //!
 //! Bodies live outside the archive so that the builder can stream gigabytes of them to disk
 //! without holding them in memory; the archive stays small enough to validate at load.
@@ -21,16 +25,19 @@ use rkyv::{Archive, Deserialize, Serialize};
 
 /// "VMSNAP" + 0x00 + 0x01: identifies a Valuation Marks snapshot.
 pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
-/// The format this code writes.
-pub const FORMAT_VERSION: u32 = 1;
-/// The oldest format this code still reads.
-pub const OLDEST_READABLE_VERSION: u32 = 1;
+/// The format this code writes. Version 2 added the BLAKE3 content digest under the publisher
+/// signature (version 1 signed only the XXH3 checksum).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format this code still reads: a version 1 file's signature proves nothing about
+/// its content, so it is refused and must be rebuilt.
+pub const OLDEST_READABLE_VERSION: u32 = 2;
 /// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
 pub const HEADER_LEN: usize = 256;
 /// Alignment of the index archive within the file.
 pub const INDEX_ALIGN: u64 = 16;
-/// The header bytes a publisher signature covers: everything before the signature fields.
-pub const SIGNED_HEADER_LEN: usize = 144;
+/// The header bytes a publisher signature covers: everything before the signature fields,
+/// the content digest included.
+pub const SIGNED_HEADER_LEN: usize = 152;
 
 const FLAG_PUBLISHER_SIGNED: u64 = 1;
 
@@ -46,6 +53,8 @@ pub struct Header {
     pub index_len: u64,
     /// XXH3-128 of every byte after the header.
     pub checksum: u128,
+    /// BLAKE3 of every byte after the header; what a publisher signature vouches for.
+    pub content_digest: [u8; 32],
     pub dataset_version: String,
     pub methodology_version: String,
     pub as_of: String,
@@ -106,11 +115,12 @@ impl Header {
             0
         };
         buf[112..120].copy_from_slice(&flags.to_le_bytes());
-        // 120..144 reserved, zero, and covered by the publisher signature.
+        buf[120..152].copy_from_slice(&self.content_digest);
         if let Some((key, signature)) = &self.publisher {
-            buf[144..176].copy_from_slice(key);
-            buf[176..240].copy_from_slice(signature);
+            buf[152..184].copy_from_slice(key);
+            buf[184..248].copy_from_slice(signature);
         }
+        // 248..256 reserved, zero.
         buf
     }
 
@@ -125,12 +135,14 @@ impl Header {
         let publisher = (flags & FLAG_PUBLISHER_SIGNED != 0).then(|| {
             let mut key = [0u8; 32];
             let mut signature = [0u8; 64];
-            key.copy_from_slice(&buf[144..176]);
-            signature.copy_from_slice(&buf[176..240]);
+            key.copy_from_slice(&buf[152..184]);
+            signature.copy_from_slice(&buf[184..248]);
             (key, signature)
         });
         let mut checksum = [0u8; 16];
         checksum.copy_from_slice(&buf[48..64]);
+        let mut content_digest = [0u8; 32];
+        content_digest.copy_from_slice(&buf[120..152]);
         Ok(Header {
             format_version: u32_at(buf, 8),
             min_reader_version: u32_at(buf, 12),
@@ -139,6 +151,7 @@ impl Header {
             index_offset: u64_at(buf, 32),
             index_len: u64_at(buf, 40),
             checksum: u128::from_le_bytes(checksum),
+            content_digest,
             dataset_version: get_text(&buf[64..80], "dataset_version")?,
             methodology_version: get_text(&buf[80..96], "methodology_version")?,
             as_of: get_text(&buf[96..112], "as_of")?,
@@ -386,6 +399,7 @@ mod tests {
             index_offset: 1264,
             index_len: 77,
             checksum: 0x0123_4567_89ab_cdef_0011_2233_4455_6677,
+            content_digest: [5; 32],
             dataset_version: "2026-11-20".into(),
             methodology_version: "v0.2.0".into(),
             as_of: "2026-11-20".into(),

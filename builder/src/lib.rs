@@ -12,6 +12,7 @@
 //! - [`build`](mod@build) runs the pipeline; [`synth`] makes synthetic datasets; [`tiers`] is the access
 //!   table shared with the server.
 
+pub mod atomic_file;
 pub mod build;
 pub mod dataset;
 pub mod format;

@@ -1,13 +1,20 @@
 //! The validated, memory-mapped reader of a snapshot file.
 //!
-//! `Snapshot::open` maps the file and checks it once, completely: header, versions, region
-//! bounds, content checksum, publisher signature, rkyv archive validation and the internal
-//! consistency the server relies on (every body in bounds, every list row a real company,
-//! companies sorted). After that, every accessor is infallible and copies nothing: bodies are
-//! `Bytes` slices that borrow the map and keep it alive, so a snapshot swapped out while a
-//! response is still being written stays mapped until that response is done.
+//! `Snapshot::open` copies the file into a private, unnamed file (one no other process can
+//! open, write or truncate), maps that copy and checks it once, completely: header, versions,
+//! region bounds, content checksum, publisher signature and content digest, rkyv archive
+//! validation and the internal consistency the server relies on (every body in bounds, every
+//! list row a real company, companies sorted). After that, every accessor is infallible and
+//! copies nothing: bodies are `Bytes` slices that borrow the map and keep it alive, so a
+//! snapshot swapped out while a response is still being written stays mapped until that
+//! response is done.
 //!
-//! The file must never change while it is mapped; publishing is write-a-new-file-then-rename.
+//! Why a private copy: a map is only sound while nobody changes the file under it. Operators
+//! publish by rename (`marks install`), but they also `cp` over the live file, truncate it or
+//! rewrite it in place; mapping their file directly would turn that into a bus error in the
+//! middle of a request. Copying reads the file with ordinary reads (a file cut short while it
+//! is copied is a short copy that fails its checks, never a crash), and the copy is what gets
+//! mapped. On filesystems with reflinks (XFS, Btrfs) the copy shares blocks and costs no disk.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -37,6 +44,12 @@ pub enum SnapshotError {
         "snapshot format version {got} is not readable here (this build reads versions {oldest} to {newest}); rebuild the snapshot with a matching `marks build` or upgrade the server"
     )]
     Version { got: u32, oldest: u32, newest: u32 },
+    #[error(
+        "snapshot format version {got} is older than this server reads (versions {oldest} to {newest}: format 2 signs a BLAKE3 digest of the content); rebuild it with this version's `marks build`"
+    )]
+    TooOld { got: u32, oldest: u32, newest: u32 },
+    #[error("snapshot content does not match the digest in its header: the content was replaced after it was signed; rebuild it")]
+    DigestMismatch,
     #[error("snapshot checksum mismatch: the content was modified or corrupted after it was written; rebuild it")]
     ChecksumMismatch,
     #[error("snapshot header is malformed: {0}; rebuild it")]
@@ -85,15 +98,13 @@ impl std::fmt::Debug for Snapshot {
     }
 }
 
-/// Maps a snapshot file read-only.
+/// Maps a file read-only.
 ///
 /// # Safety
 ///
-/// A memory map is only sound while nobody modifies the file. Snapshot files are immutable by
-/// contract: the builder writes a new file and renames it into place, and the server never
-/// writes. Replacing the path by rename leaves the mapped inode untouched. Editing a mapped
-/// file in place breaks the contract; the checksum verified at load catches edits made before
-/// loading, not after.
+/// A memory map is only sound while nobody modifies the file. The only file mapped here is the
+/// private copy made by [`private_copy`]: unnamed, created by this process, never written after
+/// the copy, so no other process can open it by path to write or truncate it.
 #[allow(unsafe_code)]
 fn map_file(file: &File) -> std::io::Result<Mmap> {
     // SAFETY: see the function docs; the file is never written while mapped. `populate`
@@ -101,14 +112,37 @@ fn map_file(file: &File) -> std::io::Result<Mmap> {
     unsafe { MmapOptions::new().populate().map(file) }
 }
 
+/// Copies `source` into an unnamed file (`O_TMPFILE` where the platform has it) in `dir`, or in
+/// the system's temporary directory when `dir` is not writable. Plain reads, so a source
+/// truncated meanwhile gives a short copy, never a fault.
+fn private_copy(source: &File, dir: &Path) -> std::io::Result<File> {
+    let mut copy = tempfile::tempfile_in(dir).or_else(|_| tempfile::tempfile())?;
+    let mut reader = source;
+    // `io::copy` between files uses copy_file_range on Linux: in-kernel, and a reflink where the
+    // filesystem can make one.
+    std::io::copy(&mut reader, &mut copy)?;
+    Ok(copy)
+}
+
 impl Snapshot {
-    /// Maps and checks a snapshot file.
+    /// Copies, maps and checks a snapshot file.
     pub fn open(path: &Path, options: &OpenOptions) -> Result<Snapshot, SnapshotError> {
         let io_error = |source| SnapshotError::Io {
             path: path.to_owned(),
             source,
         };
         let file = File::open(path).map_err(io_error)?;
+        Snapshot::from_file(&file, path, options)
+    }
+
+    /// Copies, maps and checks an open snapshot file (`path` names it in errors, and its
+    /// directory is where the private copy goes). Whoever opened it can take the file's
+    /// identity from the same handle, before and after, to tell whether it changed meanwhile.
+    pub fn from_file(file: &File, path: &Path, options: &OpenOptions) -> Result<Snapshot, SnapshotError> {
+        let io_error = |source| SnapshotError::Io {
+            path: path.to_owned(),
+            source,
+        };
         let len = file.metadata().map_err(io_error)?.len();
         if len < HEADER_LEN as u64 {
             return Err(SnapshotError::Truncated {
@@ -116,7 +150,12 @@ impl Snapshot {
                 got: len,
             });
         }
-        let map = map_file(&file).map_err(io_error)?;
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let copy = private_copy(file, dir).map_err(io_error)?;
+        let map = map_file(&copy).map_err(io_error)?;
         Snapshot::from_bytes(Bytes::from_owner(map), options)
     }
 
@@ -130,7 +169,14 @@ impl Snapshot {
             HeaderError::Magic => SnapshotError::BadMagic,
             HeaderError::Text(field) => SnapshotError::Header(format!("{field} is not UTF-8")),
         })?;
-        if header.min_reader_version > FORMAT_VERSION || header.format_version < OLDEST_READABLE_VERSION {
+        if header.format_version < OLDEST_READABLE_VERSION {
+            return Err(SnapshotError::TooOld {
+                got: header.format_version,
+                oldest: OLDEST_READABLE_VERSION,
+                newest: FORMAT_VERSION,
+            });
+        }
+        if header.min_reader_version > FORMAT_VERSION {
             return Err(SnapshotError::Version {
                 got: header.format_version,
                 oldest: OLDEST_READABLE_VERSION,
@@ -139,6 +185,12 @@ impl Snapshot {
         }
         check_layout(&header, bytes.len() as u64)?;
         verify_publisher(&header, &bytes[..HEADER_LEN], options)?;
+        // The signature vouches for the digest; only a digest check ties it to these bytes, and
+        // it comes first, so that a signed file's content is judged by what nobody can forge.
+        // Unsigned files skip it: their checksum catches damage, and BLAKE3 costs more.
+        if header.publisher.is_some() && *blake3::hash(&bytes[HEADER_LEN..]).as_bytes() != header.content_digest {
+            return Err(SnapshotError::DigestMismatch);
+        }
         if xxh3_128(&bytes[HEADER_LEN..]) != header.checksum {
             return Err(SnapshotError::ChecksumMismatch);
         }

@@ -77,7 +77,9 @@ impl Tier {
     pub fn scopes(self) -> &'static [Scope] {
         use Scope::*;
         match self {
-            Tier::Free => &[CompaniesList, CompaniesRead, UsageRead],
+            // SPEC 4: getUsage needs Research; a free key learns its budget from the
+            // rate-limit headers of every answer.
+            Tier::Free => &[CompaniesList, CompaniesRead],
             Tier::Research => &[CompaniesList, CompaniesRead, Marks80, UsageRead],
             Tier::Pro | Tier::Business => &[CompaniesList, CompaniesRead, Marks80, Marks95, EventsRead, UsageRead],
             Tier::Enterprise => &[

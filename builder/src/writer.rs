@@ -1,17 +1,17 @@
 //! Writes one snapshot file, atomically.
 //!
 //! Bodies are streamed to a temporary file beside the target as they are rendered, hashed on
-//! the way; the index and header come last; then the file is fsynced and renamed into place
-//! and the directory fsynced. A crash at any point leaves either no file or a whole one, never
-//! a half file under the target name. The temporary file is removed if writing fails.
+//! the way (XXH3 for the checksum, BLAKE3 for the digest a publisher signs); the index and
+//! header come last; then the file is moved into place by [`AtomicFile`], so a crash at any
+//! point leaves either no file or a whole one under the target name.
 
-use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::{Signer, SigningKey};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
+use crate::atomic_file::AtomicFile;
 use crate::format::{
     Body, BodyRef, Encoded, Header, Index, FORMAT_VERSION, HEADER_LEN, INDEX_ALIGN, OLDEST_READABLE_VERSION,
     SIGNED_HEADER_LEN,
@@ -32,11 +32,10 @@ pub enum WriteError {
 
 pub struct SnapshotWriter {
     target: PathBuf,
-    temp: PathBuf,
-    out: BufWriter<File>,
-    hasher: Xxh3,
+    out: BufWriter<AtomicFile>,
+    checksum: Xxh3,
+    digest: blake3::Hasher,
     bodies_len: u64,
-    finished: bool,
 }
 
 impl std::fmt::Debug for SnapshotWriter {
@@ -54,29 +53,15 @@ impl SnapshotWriter {
             path: target.to_owned(),
             source,
         };
-        let dir = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = target
-            .file_name()
-            .ok_or_else(|| io_error(io::Error::new(io::ErrorKind::InvalidInput, "not a file path")))?;
-        let temp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&temp)
-            .map_err(io_error)?;
+        let file = AtomicFile::create(target).map_err(io_error)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.write_all(&[0u8; HEADER_LEN]).map_err(io_error)?;
         Ok(SnapshotWriter {
             target: target.to_owned(),
-            temp,
             out,
-            hasher: Xxh3::new(),
+            checksum: Xxh3::new(),
+            digest: blake3::Hasher::new(),
             bodies_len: 0,
-            finished: false,
         })
     }
 
@@ -89,7 +74,8 @@ impl SnapshotWriter {
 
     fn write_hashed(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
         self.out.write_all(bytes).map_err(|e| self.io_error(e))?;
-        self.hasher.update(bytes);
+        self.checksum.update(bytes);
+        self.digest.update(bytes);
         Ok(())
     }
 
@@ -132,7 +118,8 @@ impl SnapshotWriter {
             bodies_len: self.bodies_len,
             index_offset,
             index_len: archive.len() as u64,
-            checksum: self.hasher.digest128(),
+            checksum: self.checksum.digest128(),
+            content_digest: *self.digest.finalize().as_bytes(),
             dataset_version: index.dataset_version.clone(),
             methodology_version: index.methodology_version.clone(),
             as_of: index.as_of.clone(),
@@ -145,29 +132,19 @@ impl SnapshotWriter {
             let signature = key.sign(&header.encode()[..SIGNED_HEADER_LEN]);
             header.publisher = Some((public, signature.to_bytes()));
         }
-        self.out.flush().map_err(|e| self.io_error(e))?;
-        let file = self.out.get_mut();
+        let mut file = self.out.into_inner().map_err(|e| WriteError::Io {
+            path: self.target.clone(),
+            source: e.into_error(),
+        })?;
         let result = file
+            .file()
             .seek(SeekFrom::Start(0))
-            .and_then(|_| file.write_all(&header.encode()))
-            .and_then(|_| file.sync_all());
-        result.map_err(|e| self.io_error(e))?;
-        std::fs::rename(&self.temp, &self.target).map_err(|e| self.io_error(e))?;
-        self.finished = true;
-        if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            // Durability of the rename itself; not every filesystem supports it, which is fine.
-            if let Ok(dir) = File::open(dir) {
-                let _ = dir.sync_all();
-            }
-        }
+            .and_then(|_| file.file().write_all(&header.encode()))
+            .and_then(|_| file.commit());
+        result.map_err(|source| WriteError::Io {
+            path: self.target,
+            source,
+        })?;
         Ok(header)
-    }
-}
-
-impl Drop for SnapshotWriter {
-    fn drop(&mut self) {
-        if !self.finished {
-            let _ = std::fs::remove_file(&self.temp);
-        }
     }
 }

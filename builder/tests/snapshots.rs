@@ -484,32 +484,77 @@ fn publisher_signatures_are_required_when_configured() {
         Snapshot::open(&edited, &require(&publisher)).unwrap_err(),
         SnapshotError::PublisherSignature(_)
     ));
+    // A forged body. With the checksum recomputed to match it, the header no longer matches
+    // its signature; with the header left as signed (as a forger who can make an XXH3
+    // collision would leave it: XXH3 is not cryptographic), the signed BLAKE3 digest refuses
+    // the content before the checksum is even looked at.
+    let forge = |b: &mut Vec<u8>| {
+        let body = HEADER_LEN + 10;
+        b[body] = if b[body] == b'X' { b'Y' } else { b'X' };
+    };
+    let recomputed = damaged(&bytes, |b| {
+        forge(b);
+        let checksum = xxhash_rust::xxh3::xxh3_128(&b[HEADER_LEN..]);
+        b[48..64].copy_from_slice(&checksum.to_le_bytes());
+    });
+    assert!(matches!(
+        Snapshot::open(&recomputed, &require(&publisher)).unwrap_err(),
+        SnapshotError::PublisherSignature(_)
+    ));
+    let header_as_signed = damaged(&bytes, forge);
+    assert!(matches!(
+        Snapshot::open(&header_as_signed, &require(&publisher)).unwrap_err(),
+        SnapshotError::DigestMismatch
+    ));
 }
 
-/// Format compatibility: the committed golden file of each format version still opens.
+/// Format compatibility: the committed golden file of each format version this build reads
+/// still opens, and each older one is refused with a message that says to rebuild.
 #[test]
-fn golden_snapshots_of_every_format_version_still_open() {
+fn golden_snapshots_of_every_format_version_open_or_are_refused_as_too_old() {
+    use marks_builder::format::OLDEST_READABLE_VERSION;
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/golden");
-    let mut found = 0;
+    let (mut readable, mut too_old) = (0, 0);
     for entry in std::fs::read_dir(&golden).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "snap") {
-            let snapshot =
-                Snapshot::open(&path, &OpenOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let index = snapshot.index();
-            assert_eq!(index.companies.len(), 2);
-            let (_, acme) = index.company("acme").unwrap();
-            let profile: serde_json::Value =
-                serde_json::from_slice(snapshot.body_slice(&acme.profile.identity)).unwrap();
-            assert_eq!(profile["name"], "Acme Robotics");
+        let Some(version) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix('v')?.strip_suffix(".snap")?.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        assert!(
+            std::fs::metadata(&path).unwrap().len() < 1 << 20,
+            "golden files stay under 1 MiB"
+        );
+        if version < OLDEST_READABLE_VERSION {
+            let err = Snapshot::open(&path, &OpenOptions::default()).unwrap_err();
             assert!(
-                std::fs::metadata(&path).unwrap().len() < 1 << 20,
-                "golden files stay under 1 MiB"
+                matches!(err, SnapshotError::TooOld { got, .. } if got == version),
+                "{err}"
             );
-            found += 1;
+            assert!(err.to_string().contains("rebuild it"), "{err}");
+            too_old += 1;
+            continue;
         }
+        let snapshot =
+            Snapshot::open(&path, &OpenOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(snapshot.header().format_version, version);
+        let index = snapshot.index();
+        assert_eq!(index.companies.len(), 2);
+        let (_, acme) = index.company("acme").unwrap();
+        let profile: serde_json::Value = serde_json::from_slice(snapshot.body_slice(&acme.profile.identity)).unwrap();
+        assert_eq!(profile["name"], "Acme Robotics");
+        readable += 1;
     }
-    assert!(found >= 1, "no golden snapshot in {}", golden.display());
+    assert_eq!(
+        readable,
+        1,
+        "one golden file of the current format in {}",
+        golden.display()
+    );
+    assert!(too_old >= 1, "the format 1 file is kept to prove it is refused");
 }
 
 /// The test vector shipped for third-party verifiers verifies here too, byte for byte.

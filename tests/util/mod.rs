@@ -13,7 +13,7 @@ use http::{HeaderMap, Method, Request};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use marks::cursor::CursorKey;
-use marks::server::{self, RunningServer, ServerConfig};
+use marks::http_server::{self, RunningServer, ServerConfig};
 use marks::state::{Settings, State};
 use marks_builder::{BuildOptions, BuildReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -97,6 +97,7 @@ pub struct TestServer {
 pub struct Options {
     pub snapshot: Option<PathBuf>,
     pub auth_failures_per_min: u32,
+    pub max_throttled_addresses: usize,
     pub client_ip_header: Option<http::HeaderName>,
     pub config: ServerConfig,
     pub publisher_key: Option<ed25519_dalek::VerifyingKey>,
@@ -108,6 +109,7 @@ impl Default for Options {
         Options {
             snapshot: None,
             auth_failures_per_min: 10_000,
+            max_throttled_addresses: 100_000,
             client_ip_header: None,
             config: ServerConfig {
                 addr: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -138,6 +140,7 @@ impl TestServer {
         let settings = Settings {
             public_base_url: "https://api.example.test".into(),
             auth_failures_per_min: options.auth_failures_per_min,
+            max_throttled_addresses: options.max_throttled_addresses,
             client_ip_header: options.client_ip_header.clone(),
             publisher_key: options.publisher_key,
             snapshot_path: snapshot_path.clone(),
@@ -149,7 +152,7 @@ impl TestServer {
         ));
         state.load_keys(&keys_path).expect("demo keys load");
         let _ = state.load_snapshot(&snapshot_path);
-        let server = server::start(state.clone(), options.config)
+        let server = http_server::start(state.clone(), options.config)
             .await
             .expect("server starts");
         TestServer {
@@ -324,4 +327,103 @@ pub fn raw_status(response: &str) -> u16 {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no status line in {response:?}"))
+}
+
+/// The value of one series (a metric name with its labels, exactly as written) in Prometheus
+/// text, compared as a whole line so that `x_total 1` never passes for `x_total 10`.
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.rsplit_once(' '))
+        .find(|(name, _)| *name == series)
+        .and_then(|(_, value)| value.parse().ok())
+}
+
+/// A small synthetic dataset and `versions` successors, each one day newer with one more
+/// event, built as a chain with `--previous` (so every step also passes the append-only check).
+pub fn build_versions(dir: &Path, versions: usize) -> Vec<(String, PathBuf)> {
+    let source = dir.join("source");
+    let mut options = marks_builder::synth::SynthOptions::new(30, 3);
+    options.events = 150;
+    options.history_days = (200, 400);
+    marks_builder::synth::generate(&options, &source).unwrap();
+    let toml = std::fs::read_to_string(source.join("dataset.toml")).unwrap();
+    let as_of = marks_builder::dataset::Day::parse("2026-06-30").unwrap();
+    let mut built: Vec<(String, PathBuf)> = Vec::new();
+    for v in 0..versions {
+        let version = as_of.plus(v as i32).to_string();
+        let text = toml
+            .replace(
+                "dataset_version = \"2026-06-30\"",
+                &format!("dataset_version = \"{version}\""),
+            )
+            .replace("as_of = \"2026-06-30\"", &format!("as_of = \"{version}\""));
+        std::fs::write(source.join("dataset.toml"), text).unwrap();
+        if v > 0 {
+            let mut events = std::fs::OpenOptions::new()
+                .append(true)
+                .open(source.join("events.csv"))
+                .unwrap();
+            use std::io::Write;
+            writeln!(
+                events,
+                "v{v:04},synth-000001,tender_offer,{version},{},https://example.com/v,",
+                1_000_000_000 + v
+            )
+            .unwrap();
+        }
+        let out = dir.join(format!("v{v:02}.snap"));
+        try_build(&source, &out, built.last().map(|(_, p)| p.as_path())).unwrap();
+        built.push((version, out));
+    }
+    built
+}
+
+/// Starts the real binary on a free port; returns the child and its address.
+pub async fn spawn_binary(dir: &Path, extra: &[&str]) -> (tokio::process::Child, std::net::SocketAddr) {
+    let snapshot = dir.join("live.snap");
+    std::fs::copy(sample_snapshot(), &snapshot).unwrap();
+    let keys = dir.join("keys.toml");
+    std::fs::copy(sample_dir().join("demo-keys.toml"), &keys).unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_marks"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "json"])
+        .arg("--snapshot")
+        .arg(&snapshot)
+        .arg("--keys")
+        .arg(&keys)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stderr);
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        use tokio::io::AsyncBufReadExt;
+        let n = tokio::time::timeout(Duration::from_secs(20), lines.read_line(&mut line))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0, "server exited before listening");
+        if let Some(rest) = line.trim().strip_prefix("Valuation Marks listening on http://") {
+            break rest.parse().unwrap();
+        }
+    };
+    // Keep draining stderr so the child never blocks on a full pipe.
+    tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut sink = Vec::new();
+        let _ = lines.read_to_end(&mut sink).await;
+    });
+    (child, addr)
+}
+
+/// `kill(2)` through the libc crate; the only unsafe call in the tests.
+#[allow(unsafe_code)]
+pub fn send_signal(pid: i32, signal: i32) -> i32 {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(pid, signal) }
 }

@@ -1,5 +1,6 @@
-//! `marks serve`: turns validated options into a running server, and runs it until SIGTERM or
-//! SIGINT. SIGHUP reloads the snapshot and keys files.
+//! `marks serve`: the start-up wiring. Turns validated options into settings, loads the keys
+//! and the snapshot (refusing to start without either), starts the HTTP server (`http_server`)
+//! and runs it until SIGTERM or SIGINT. SIGHUP reloads the snapshot and keys files.
 //!
 //! With no options it serves the bundled sample (building its snapshot on first run) with the
 //! demo keys on 127.0.0.1:8080.
@@ -14,8 +15,8 @@ use marks_builder::signing;
 
 use crate::commands::{demo_keys_file, ensure_sample_snapshot, sample_snapshot};
 use crate::cursor::CursorKey;
+use crate::http_server::{self, ServerConfig, TlsFiles};
 use crate::reload;
-use crate::server::{self, ServerConfig, TlsFiles};
 use crate::state::{Settings, State};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -42,6 +43,7 @@ pub struct ServeArgs {
     pub shutdown_grace: Duration,
     pub watch_interval: Duration,
     pub auth_failures_per_min: u32,
+    pub max_throttled_addresses: usize,
     pub client_ip_header: Option<http::HeaderName>,
     pub log_format: LogFormat,
     pub log_level: String,
@@ -117,6 +119,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let settings = Settings {
         public_base_url: public_base_url.clone(),
         auth_failures_per_min: args.auth_failures_per_min,
+        max_throttled_addresses: args.max_throttled_addresses,
         client_ip_header: args.client_ip_header,
         publisher_key,
         snapshot_path: snapshot_path.clone(),
@@ -147,8 +150,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
             .load_keys(&keys_path)
             .context("cannot start without a valid keys file")?;
         tracing::info!(path = %keys_path.display(), keys, "keys file loaded and in force");
-        reload::reload_snapshot(&state).await;
-        let server = server::start(state.clone(), config).await?;
+        // Likewise without a snapshot: a mistyped path would answer 503 to everything.
+        let loader = state.clone();
+        tokio::task::spawn_blocking(move || loader.load_snapshot(&snapshot_path))
+            .await
+            .context("the snapshot load task failed")?
+            .context("cannot start without a valid snapshot")?;
+        let signals = Signals::install()?;
+        let server = http_server::start(state.clone(), config).await?;
         let addr = server.addr;
         eprintln!("Valuation Marks listening on {scheme}://{addr}");
         if sample {
@@ -160,7 +169,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         let trigger = server.shutdown_trigger();
         let reloader = state.clone();
         tokio::spawn(async move {
-            wait_for_signals(reloader).await;
+            signals.wait(reloader).await;
             let _ = trigger.send(true);
         });
         let clean = server.wait().await;
@@ -177,32 +186,54 @@ pub fn run(args: ServeArgs) -> Result<()> {
     })
 }
 
-/// Returns on SIGTERM or SIGINT; reloads both files on SIGHUP meanwhile.
+/// The signals `marks serve` answers: SIGTERM and SIGINT stop it, SIGHUP reloads both files.
+/// Installed before the server says it is listening, so that a SIGHUP sent as soon as the
+/// address is announced reloads rather than ends the process (SIGHUP's default action).
 #[cfg(unix)]
-async fn wait_for_signals(state: Arc<State>) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop the server with SIGKILL");
-        return std::future::pending().await;
-    };
-    loop {
-        tokio::select! {
-            _ = term.recv() => { tracing::info!("SIGTERM: shutting down"); return; }
-            _ = int.recv() => { tracing::info!("SIGINT: shutting down"); return; }
-            _ = hup.recv() => {
-                tracing::info!("SIGHUP: reloading the snapshot and keys files");
-                reload::reload_keys(&state);
-                reload::reload_snapshot(&state).await;
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl Signals {
+    fn install() -> Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let install = |kind: SignalKind| signal(kind).context("cannot install signal handlers");
+        Ok(Signals {
+            term: install(SignalKind::terminate())?,
+            int: install(SignalKind::interrupt())?,
+            hup: install(SignalKind::hangup())?,
+        })
+    }
+
+    /// Returns on SIGTERM or SIGINT; reloads both files on SIGHUP meanwhile.
+    async fn wait(mut self, state: Arc<State>) {
+        loop {
+            tokio::select! {
+                _ = self.term.recv() => { tracing::info!("SIGTERM: shutting down"); return; }
+                _ = self.int.recv() => { tracing::info!("SIGINT: shutting down"); return; }
+                _ = self.hup.recv() => {
+                    tracing::info!("SIGHUP: reloading the snapshot and keys files");
+                    reload::reload_keys(&state).await;
+                    reload::reload_snapshot(&state).await;
+                }
             }
         }
     }
 }
 
 #[cfg(not(unix))]
-async fn wait_for_signals(_state: Arc<State>) {
-    let _ = tokio::signal::ctrl_c().await;
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn install() -> Result<Signals> {
+        Ok(Signals)
+    }
+
+    async fn wait(self, _state: Arc<State>) {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -1,12 +1,13 @@
-//! Response headers: the names and fixed values this service sends, and the prebuilt header
-//! block of a metered answer.
+//! Response headers: the names and fixed values this service sends, the values a request
+//! composes for itself, and the prebuilt header block of a metered answer. (Which headers a
+//! response gets is decided in `representation`.)
 //!
 //! A metered answer (a 200 or 304 from the snapshot, to a request that spent a unit of a key's
 //! budget) carries ten headers. Inserted one at a time into a `HeaderMap`, each costs a hash of
-//! its name, a probe and a push; `benches/instructions.sh` counted that at about a third of
-//! the handler. So each key gets, when the keys file is read, the block already built, with its
-//! fixed values set and placeholders for the five that change per request; an answer clones
-//! the block and writes those five by position, hashing nothing.
+//! its name, a probe and a push; `benches/instructions.sh` measures that. So each budget (every
+//! key of one per-minute rate) gets, when the keys file is read, the block already built, with
+//! its fixed values set and placeholders for the five that change per request; an answer
+//! clones the block and writes those five by position, hashing nothing.
 //!
 //! Those five (and the rate-limit values of other answers) are [`Composed`]: text this process
 //! writes itself from digits and fixed ASCII, so it is not validated byte by byte again.
@@ -119,7 +120,7 @@ const PER_REQUEST: [HeaderName; 5] = [
     RATELIMIT,
 ];
 
-/// One key's header blocks for metered answers.
+/// One budget's header blocks for metered answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MeteredHead {
     /// Indexed by whether `Vary` names `Accept-Encoding` (the body has a gzip variant).
@@ -136,8 +137,8 @@ struct Block {
 }
 
 impl MeteredHead {
-    /// The blocks for a key whose `X-RateLimit-Limit` and `RateLimit-Policy` are `limit` and
-    /// `policy`.
+    /// The blocks for a budget whose `X-RateLimit-Limit` and `RateLimit-Policy` are `limit`
+    /// and `policy`.
     pub fn new(limit: &HeaderValue, policy: &HeaderValue) -> MeteredHead {
         let block = |vary: HeaderValue| {
             let mut headers = HeaderMap::with_capacity(10);

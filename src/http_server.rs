@@ -1,34 +1,30 @@
-//! The HTTP server: accepting connections, connection hygiene, TLS and HTTP/2, graceful
-//! shutdown. Every request is handed to `service::handle`.
+//! The HTTP server: the accept loop, connection hygiene, TLS and HTTP/2, graceful shutdown.
+//! Every request is handed to `service::handle`.
 //!
 //! Connection hygiene: at most `max_connections` at once (further clients wait in the listen
-//! backlog), a maximum header size per request, and per connection an idle timeout (no bytes
-//! either way) and a request-head timeout (bytes arriving, no answer), plus a TLS handshake
+//! backlog), a maximum header size per request, and per connection the deadlines of
+//! [`ConnectionGuard`] (idle, and one request head arriving too slowly), plus a TLS handshake
 //! timeout.
 //! Shutdown: stop accepting, let in-flight requests finish within a bound, then return.
 
 use std::cell::RefCell;
 use std::convert::Infallible;
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
-use tokio::time::Sleep;
 
+use crate::connection_guard::ConnectionGuard;
 use crate::reload;
 use crate::service::{self, Connection, Response};
 use crate::state::State;
@@ -77,7 +73,8 @@ impl Default for ServerConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("cannot listen on {addr}: {source}")]
+    /// The OS error is the source, printed once after this line by whoever shows the chain.
+    #[error("cannot listen on {addr}")]
     Bind { addr: SocketAddr, source: io::Error },
     #[error("TLS: {0}")]
     Tls(String),
@@ -307,146 +304,4 @@ fn respond(
         );
     }
     response
-}
-
-/// Both per-connection deadlines on one timer per connection, none per request:
-/// - idle: no byte moved in either direction for `idle` (a keep-alive connection nobody uses,
-///   a client that stopped sending, or one that stopped reading a response);
-/// - unanswered: bytes keep arriving but no response byte goes out for `head` (a request head
-///   trickled in slowly, the slowloris pattern).
-///
-/// I/O only sets flags (no clock read, no timer update on the hot path); the timer ticks every
-/// half of the shorter deadline and counts ticks, so a deadline is enforced within half a
-/// deadline after it passes.
-///
-/// HTTP/2 connections get the idle deadline only: a client legitimately sends frames that need
-/// no answer (window updates, settings and ping acknowledgements), and hyper's HTTP/2 layer
-/// bounds header sizes and pings idle peers itself.
-struct ConnectionGuard<S> {
-    inner: S,
-    timer: Pin<Box<Sleep>>,
-    tick: Duration,
-    idle_limit: u32,
-    head_limit: u32,
-    moved: bool,
-    awaiting_response: bool,
-    /// Nothing read yet: the first bytes tell an HTTP/2 prior-knowledge client.
-    first_read: bool,
-    idle_ticks: u32,
-    unanswered_ticks: u32,
-}
-
-/// What an HTTP/2 client sends first over plain TCP (RFC 9113 3.4).
-const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-impl<S> ConnectionGuard<S> {
-    fn new(inner: S, idle: Duration, head: Duration) -> ConnectionGuard<S> {
-        let tick = (idle.min(head) / 2).max(Duration::from_millis(10));
-        let ticks = |deadline: Duration| (deadline.as_nanos() / tick.as_nanos()).max(1) as u32;
-        ConnectionGuard {
-            inner,
-            timer: Box::pin(tokio::time::sleep(tick)),
-            tick,
-            idle_limit: ticks(idle),
-            head_limit: ticks(head),
-            moved: false,
-            awaiting_response: false,
-            first_read: true,
-            idle_ticks: 0,
-            unanswered_ticks: 0,
-        }
-    }
-
-    /// From now on only the idle deadline applies (an HTTP/2 connection).
-    fn idle_deadline_only(&mut self) {
-        self.head_limit = u32::MAX;
-    }
-
-    /// Counts elapsed ticks; true when a deadline has passed.
-    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
-        while self.timer.as_mut().poll(cx).is_ready() {
-            self.idle_ticks = if self.moved { 0 } else { self.idle_ticks + 1 };
-            self.unanswered_ticks = if self.awaiting_response {
-                self.unanswered_ticks.saturating_add(1)
-            } else {
-                0
-            };
-            self.moved = false;
-            if self.idle_ticks >= self.idle_limit || self.unanswered_ticks >= self.head_limit {
-                return true;
-            }
-            let next = tokio::time::Instant::now() + self.tick;
-            self.timer.as_mut().reset(next);
-        }
-        false
-    }
-
-    /// Passes a ready result through, noting activity; turns a passed deadline into an error.
-    fn track<T>(&mut self, poll: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
-        match poll {
-            Poll::Pending if self.expired(cx) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "connection idle, or request unanswered, for too long",
-            ))),
-            other => other,
-        }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for ConnectionGuard<S> {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            if this.first_read {
-                this.first_read = false;
-                let read = &buf.filled()[before..];
-                if read.len() >= 3 && H2_PREFACE.starts_with(&read[..read.len().min(H2_PREFACE.len())]) {
-                    this.idle_deadline_only();
-                }
-            }
-            this.moved = true;
-            this.awaiting_response = true;
-        }
-        this.track(poll, cx)
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for ConnectionGuard<S> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
-            this.moved = true;
-            this.awaiting_response = false;
-        }
-        this.track(poll, cx)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let poll = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
-            this.moved = true;
-            this.awaiting_response = false;
-        }
-        this.track(poll, cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
 }

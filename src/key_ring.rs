@@ -1,0 +1,224 @@
+//! The keys in force in the server: the `KeyRing` every request authenticates against, built
+//! from the keys file (`keys_file`), and the key a connection remembers.
+//!
+//! The ring holds, per key, only what a request needs: the key's BLAKE3 hash (never the key),
+//! its id, tier and budget. What is the same for every key of one budget (the rate-limit header
+//! values and the prebuilt header blocks of metered answers) is made once per distinct budget
+//! and shared, so a keys file of a million keys costs a few hundred bytes per key, not a
+//! header map per key. `benches/keys.sh` measures it.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use marks_builder::tiers::Tier;
+
+use crate::keys_file::{self, KeyStatus, KeysError, KeysFile};
+use crate::response_headers::{Composed, MeteredHead, MINUTE_POLICY};
+
+/// The headers every key of one per-minute budget shares.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BudgetHeaders {
+    /// `X-RateLimit-Limit` and `RateLimit-Policy`.
+    pub limit: http::HeaderValue,
+    pub policy: http::HeaderValue,
+    /// The header blocks of metered answers, built from the two above.
+    pub head: MeteredHead,
+}
+
+impl BudgetHeaders {
+    fn new(rate_per_min: u32) -> BudgetHeaders {
+        let limit = http::HeaderValue::from(rate_per_min);
+        let policy = Composed::new().policy(MINUTE_POLICY, rate_per_min);
+        BudgetHeaders {
+            head: MeteredHead::new(&limit, &policy),
+            limit,
+            policy,
+        }
+    }
+}
+
+/// An authenticated caller: what the server needs to authorise and meter a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub key_id: Arc<str>,
+    pub tier: Tier,
+    pub rate_per_min: u32,
+    /// True when the key's budget differs from its tier's, so its usage body is rendered.
+    pub custom_rate: bool,
+    /// Shared by every key with this budget.
+    pub headers: Arc<BudgetHeaders>,
+}
+
+/// The keys in force: active and inactive, by hash.
+#[derive(Debug, Default)]
+pub struct KeyRing {
+    by_hash: HashMap<[u8; 32], Option<Arc<Caller>>, foldhash::fast::RandomState>,
+    /// Distinct for every ring this process builds, so a [`RememberedKey`] knows when the
+    /// keys file it was accepted under has been replaced.
+    generation: u64,
+}
+
+/// Numbers key rings from 1; a [`RememberedKey`] that remembers nothing holds 0.
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// The key last accepted on one connection.
+///
+/// A client sends the same key with every request of a keep-alive connection; remembering it
+/// there spares all but the first the BLAKE3 hash and the lookup (`benches/instructions.sh`
+/// measures it). It holds only what that connection already carries and is dropped with it.
+/// A presented key is compared with it in constant time: a proxy may carry several clients
+/// over one connection, and none may time its way to another's key. A reloaded keys file (a
+/// revoked key) is a new ring, which forgets it.
+#[derive(Debug, Default)]
+pub struct RememberedKey {
+    generation: u64,
+    presented: Vec<u8>,
+    caller: Option<Arc<Caller>>,
+}
+
+/// Result of looking a presented key up.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Authentication<'a> {
+    Valid(&'a Arc<Caller>),
+    /// Unknown, revoked or suspended: indistinguishable to the client.
+    Invalid,
+}
+
+pub fn hash_key(key: &str) -> [u8; 32] {
+    *blake3::hash(key.as_bytes()).as_bytes()
+}
+
+impl KeyRing {
+    /// Loads and checks a keys file; a missing file is an error. Blocking, and for a large
+    /// file long (`benches/keys.sh`): the server calls it off its request threads.
+    pub fn load(path: &Path) -> Result<KeyRing, KeysError> {
+        KeyRing::of(path, &keys_file::read(path)?)
+    }
+
+    /// Checks every entry of a keys file (named `path` in errors) and builds the ring.
+    pub(crate) fn of(path: &Path, file: &KeysFile) -> Result<KeyRing, KeysError> {
+        let mut by_hash = HashMap::with_capacity_and_hasher(file.keys.len(), foldhash::fast::RandomState::default());
+        let mut ids = std::collections::HashSet::with_capacity(file.keys.len());
+        let mut budgets: HashMap<u32, Arc<BudgetHeaders>> = HashMap::new();
+        for entry in &file.keys {
+            let fail = |reason: &str| KeysError::Entry {
+                path: path.to_owned(),
+                key_id: entry.key_id.clone(),
+                reason: reason.to_string(),
+            };
+            if !ids.insert(entry.key_id.as_str()) {
+                return Err(fail("duplicate key_id"));
+            }
+            let tier = Tier::parse(&entry.tier).ok_or_else(|| fail("unknown tier"))?;
+            let hash = keys_file::parse_hash(&entry.hash).ok_or_else(|| fail("hash must be blake3:<64 hex digits>"))?;
+            if entry.rate_per_min == Some(0) {
+                return Err(fail("rate_per_min must be at least 1"));
+            }
+            let rate_per_min = entry.rate_per_min.unwrap_or(tier.rate_per_min());
+            let caller = (entry.status == KeyStatus::Active).then(|| {
+                let headers = budgets
+                    .entry(rate_per_min)
+                    .or_insert_with(|| Arc::new(BudgetHeaders::new(rate_per_min)))
+                    .clone();
+                Arc::new(Caller {
+                    key_id: entry.key_id.as_str().into(),
+                    tier,
+                    rate_per_min,
+                    custom_rate: entry.rate_per_min.is_some_and(|r| r != tier.rate_per_min()),
+                    headers,
+                })
+            });
+            if by_hash.insert(hash, caller).is_some() {
+                return Err(fail("the same key hash appears twice"));
+            }
+        }
+        Ok(KeyRing {
+            by_hash,
+            generation: GENERATION.fetch_add(1, Relaxed),
+        })
+    }
+
+    pub fn authenticate(&self, presented: &str) -> Authentication<'_> {
+        match self.by_hash.get(&hash_key(presented)) {
+            Some(Some(caller)) => Authentication::Valid(caller),
+            _ => Authentication::Invalid,
+        }
+    }
+
+    /// [`Self::authenticate`], answered from `remembered` when it holds this key accepted by
+    /// this ring, and otherwise remembering the key if it is valid.
+    pub fn authenticate_remembering(&self, presented: &str, remembered: &mut RememberedKey) -> Option<Arc<Caller>> {
+        let same_key = || constant_time_eq::constant_time_eq(&remembered.presented, presented.as_bytes());
+        if remembered.generation == self.generation && same_key() {
+            return remembered.caller.clone();
+        }
+        match self.authenticate(presented) {
+            Authentication::Valid(caller) => {
+                remembered.generation = self.generation;
+                remembered.presented.clear();
+                remembered.presented.extend_from_slice(presented.as_bytes());
+                remembered.caller = Some(caller.clone());
+                Some(caller.clone())
+            }
+            Authentication::Invalid => None,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_hash.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issued_key_authenticates_and_revoked_key_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.toml");
+        let (key_id, key) = keys_file::issue(&path, Tier::Pro, "acme", None).unwrap();
+        assert!(key.starts_with(keys_file::KEY_PREFIX));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(&key), "the keys file must never hold a key");
+        let ring = KeyRing::load(&path).unwrap();
+        match ring.authenticate(&key) {
+            Authentication::Valid(caller) => {
+                assert_eq!(
+                    (caller.key_id.as_ref(), caller.tier, caller.rate_per_min),
+                    (key_id.as_str(), Tier::Pro, 600)
+                )
+            }
+            Authentication::Invalid => panic!("issued key must authenticate"),
+        }
+        assert_eq!(ring.authenticate("vmk_wrong"), Authentication::Invalid);
+        keys_file::set_status(&path, &key_id, KeyStatus::Revoked).unwrap();
+        assert_eq!(
+            KeyRing::load(&path).unwrap().authenticate(&key),
+            Authentication::Invalid
+        );
+    }
+
+    #[test]
+    fn keys_of_one_budget_share_their_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.toml");
+        let (_, first) = keys_file::issue(&path, Tier::Pro, "a", None).unwrap();
+        let (_, second) = keys_file::issue(&path, Tier::Pro, "b", None).unwrap();
+        let (_, own) = keys_file::issue(&path, Tier::Pro, "c", Some(1234)).unwrap();
+        let ring = KeyRing::load(&path).unwrap();
+        let caller = |key: &str| match ring.authenticate(key) {
+            Authentication::Valid(caller) => caller.clone(),
+            Authentication::Invalid => panic!("valid key refused"),
+        };
+        assert!(Arc::ptr_eq(&caller(&first).headers, &caller(&second).headers));
+        assert_eq!(caller(&own).headers.limit, "1234");
+        assert!(!Arc::ptr_eq(&caller(&first).headers, &caller(&own).headers));
+    }
+}

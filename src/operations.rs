@@ -1,0 +1,272 @@
+//! What each endpoint answers: one function per operation, from the snapshot in force (and,
+//! for the metered operations, the caller) to a [`Representation`] or an [`ApiError`].
+//!
+//! No keys, budgets or response headers here: who is asking and whether they may is settled
+//! before (`service`, `access`), and the response is written after (`representation`). Data
+//! bodies are slices of the mapped snapshot; only list pages, `/readyz`, `/metrics` and a
+//! custom-budget usage body are assembled per request.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use http::header::HeaderValue;
+use http::StatusCode;
+use marks_builder::format::{ArchivedCompanyEntry, UNIVERSE_ALL, UNIVERSE_FREE};
+use marks_builder::tiers::{Scope, Tier};
+use marks_builder::writer::etag_of;
+
+use crate::cursor::CursorKey;
+use crate::key_ring::Caller;
+use crate::list;
+use crate::problem::ApiError;
+use crate::query::{self, ListQuery, Params, LIST_PARAMS};
+use crate::representation::{header_value, Cache, Negotiation, Representation};
+use crate::response_headers::JSON;
+use crate::routes::Operation;
+use crate::state::{epoch_seconds, LoadedSnapshot, State};
+
+/// The interface description served at `/v1/openapi.json`.
+pub const OPENAPI_JSON: &[u8] = include_bytes!("../openapi/openapi.json");
+
+/// A metered operation's inputs.
+#[derive(Debug)]
+pub struct Call<'a> {
+    pub state: &'a State,
+    pub loaded: &'a LoadedSnapshot,
+    pub caller: &'a Caller,
+    pub query: Option<&'a str>,
+    /// The `{slug}` of the path, still percent-encoded.
+    pub slug: Option<&'a str>,
+    pub negotiation: &'a Negotiation<'a>,
+}
+
+/// Answers a metered operation (one that needs a key and spends a unit of its budget).
+pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, ApiError> {
+    match operation {
+        Operation::ListCompanies => list_companies(call),
+        Operation::GetCompany => {
+            require(call.caller, Scope::CompaniesRead)?;
+            no_parameters(call.query)?;
+            let company = company(call)?;
+            Ok(call.negotiation.stored(call.loaded, &company.profile, Cache::Private))
+        }
+        Operation::GetMarkSeries => {
+            require(call.caller, Scope::Marks80)?;
+            let params = Params::parse(call.query, &["coverage"])?;
+            let coverage = query::coverage(&params)?;
+            if coverage == 95 {
+                require(call.caller, Scope::Marks95)?;
+            }
+            let company = company(call)?;
+            let body = if coverage == 95 {
+                &company.marks_95
+            } else {
+                &company.marks_80
+            };
+            Ok(call.negotiation.stored(call.loaded, body, Cache::Private))
+        }
+        Operation::GetMarkEvents => {
+            require(call.caller, Scope::EventsRead)?;
+            no_parameters(call.query)?;
+            let company = company(call)?;
+            Ok(call.negotiation.stored(call.loaded, &company.events, Cache::Private))
+        }
+        Operation::GetResolution => {
+            require(call.caller, Scope::ResolutionRead)?;
+            no_parameters(call.query)?;
+            let company = company(call)?;
+            Ok(call
+                .negotiation
+                .stored(call.loaded, &company.resolution, Cache::Private))
+        }
+        Operation::GetUsage => usage(call),
+        _ => Err(ApiError::Internal),
+    }
+}
+
+fn list_companies(call: &Call<'_>) -> Result<Representation, ApiError> {
+    require(call.caller, Scope::CompaniesList)?;
+    let params = Params::parse(call.query, LIST_PARAMS)?;
+    let query = ListQuery::from_params(&params)?;
+    let index = call.loaded.snapshot.index();
+    let (universe, note) = if call.caller.tier.limited_universe() {
+        let note = format!(
+            "The free tier lists the 10 companies with the highest latest value_usd; \
+             Research and above list all {} companies.",
+            index.companies.len()
+        );
+        (UNIVERSE_FREE, Some(note))
+    } else {
+        (UNIVERSE_ALL, None)
+    };
+    let cursor_key = &call.state.cursor_key;
+    let page = list::Page::place(call.loaded, &query, universe, cursor_key)?;
+    let etag = list_etag(call.loaded, cursor_key, universe, call.query.unwrap_or(""));
+    Ok(call
+        .negotiation
+        .conditional(&etag, header_value(&etag), Cache::Private, || {
+            page.render(cursor_key, note.as_deref())
+        }))
+}
+
+fn usage(call: &Call<'_>) -> Result<Representation, ApiError> {
+    require(call.caller, Scope::UsageRead)?;
+    no_parameters(call.query)?;
+    let caller = call.caller;
+    let position = Tier::ALL.iter().position(|&t| t == caller.tier).unwrap_or(0);
+    match call.loaded.snapshot.index().usage.get(position) {
+        Some(body) if !caller.custom_rate => Ok(call.negotiation.stored(call.loaded, body, Cache::Private)),
+        _ => {
+            // A key with its own budget: its usage body is not in the snapshot.
+            let body = marks_builder::tiers::usage_body(&call.loaded.meta, caller.tier, caller.rate_per_min);
+            let etag = etag_of(&body);
+            Ok(call
+                .negotiation
+                .conditional(&etag, header_value(&etag), Cache::Private, || Bytes::from(body)))
+        }
+    }
+}
+
+/// The company the path names, within the caller's universe.
+fn company<'s>(call: &Call<'s>) -> Result<&'s ArchivedCompanyEntry, ApiError> {
+    let raw_slug = call.slug.unwrap_or("");
+    // Slugs are plain ASCII: decoding is for the rare client that escapes them anyway.
+    let slug = if raw_slug.contains('%') {
+        percent_encoding::percent_decode_str(raw_slug)
+            .decode_utf8()
+            .map_err(|_| ApiError::NotFound("No company has this slug.".into()))?
+    } else {
+        Cow::Borrowed(raw_slug)
+    };
+    let index = call.loaded.snapshot.index();
+    let shown = || slug.chars().take(64).collect::<String>();
+    let (position, company) = index
+        .company(&slug)
+        .ok_or_else(|| ApiError::NotFound(format!("No company has the slug {:?}.", shown())))?;
+    if call.caller.tier.limited_universe() {
+        let free = index.list(0, UNIVERSE_FREE, 0, 0);
+        if !free.iter().any(|row| row.to_native() as usize == position) {
+            return Err(ApiError::TierForbidden(format!(
+                "The free tier covers the 10 companies with the highest latest value; {:?} needs the {} tier or above.",
+                shown(),
+                Tier::Research
+            )));
+        }
+    }
+    Ok(company)
+}
+
+fn require(caller: &Caller, scope: Scope) -> Result<(), ApiError> {
+    if caller.tier.allows(scope) {
+        return Ok(());
+    }
+    let needed = Tier::lowest_with(scope);
+    let what = match scope {
+        Scope::Marks95 => "coverage 95".to_string(),
+        other => format!("the {} scope", other.as_str()),
+    };
+    Err(ApiError::TierForbidden(format!(
+        "Your key's tier ({}) does not include {what}; it needs the {needed} tier or above.",
+        caller.tier
+    )))
+}
+
+fn no_parameters(query: Option<&str>) -> Result<(), ApiError> {
+    Params::parse(query, &[]).map(|_| ())
+}
+
+/// A list page's ETag: its bytes are a function of the snapshot, the cursor key (its
+/// `next_cursor`), the universe and the query string, so hashing those names them without
+/// rendering the page.
+fn list_etag(loaded: &LoadedSnapshot, cursor_key: &CursorKey, universe: u8, query: &str) -> String {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::with_seed(loaded.etag_seed);
+    hasher.update(&cursor_key.fingerprint().to_le_bytes());
+    hasher.update(&[universe]);
+    hasher.update(query.as_bytes());
+    format!("\"{:016x}\"", hasher.digest())
+}
+
+/// `/healthz`: the process is up.
+pub fn healthz() -> Representation {
+    Representation::uncached(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}"), JSON)
+}
+
+/// `/metrics`: Prometheus text.
+pub fn metrics(state: &State) -> Representation {
+    Representation::uncached(
+        StatusCode::OK,
+        Bytes::from(state.metrics_text()),
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    )
+}
+
+/// `/v1/openapi.json`, compiled into the binary.
+pub fn openapi(query: Option<&str>, negotiation: &Negotiation<'_>) -> Result<Representation, ApiError> {
+    static ETAG: OnceLock<String> = OnceLock::new();
+    no_parameters(query)?;
+    let etag = ETAG.get_or_init(|| etag_of(OPENAPI_JSON));
+    Ok(negotiation.conditional(etag, header_value(etag), Cache::Public, || {
+        Bytes::from_static(OPENAPI_JSON)
+    }))
+}
+
+/// The documents the snapshot publishes to everyone: the signing keys and the scorecard.
+pub fn published(
+    operation: Operation,
+    loaded: &LoadedSnapshot,
+    query: Option<&str>,
+    negotiation: &Negotiation<'_>,
+) -> Result<Representation, ApiError> {
+    no_parameters(query)?;
+    let index = loaded.snapshot.index();
+    let body = if operation == Operation::SigningKeys {
+        &index.signing_keys
+    } else {
+        &index.scorecard
+    };
+    Ok(negotiation.stored(loaded, body, Cache::Public))
+}
+
+/// `/readyz`: whether a snapshot is in force, which one, and the last refusals.
+pub fn readyz(state: &State) -> Representation {
+    let loaded = state.snapshot();
+    let refusal = state.last_snapshot_refusal().map(|r| {
+        serde_json::json!({
+            "at": epoch_seconds(r.at),
+            "file": r.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "reason": r.reason,
+        })
+    });
+    let keys_refusal = state
+        .last_keys_refusal()
+        .map(|r| serde_json::json!({ "at": epoch_seconds(r.at), "reason": r.reason }));
+    let (status, body) = match &loaded {
+        Some(loaded) => {
+            let header = loaded.snapshot.header();
+            (
+                StatusCode::OK,
+                serde_json::json!({
+                    "status": "ready",
+                    "dataset_version": header.dataset_version,
+                    "methodology_version": header.methodology_version,
+                    "as_of": header.as_of,
+                    "loaded_at": epoch_seconds(loaded.loaded_at),
+                    "companies": loaded.snapshot.index().companies.len(),
+                    "last_refusal": refusal,
+                    "last_keys_refusal": keys_refusal,
+                }),
+            )
+        }
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({
+                "status": "not_ready",
+                "last_refusal": refusal,
+                "last_keys_refusal": keys_refusal,
+            }),
+        ),
+    };
+    let bytes = Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
+    Representation::uncached(status, bytes, JSON)
+}

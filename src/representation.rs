@@ -1,0 +1,269 @@
+//! How an answer becomes a response: the [`Representation`] (a body and everything that
+//! describes it: status, media type, ETag, cache policy, what it varies on, its content
+//! coding) and [`Representation::into_response`], the one function that writes every header a
+//! response carries, the request's own (its id, the rate-limit headers of the budget it was
+//! metered against) included.
+//!
+//! Conditional requests (`If-None-Match`) and content negotiation (`Accept-Encoding`) are
+//! decided here too, by [`Negotiation`], so a handler only says which body it answers with.
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{HeaderMap, StatusCode};
+use http_body_util::Full;
+use marks_builder::format::ArchivedBody;
+
+use crate::key_ring::Caller;
+use crate::response_headers::{
+    MeteredValues, GZIP, JSON, NO_STORE, PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, RATELIMIT, RATELIMIT_POLICY,
+    VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET,
+    X_REQUEST_ID,
+};
+use crate::state::LoadedSnapshot;
+
+pub type Response = http::Response<Full<Bytes>>;
+
+/// How a response may be cached, and what it varies on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cache {
+    /// Per-key data: every client revalidates.
+    Private,
+    /// The same for everyone (signing keys, scorecard, OpenAPI document).
+    Public,
+    /// Operational answers and errors.
+    NoStore,
+}
+
+/// A body with everything that describes it.
+#[derive(Debug)]
+pub struct Representation {
+    pub status: StatusCode,
+    /// Empty for a 304.
+    pub body: Bytes,
+    pub content_type: HeaderValue,
+    pub etag: Option<HeaderValue>,
+    pub cache: Cache,
+    /// The body has a gzip variant, so caches must key on `Accept-Encoding` too.
+    pub vary_encoding: bool,
+    /// The body is the gzip variant.
+    pub gzip: bool,
+}
+
+impl Representation {
+    /// An operational answer or an error: no validator, not stored by caches.
+    pub fn uncached(status: StatusCode, body: Bytes, content_type: HeaderValue) -> Representation {
+        Representation {
+            status,
+            body,
+            content_type,
+            etag: None,
+            cache: Cache::NoStore,
+            vary_encoding: false,
+            gzip: false,
+        }
+    }
+}
+
+/// The rate-limit header values of the budget a request was metered against.
+#[derive(Debug)]
+pub struct Budget {
+    pub remaining: HeaderValue,
+    pub reset: HeaderValue,
+    pub ratelimit: HeaderValue,
+    /// `X-RateLimit-Limit` and `RateLimit-Policy` of a failed-authentication budget. A key's
+    /// are shared by every key of its budget, in its `Caller`.
+    pub throttle_limits: Option<(HeaderValue, HeaderValue)>,
+}
+
+/// What a response says about the request it answers.
+#[derive(Debug)]
+pub struct Metering<'a> {
+    /// The client's `X-Request-ID`, or one made for it.
+    pub request_id: HeaderValue,
+    /// The key the request was answered for.
+    pub caller: Option<&'a Caller>,
+    pub budget: Option<Budget>,
+}
+
+impl Representation {
+    /// The response with every header it carries. `head`: a HEAD request, answered like GET
+    /// without the body.
+    pub fn into_response(self, head: bool, metering: Metering<'_>) -> Response {
+        let Representation {
+            status,
+            body,
+            content_type,
+            etag,
+            cache,
+            vary_encoding,
+            gzip,
+        } = self;
+        let length = body.len();
+        let with_body = status != StatusCode::NOT_MODIFIED && !head;
+        let mut response = Response::new(Full::new(if with_body { body } else { Bytes::new() }));
+        *response.status_mut() = status;
+        let headers = response.headers_mut();
+        let Metering {
+            request_id,
+            caller,
+            budget,
+        } = metering;
+        match (caller, budget, etag) {
+            // A metered answer from the snapshot, nearly every request: the budget's prebuilt
+            // block, cloned and five values written by position (`response_headers`).
+            (Some(caller), Some(budget), Some(etag)) if cache == Cache::Private && content_type == JSON => {
+                let values = MeteredValues {
+                    etag,
+                    request_id,
+                    remaining: budget.remaining,
+                    reset: budget.reset,
+                    ratelimit: budget.ratelimit,
+                };
+                *headers = caller.headers.head.fill(vary_encoding, values);
+                if status == StatusCode::NOT_MODIFIED {
+                    headers.remove(header::CONTENT_TYPE);
+                }
+            }
+            (caller, budget, etag) => {
+                // Room for every header, so the map never grows and rehashes.
+                headers.reserve(12);
+                if status != StatusCode::NOT_MODIFIED {
+                    headers.insert(header::CONTENT_TYPE, content_type);
+                }
+                if let Some(etag) = etag {
+                    headers.insert(header::ETAG, etag);
+                }
+                let (cache_control, vary) = match (cache, vary_encoding) {
+                    (Cache::Private, false) => (PRIVATE_NO_CACHE, Some(VARY_KEY)),
+                    (Cache::Private, true) => (PRIVATE_NO_CACHE, Some(VARY_KEY_ENCODING)),
+                    (Cache::Public, false) => (PUBLIC_MAX_AGE_60, None),
+                    (Cache::Public, true) => (PUBLIC_MAX_AGE_60, Some(VARY_ENCODING)),
+                    (Cache::NoStore, _) => (NO_STORE, None),
+                };
+                headers.insert(header::CACHE_CONTROL, cache_control);
+                if let Some(vary) = vary {
+                    headers.insert(header::VARY, vary);
+                }
+                headers.insert(X_REQUEST_ID, request_id);
+                if let Some(budget) = budget {
+                    let limits = budget
+                        .throttle_limits
+                        .or_else(|| caller.map(|caller| (caller.headers.limit.clone(), caller.headers.policy.clone())));
+                    if let Some((limit, policy)) = limits {
+                        headers.insert(X_RATELIMIT_LIMIT, limit);
+                        headers.insert(RATELIMIT_POLICY, policy);
+                    }
+                    headers.insert(X_RATELIMIT_REMAINING, budget.remaining);
+                    headers.insert(X_RATELIMIT_RESET, budget.reset);
+                    headers.insert(RATELIMIT, budget.ratelimit);
+                }
+            }
+        }
+        if gzip && status == StatusCode::OK {
+            headers.insert(header::CONTENT_ENCODING, GZIP);
+        }
+        if head && status != StatusCode::NOT_MODIFIED {
+            // What a GET would have sent.
+            headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        }
+        response
+    }
+}
+
+/// What a request asked of the representation: its validators and the codings it accepts.
+/// The flags say whether the headers are there at all, found in the one walk over the
+/// request's headers (`service::Asked`); their values are read only when present.
+#[derive(Debug)]
+pub struct Negotiation<'r> {
+    pub headers: &'r HeaderMap,
+    pub if_none_match: bool,
+    pub accept_encoding: bool,
+}
+
+impl Negotiation<'_> {
+    /// A stored body, in the encoding the client prefers, or 304 if it has it already.
+    pub fn stored(&self, loaded: &LoadedSnapshot, body: &ArchivedBody, cache: Cache) -> Representation {
+        let gzip = body
+            .gzip
+            .as_ref()
+            .filter(|_| self.accept_encoding && accepts_gzip(self.headers));
+        let (bytes, etag) = match gzip {
+            Some(encoded) => (loaded.snapshot.body(&encoded.bytes), encoded.etag.as_str()),
+            None => (loaded.snapshot.body(&body.identity), body.etag.as_str()),
+        };
+        // The tag's bytes live in the mapped file too: the header borrows them, no copy.
+        let etag_value = HeaderValue::from_maybe_shared(loaded.snapshot.file_slice(etag.as_bytes()))
+            .unwrap_or_else(|_| header_value(etag));
+        let mut representation = self.conditional(etag, etag_value, cache, || bytes);
+        representation.vary_encoding = body.gzip.is_some();
+        representation.gzip = gzip.is_some();
+        representation
+    }
+
+    /// 200 with the body, or 304 when `If-None-Match` matches its ETag, in which case the body
+    /// is never made (a list page is not rendered to be revalidated).
+    pub fn conditional(
+        &self,
+        etag: &str,
+        etag_value: HeaderValue,
+        cache: Cache,
+        body: impl FnOnce() -> Bytes,
+    ) -> Representation {
+        let (status, body) = if self.if_none_match && if_none_match(self.headers, etag) {
+            (StatusCode::NOT_MODIFIED, Bytes::new())
+        } else {
+            (StatusCode::OK, body())
+        };
+        Representation {
+            status,
+            body,
+            content_type: JSON,
+            etag: Some(etag_value),
+            cache,
+            vary_encoding: false,
+            gzip: false,
+        }
+    }
+}
+
+/// A header value from text this server made (an ETag), which is always valid; should it not
+/// be, a harmless placeholder rather than a panic.
+pub fn header_value(text: &str) -> HeaderValue {
+    HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+}
+
+/// Whether `If-None-Match` matches `etag` under the weak comparison of RFC 9110 13.1.2.
+pub fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+    let opaque = |tag: &str| -> Option<usize> { tag.strip_prefix("W/").unwrap_or(tag).find('"') };
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || (opaque(tag) == Some(0) && tag.strip_prefix("W/").unwrap_or(tag) == etag))
+}
+
+/// Whether the client accepts gzip, honouring `q=0` and `*`.
+pub fn accepts_gzip(headers: &HeaderMap) -> bool {
+    let (mut gzip, mut any) = (None, None);
+    for part in headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+    {
+        let mut pieces = part.split(';');
+        let name = pieces.next().unwrap_or("").trim();
+        let quality = pieces
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
+            gzip = Some(quality);
+        } else if name == "*" {
+            any = Some(quality);
+        }
+    }
+    gzip.or(any).is_some_and(|q| q > 0.0)
+}
