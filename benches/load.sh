@@ -110,10 +110,11 @@ run_wrk() { # url [header...]
   wrk_summary
 }
 
-# Stops the run when a wrk output shows error answers: figures over refused requests mean nothing.
+# Stops the run when a wrk output shows error answers or socket errors (connections cut,
+# reset or timed out): figures over refused or failed requests mean nothing.
 refuse_errors() { # wrk-output url
-  if grep -q "Non-2xx or 3xx" "$1"; then
-    echo "wrk saw error responses for $2:" >&2; cat "$1" >&2; exit 1
+  if grep -q "Non-2xx or 3xx\|Socket errors" "$1"; then
+    echo "wrk saw error responses or socket errors for $2:" >&2; cat "$1" >&2; exit 1
   fi
 }
 
@@ -127,6 +128,7 @@ run_wrk_rate() { # url rate [header...]
   for header in "$@"; do args+=(-H "$header"); done
   echo 'function delay() return 1 end' >"$work/delay.lua"
   taskset -c "$LOAD_CPU" wrk -t1 -c"$connections" -d"${DURATION}s" --latency -s "$work/delay.lua" "${args[@]}" "$url" >"$work/wrk.out" 2>&1
+  refuse_errors "$work/wrk.out" "$url"
   wrk_summary
 }
 

@@ -1,5 +1,6 @@
 //! The keys file: its format, and the `marks keys` commands that issue, revoke, suspend,
-//! reinstate and list keys in it. The server reads it into a [`KeyRing`](crate::key_ring::KeyRing).
+//! reinstate and list keys in it. The server reads it into a
+//! [`crate::key_ring::KeyRing`].
 //!
 //! The keys file holds only BLAKE3 hashes of keys, never a key: a key is printed once when it
 //! is issued and exists nowhere else. Keys carry the `vmk_` prefix so secret scanners can

@@ -4,7 +4,7 @@
 //! without a socket. It never panics on client input, never reads a request body, never
 //! renders a stored body again.
 //!
-//! The steps of a request, in order, all in [`Exchange::answer`] and [`Exchange::metered`]:
+//! The steps of a request, in order, all in `Exchange::answer` and `Exchange::metered`:
 //! method (405), route (404; the unmetered documents are answered here), key (`access`: 401,
 //! or 429 when a failing attempt's address has failed too often), budget (429; every request
 //! reaching a valid key spends one unit), snapshot (503), then the operation itself

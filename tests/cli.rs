@@ -15,7 +15,15 @@ fn text(bytes: &[u8]) -> String {
 #[test]
 fn help_explains_every_subcommand_and_flag() {
     let help = text(&marks(&["--help"]).stdout);
-    for command in ["serve", "keys", "build", "keygen", "synth", "verify-snapshot"] {
+    for command in [
+        "serve",
+        "keys",
+        "build",
+        "install",
+        "keygen",
+        "synth",
+        "verify-snapshot",
+    ] {
         assert!(help.contains(command), "{command} missing from --help");
     }
     let serve = text(&marks(&["serve", "--help"]).stdout);
@@ -44,6 +52,7 @@ fn help_explains_every_subcommand_and_flag() {
     for command in [
         &["serve"][..],
         &["build"],
+        &["install"],
         &["keygen"],
         &["synth"],
         &["verify-snapshot"],
@@ -61,7 +70,20 @@ fn help_explains_every_subcommand_and_flag() {
             assert!(explained, "{command:?}: {line:?} has no explanation");
         }
     }
-    assert!(text(&marks(&["build", "--help"]).stdout).contains("--previous"));
+    let build = text(&marks(&["build", "--help"]).stdout);
+    assert!(build.contains("--previous"));
+    // The signing key is required, and the usage line says so (not in brackets).
+    let usage = build.lines().find(|l| l.starts_with("Usage:")).unwrap();
+    assert!(
+        usage.contains(" --signing-key <FILE>") && !usage.contains("[--signing-key"),
+        "{usage}"
+    );
+    let missing = marks(&["build", "--source", "x", "--out", "y"]);
+    assert!(
+        text(&missing.stderr).contains("--signing-key <FILE>"),
+        "{}",
+        text(&missing.stderr)
+    );
     assert!(text(&marks(&["keys", "issue", "--help"]).stdout).contains("--rate-per-min"));
 }
 
@@ -329,4 +351,41 @@ fn the_publishing_procedure_works_as_written() {
         !dir.path().join("srv/incoming.snap").exists(),
         "a refused build writes nothing"
     );
+}
+
+/// `marks serve` refuses to start, with one line, rather than serve 503 to everything from a
+/// mistyped snapshot path; a busy port is reported once, not twice.
+#[test]
+fn serve_refuses_to_start_without_its_snapshot_or_its_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.toml");
+    std::fs::copy(sample_dir().join("demo-keys.toml"), &keys).unwrap();
+    let keys = keys.to_str().unwrap();
+    let missing = marks(&[
+        "serve",
+        "--snapshot",
+        "/nonexistent/live.snap",
+        "--keys",
+        keys,
+        "--addr",
+        "127.0.0.1:0",
+    ]);
+    assert!(!missing.status.success());
+    let stderr = text(&missing.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cannot start without a valid snapshot") && stderr.contains("/nonexistent/live.snap"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("listening"), "{stderr}");
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let snapshot = sample_snapshot().to_str().unwrap().to_string();
+    let busy = marks(&["serve", "--snapshot", &snapshot, "--keys", keys, "--addr", &addr]);
+    assert!(!busy.status.success());
+    let stderr = text(&busy.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("cannot listen on {addr}")), "{stderr}");
+    assert_eq!(stderr.matches("in use").count(), 1, "the OS error once: {stderr}");
 }

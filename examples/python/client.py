@@ -41,6 +41,7 @@ class MarksClient:
         self.cache = {}  # (path, params) -> (etag, body)
         self.revalidated = 0  # answers served from cache after a 304
         self.retries = 0  # 429s waited out
+        self.budget = None  # (limit, remaining) from the last answer's rate-limit headers
 
     def get(self, path, params=None):
         params = {k: v for k, v in (params or {}).items() if v is not None}
@@ -50,6 +51,11 @@ class MarksClient:
             if key in self.cache:
                 headers["If-None-Match"] = self.cache[key][0]
             response = self.session.get(self.base_url + path, params=params, headers=headers, timeout=30)
+            if "X-RateLimit-Limit" in response.headers:
+                self.budget = (
+                    int(response.headers["X-RateLimit-Limit"]),
+                    int(response.headers["X-RateLimit-Remaining"]),
+                )
             if response.status_code == 304:
                 self.revalidated += 1
                 return self.cache[key][1]
@@ -118,8 +124,17 @@ def check(condition, message):
 
 
 def run_checks(client, expect_tier):
-    usage = client.get("/v1/usage")
-    check(usage["tier"] == expect_tier, f"key is {expect_tier} ({usage['rate_per_min']}/min)")
+    if expect_tier == "free":
+        # getUsage needs Research; every answer, this refusal included, carries the budget.
+        try:
+            client.get("/v1/usage")
+            check(False, "a free key must not read /v1/usage")
+        except ApiError as error:
+            check(error.problem["code"] == "tier_forbidden", "a free key gets 403 tier_forbidden on /v1/usage")
+        check(client.budget is not None and client.budget[0] == 10, f"its budget is in the headers: {client.budget}")
+    else:
+        usage = client.get("/v1/usage")
+        check(usage["tier"] == expect_tier, f"key is {expect_tier} ({usage['rate_per_min']}/min)")
 
     everything = list(client.companies(limit=7, sort="-value_usd"))
     slugs = [c["slug"] for c in everything]
@@ -154,7 +169,7 @@ def run_checks(client, expect_tier):
         # Spend the rest of the 10/min budget; the client must wait out Retry-After itself.
         started = time.monotonic()
         for _ in range(12):
-            client.get("/v1/usage", {})
+            client.get(f"/v1/companies/{first}", {})
             client.cache.clear()
             if client.retries:
                 break
