@@ -74,9 +74,14 @@ for count in 0 $COUNTS; do
   reloader=$!
   read -r rps_reload p99_reload < <(run_wrk)
   wait "$reloader"
+  # Reloads of a large file queue behind each other (one at a time): wait for all of them.
+  for _ in $(seq 1 600); do
+    [ "$(grep '"keys file loaded and in force"' "$log" | grep -c '"load_ms"' || true)" -ge "$RELOADS" ] && break
+    sleep 0.5
+  done
   sleep 1
   anon_after=$(anon_mib "$pid")
-  reload_ms=$(grep '"keys file loaded and in force"' "$log" | tail -n "$RELOADS" | sed -n 's/.*"load_ms":\([0-9]*\).*/\1/p' | sort -n |
+  reload_ms=$(grep '"keys file loaded and in force"' "$log" | sed -n 's/.*"load_ms":\([0-9]*\).*/\1/p' | sort -n |
     awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "-") }')
   mb=$(awk -v b="$(stat -c %s "$keys")" 'BEGIN { printf "%.1f", b / 1e6 }')
   total=$(grep -c "^\[\[key\]\]" "$keys")

@@ -1,16 +1,19 @@
 //! The keys in force in the server: the `KeyRing` every request authenticates against, built
 //! from the keys file (`keys_file`), and the key a connection remembers.
 //!
-//! The ring holds, per key, only what a request needs: the key's BLAKE3 hash (never the key),
-//! its id, tier and budget. What is the same for every key of one budget (the rate-limit header
-//! values and the prebuilt header blocks of metered answers) is made once per distinct budget
-//! and shared, so a keys file of a million keys costs a few hundred bytes per key, not a
-//! header map per key. `benches/keys.sh` measures it.
+//! A keys file may hold a million keys, most of them idle at any moment. So the ring keeps, per
+//! key, a compact record in one vector (tier, budget, status, where its id lies in one shared
+//! string) and its BLAKE3 hash (never the key) in one hash table: a few large allocations
+//! rather than several small ones per key, about a hundred bytes per key, and nothing the
+//! allocator cannot give back when a reload drops the ring. The [`Caller`] a request works
+//! with is made the first time a key is used, and shared from then on; what is the same for
+//! every key of one budget (the rate-limit header values and the prebuilt header blocks of
+//! metered answers) is made once per distinct budget. `benches/keys.sh` measures it.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use marks_builder::tiers::Tier;
 
@@ -54,10 +57,29 @@ pub struct Caller {
 /// The keys in force: active and inactive, by hash.
 #[derive(Debug, Default)]
 pub struct KeyRing {
-    by_hash: HashMap<[u8; 32], Option<Arc<Caller>>, foldhash::fast::RandomState>,
+    /// A key's hash to its position in `records`.
+    by_hash: HashMap<[u8; 32], u32, foldhash::fast::RandomState>,
+    records: Vec<KeyRecord>,
+    /// Every key id, back to back; a record names its id by position.
+    ids: String,
+    /// One per distinct budget in the file.
+    budgets: HashMap<u32, Arc<BudgetHeaders>>,
     /// Distinct for every ring this process builds, so a [`RememberedKey`] knows when the
     /// keys file it was accepted under has been replaced.
     generation: u64,
+}
+
+/// One key of the file, as compact as its uses allow.
+#[derive(Debug)]
+struct KeyRecord {
+    id_start: u32,
+    id_len: u32,
+    rate_per_min: u32,
+    tier: Tier,
+    active: bool,
+    custom_rate: bool,
+    /// Made when the key is first used.
+    caller: OnceLock<Arc<Caller>>,
 }
 
 /// Numbers key rings from 1; a [`RememberedKey`] that remembers nothing holds 0.
@@ -99,8 +121,11 @@ impl KeyRing {
 
     /// Checks every entry of a keys file (named `path` in errors) and builds the ring.
     pub(crate) fn of(path: &Path, file: &KeysFile) -> Result<KeyRing, KeysError> {
-        let mut by_hash = HashMap::with_capacity_and_hasher(file.keys.len(), foldhash::fast::RandomState::default());
-        let mut ids = std::collections::HashSet::with_capacity(file.keys.len());
+        let count = file.keys.len();
+        let mut by_hash = HashMap::with_capacity_and_hasher(count, foldhash::fast::RandomState::default());
+        let mut records = Vec::with_capacity(count);
+        let mut ids = String::with_capacity(file.keys.iter().map(|k| k.key_id.len()).sum());
+        let mut seen_ids = std::collections::HashSet::with_capacity(count);
         let mut budgets: HashMap<u32, Arc<BudgetHeaders>> = HashMap::new();
         for entry in &file.keys {
             let fail = |reason: &str| KeysError::Entry {
@@ -108,7 +133,7 @@ impl KeyRing {
                 key_id: entry.key_id.clone(),
                 reason: reason.to_string(),
             };
-            if !ids.insert(entry.key_id.as_str()) {
+            if !seen_ids.insert(entry.key_id.as_str()) {
                 return Err(fail("duplicate key_id"));
             }
             let tier = Tier::parse(&entry.tier).ok_or_else(|| fail("unknown tier"))?;
@@ -117,34 +142,67 @@ impl KeyRing {
                 return Err(fail("rate_per_min must be at least 1"));
             }
             let rate_per_min = entry.rate_per_min.unwrap_or(tier.rate_per_min());
-            let caller = (entry.status == KeyStatus::Active).then(|| {
-                let headers = budgets
-                    .entry(rate_per_min)
-                    .or_insert_with(|| Arc::new(BudgetHeaders::new(rate_per_min)))
-                    .clone();
-                Arc::new(Caller {
-                    key_id: entry.key_id.as_str().into(),
-                    tier,
-                    rate_per_min,
-                    custom_rate: entry.rate_per_min.is_some_and(|r| r != tier.rate_per_min()),
-                    headers,
-                })
-            });
-            if by_hash.insert(hash, caller).is_some() {
+            let (Ok(position), Ok(id_start), Ok(id_len)) = (
+                u32::try_from(records.len()),
+                u32::try_from(ids.len()),
+                u32::try_from(entry.key_id.len()),
+            ) else {
+                return Err(fail("the keys file holds more keys than one server can"));
+            };
+            if by_hash.insert(hash, position).is_some() {
                 return Err(fail("the same key hash appears twice"));
             }
+            budgets
+                .entry(rate_per_min)
+                .or_insert_with(|| Arc::new(BudgetHeaders::new(rate_per_min)));
+            ids.push_str(&entry.key_id);
+            records.push(KeyRecord {
+                id_start,
+                id_len,
+                rate_per_min,
+                tier,
+                active: entry.status == KeyStatus::Active,
+                custom_rate: entry.rate_per_min.is_some_and(|r| r != tier.rate_per_min()),
+                caller: OnceLock::new(),
+            });
         }
         Ok(KeyRing {
             by_hash,
+            records,
+            ids,
+            budgets,
             generation: GENERATION.fetch_add(1, Relaxed),
         })
     }
 
     pub fn authenticate(&self, presented: &str) -> Authentication<'_> {
-        match self.by_hash.get(&hash_key(presented)) {
-            Some(Some(caller)) => Authentication::Valid(caller),
-            _ => Authentication::Invalid,
+        let Some(record) = self
+            .by_hash
+            .get(&hash_key(presented))
+            .and_then(|&i| self.records.get(i as usize))
+        else {
+            return Authentication::Invalid;
+        };
+        if !record.active {
+            return Authentication::Invalid;
         }
+        Authentication::Valid(record.caller.get_or_init(|| self.caller_of(record)))
+    }
+
+    fn caller_of(&self, record: &KeyRecord) -> Arc<Caller> {
+        let start = record.id_start as usize;
+        let key_id = self.ids.get(start..start + record.id_len as usize).unwrap_or("");
+        let headers = match self.budgets.get(&record.rate_per_min) {
+            Some(headers) => headers.clone(),
+            None => Arc::new(BudgetHeaders::new(record.rate_per_min)),
+        };
+        Arc::new(Caller {
+            key_id: key_id.into(),
+            tier: record.tier,
+            rate_per_min: record.rate_per_min,
+            custom_rate: record.custom_rate,
+            headers,
+        })
     }
 
     /// [`Self::authenticate`], answered from `remembered` when it holds this key accepted by
@@ -167,11 +225,11 @@ impl KeyRing {
     }
 
     pub fn len(&self) -> usize {
-        self.by_hash.len()
+        self.records.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_hash.is_empty()
+        self.records.is_empty()
     }
 }
 

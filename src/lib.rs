@@ -9,12 +9,14 @@
 //!   the header names, values and prebuilt blocks;
 //! - [`http_server`] puts it behind hyper: the accept loop, TLS, HTTP/2, graceful shutdown,
 //!   with [`connection_guard`] enforcing the per-connection deadlines;
-//! - [`state`] and [`reload`] hold and swap the snapshot and keys in force; [`key_ring`] is the
-//!   keys as the server sees them, [`keys_file`] the file and the commands that edit it;
+//! - [`state`] and [`reload`] hold and swap the snapshot and keys in force, reading new files
+//!   on [`background`] threads; [`key_ring`] is the keys as the server sees them, [`keys_file`]
+//!   the file and the commands that edit it;
 //! - [`serve_command`] turns `marks serve` flags into a running server; [`commands`] runs the
 //!   other subcommands.
 
 pub mod access;
+pub mod background;
 pub mod commands;
 pub mod connection_guard;
 pub mod cursor;

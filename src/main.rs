@@ -138,7 +138,8 @@ struct ServeCommand {
     /// Offer HTTP/2 (ALPN over TLS, prior knowledge over plain TCP) besides HTTP/1.1.
     #[arg(long)]
     http2: bool,
-    /// Seconds a client has to send a request's headers.
+    /// Seconds one request head may take to arrive (from accept, for a connection's first);
+    /// a connection that keeps completing requests is never cut by it.
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     header_read_timeout: u64,
     /// Seconds a connection may stay idle (no bytes either way) before it is closed.

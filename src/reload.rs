@@ -5,8 +5,8 @@
 //! Files are watched by polling their identity (device, inode, size, mtime) through any
 //! symlink, which notices a file replaced by rename, a symlink re-pointed and a file rewritten
 //! in place, on every filesystem; SIGHUP forces a reload of both files. One reload runs at a
-//! time (`State::reloading`), and files are parsed on blocking threads, never on the runtime's
-//! workers. The watcher runs under a supervisor: if it ever panics it is started again and
+//! time (`State::reloading`), and files are read on a low-priority thread of their own
+//! (`background`), never on the runtime's workers. The watcher runs under a supervisor: if it ever panics it is started again and
 //! counted in `/metrics`, never silently gone.
 
 use std::future::Future;
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use crate::background;
 use crate::ratelimit::EVICTION_INTERVAL;
 use crate::state::{FileIdentity, LoadError, State};
 
@@ -35,7 +36,7 @@ pub async fn reload_snapshot(state: &Arc<State>) -> SnapshotReload {
     let path = state.settings.snapshot_path.clone();
     let loader = state.clone();
     let had_one = state.snapshot().is_some();
-    let result = tokio::task::spawn_blocking(move || {
+    let result = background::run("marks-reload", move || {
         let started = Instant::now();
         loader.load_snapshot(&path).map(|loaded| (loaded, started.elapsed()))
     })
@@ -77,7 +78,7 @@ pub async fn reload_snapshot(state: &Arc<State>) -> SnapshotReload {
 pub async fn reload_keys(state: &Arc<State>) -> bool {
     let _one_at_a_time = state.reloading.lock().await;
     let loader = state.clone();
-    let result = tokio::task::spawn_blocking(move || {
+    let result = background::run("marks-reload", move || {
         let started = Instant::now();
         loader
             .load_keys(&loader.settings.keys_path)

@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use marks_builder::signing;
 
+use crate::background;
 use crate::commands::{demo_keys_file, ensure_sample_snapshot, sample_snapshot};
 use crate::cursor::CursorKey;
 use crate::http_server::{self, ServerConfig, TlsFiles};
@@ -149,6 +150,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
         let keys = state
             .load_keys(&keys_path)
             .context("cannot start without a valid keys file")?;
+        // Parsing a large keys file leaves its scraps with the allocator: give them back.
+        background::return_free_memory();
         tracing::info!(path = %keys_path.display(), keys, "keys file loaded and in force");
         // Likewise without a snapshot: a mistyped path would answer 503 to everything.
         let loader = state.clone();

@@ -313,11 +313,16 @@ fn the_publishing_procedure_works_as_written() {
         verified.contains("dataset 2026-11-20") && verified.contains("publisher signed"),
         "{verified}"
     );
-    std::fs::rename(
-        dir.path().join("srv/incoming.snap"),
-        dir.path().join("srv/current.snap"),
-    )
-    .unwrap();
+    run(&[
+        "install",
+        "--snapshot",
+        &at("srv/incoming.snap"),
+        "--to",
+        &at("srv/current.snap"),
+        "--publisher-key",
+        &at("keys/publisher.pem.pub"),
+    ]);
+    assert!(dir.path().join("srv/current.snap").exists());
 
     // The next dataset version adds an event: accepted with --previous.
     let next = dir.path().join("next");
