@@ -88,7 +88,7 @@ fn a_bad_dataset_is_one_line_with_file_and_line_and_a_failing_exit() {
     assert!(!output.status.success());
     let stderr = text(&output.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.contains("events.csv:114: unknown slug \"nobody\""), "{stderr}");
+    assert!(stderr.contains("events.csv:115: unknown slug \"nobody\""), "{stderr}");
     assert!(!out.exists());
 }
 
