@@ -225,7 +225,7 @@ fn verify_snapshot_reports_versions_and_refuses_damage() {
     assert!(output.status.success());
     let stdout = text(&output.stdout);
     assert!(
-        stdout.contains("dataset 2026-11-20") && stdout.contains("methodology v0.2.0"),
+        stdout.contains("dataset 2026-11-20") && stdout.contains("methodology v0.3.0"),
         "{stdout}"
     );
     let dir = tempfile::tempdir().unwrap();

@@ -446,7 +446,7 @@ async fn metrics_count_requests_latency_and_the_snapshot() {
         "marks_requests_total{operation=\"getCompany\",status=\"401\"} 1",
         "marks_requests_total{operation=\"getUsage\",status=\"429\"} 1",
         "marks_rate_limited_total 1",
-        "marks_snapshot_info{dataset_version=\"2026-11-20\",methodology_version=\"v0.2.0\"} 1",
+        "marks_snapshot_info{dataset_version=\"2026-11-20\",methodology_version=\"v0.3.0\"} 1",
         "marks_request_duration_seconds_count",
     ] {
         assert!(text.contains(line), "missing {line:?} in\n{text}");

@@ -82,7 +82,9 @@ pub struct SynthReport {
     pub events: usize,
 }
 
-/// See `company_history`.
+/// The first guess at how much the base rate of events must exceed target / span for the
+/// count to reach the target under selection (measured on the default world); `generate`
+/// corrects it from a first pass.
 const SELECTION_RATE_CORRECTION: f64 = 1.7;
 
 /// Event types of reported rises, with their shares; a fall is reported as a down round.
@@ -116,6 +118,7 @@ fn company_history(
     start: Day,
     last_private: Day,
     target_events: f64,
+    rate_correction: f64,
 ) -> (Vec<(Day, EventType, f64)>, f64) {
     let dt = 1.0 / crate::methodology::DAYS_PER_YEAR;
     let daily_sd = world.volatility_per_sqrt_year * dt.sqrt();
@@ -125,10 +128,7 @@ fn company_history(
     // towards rises without changing how many there are on average.
     let normaliser = 0.5 * world.selection * world.selection;
     let span = last_private.days_since(start).max(1);
-    // Selection spends the chances of companies whose value lags (they report less), and
-    // lagging companies also stay quiet for longer: measured on these worlds, the count lands
-    // near the target with this much more base rate.
-    let base = SELECTION_RATE_CORRECTION * (target_events - 1.0).max(0.0) / f64::from(span);
+    let base = rate_correction * (target_events - 1.0).max(0.0) / f64::from(span);
     let noise = normal(world.reporting_noise);
     let mut latent: f64 = rng.gen_range((5.0e7f64).ln()..(5.0e10f64).ln());
     let mut history = vec![(start, EventType::PrimaryRound, (latent + noise.sample(rng)).exp())];
@@ -155,11 +155,60 @@ fn company_history(
     (history, latent)
 }
 
+/// One synthetic company before it is written.
+struct SyntheticCompany {
+    sector: Sector,
+    listed: bool,
+    history: Vec<(Day, EventType, f64)>,
+}
+
+/// Every company of the world, with the base rate of events multiplied by `rate_correction`.
+fn simulate(options: &SynthOptions, rate_correction: f64) -> Vec<SyntheticCompany> {
+    let world = &options.world;
+    let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+    let per_company = (options.events as f64 / options.companies.max(1) as f64).max(1.0);
+    (0..options.companies)
+        .map(|_| {
+            let sector = Sector::ALL[rng.gen_range(0..Sector::ALL.len())];
+            let target = per_company * rng.gen_range(0.5..1.5);
+            let age = rng.gen_range(options.history_days.0..=options.history_days.1).max(2);
+            let start = options.as_of.plus(-age);
+            // A listing strictly after the first event, within the last year.
+            let listing = rng
+                .gen_bool(options.listed_share.clamp(0.0, 1.0))
+                .then(|| options.as_of.plus(-rng.gen_range(0..age.clamp(1, 365))));
+            let last_private = listing.map_or(options.as_of, |l| l.plus(-1));
+            let private_target = target - f64::from(u8::from(listing.is_some()));
+            let (mut history, latent) =
+                company_history(&mut rng, world, start, last_private, private_target, rate_correction);
+            if let Some(listing) = listing {
+                // Listings are not selected: a company lists when it is ready, at the market's
+                // price.
+                let price = latent + normal(world.listing_noise).sample(&mut rng);
+                history.push((listing, EventType::Ipo, price.exp()));
+            }
+            SyntheticCompany {
+                sector,
+                listed: listing.is_some(),
+                history,
+            }
+        })
+        .collect()
+}
+
 /// Writes `dataset.toml`, `companies.csv` and `events.csv` into `dir`.
 pub fn generate(options: &SynthOptions, dir: &Path) -> std::io::Result<SynthReport> {
     std::fs::create_dir_all(dir)?;
-    let world = &options.world;
-    let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+    // How many events a company reports depends on how its value moves (selection spends the
+    // chances of a company whose value lags, and keeps it quiet for longer), so a first pass
+    // measures the count and the second scales the base rate to land near `options.events`.
+    // The count grows about as the rate to the power 0.75.
+    let first_pass: usize = simulate(options, SELECTION_RATE_CORRECTION)
+        .iter()
+        .map(|c| c.history.len())
+        .sum();
+    let shortfall = options.events.max(1) as f64 / first_pass.max(1) as f64;
+    let correction = SELECTION_RATE_CORRECTION * shortfall.powf(1.0 / 0.75).clamp(0.25, 4.0);
     let mut companies = csv::Writer::from_path(dir.join("companies.csv"))?;
     let mut events = csv::Writer::from_path(dir.join("events.csv"))?;
     companies.write_record(["slug", "name", "sector", "status"])?;
@@ -172,38 +221,20 @@ pub fn generate(options: &SynthOptions, dir: &Path) -> std::io::Result<SynthRepo
         "source_url",
         "note",
     ])?;
-    let per_company = (options.events as f64 / options.companies.max(1) as f64).max(1.0);
     let mut written = 0usize;
-    let mut event_number = 0u64;
-    for i in 0..options.companies {
+    for (i, company) in simulate(options, correction).into_iter().enumerate() {
         let slug = format!("synth-{i:06}");
-        let sector = Sector::ALL[rng.gen_range(0..Sector::ALL.len())];
-        let target = per_company * rng.gen_range(0.5..1.5);
-        let age = rng.gen_range(options.history_days.0..=options.history_days.1).max(2);
-        let start = options.as_of.plus(-age);
-        // A listing strictly after the first event, within the last year.
-        let listing = rng
-            .gen_bool(options.listed_share.clamp(0.0, 1.0))
-            .then(|| options.as_of.plus(-rng.gen_range(0..age.clamp(1, 365))));
-        let last_private = listing.map_or(options.as_of, |l| l.plus(-1));
-        let private_target = target - f64::from(u8::from(listing.is_some()));
-        let (mut history, latent) = company_history(&mut rng, world, start, last_private, private_target);
-        if let Some(listing) = listing {
-            // Listings are not selected: a company lists when it is ready, at the market's price.
-            let price = latent + normal(world.listing_noise).sample(&mut rng);
-            history.push((listing, EventType::Ipo, price.exp()));
-        }
         companies.write_record([
             slug.as_str(),
             &format!("Synthetic Company {i:06}"),
-            sector.as_str(),
-            if listing.is_some() { "ipo_completed" } else { "private" },
+            company.sector.as_str(),
+            if company.listed { "ipo_completed" } else { "private" },
         ])?;
-        for (day, event_type, value) in history {
+        for (day, event_type, value) in company.history {
             let valuation = value.round().clamp(1.0, 9.0e15) as u64;
-            event_number += 1;
+            written += 1;
             events.write_record([
-                format!("s{event_number:08}").as_str(),
+                format!("s{written:08}").as_str(),
                 &slug,
                 event_type.as_str(),
                 &day.to_string(),
@@ -211,7 +242,6 @@ pub fn generate(options: &SynthOptions, dir: &Path) -> std::io::Result<SynthRepo
                 "https://example.com/synthetic",
                 "synthetic event drawn from a selection world",
             ])?;
-            written += 1;
         }
     }
     companies.flush()?;
