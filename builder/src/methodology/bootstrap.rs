@@ -11,6 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::round_to;
 use super::stats::percentile;
 
 /// Draws of the published intervals.
@@ -169,12 +170,14 @@ pub fn compare(clusters: &[ClusterErrors], draws: usize, seed: u64) -> Vec<Diffe
                 _ => "tie",
             };
             let [fa, fb] = whole[i];
+            // Four decimals: far below what 1,000 draws can resolve, and readable.
+            let round = |v: f64| round_to(v, 4);
             Difference {
                 figure,
-                a: fa,
-                b: fb,
-                difference: fa.zip(fb).map(|(a, b)| a - b),
-                interval_95: interval.map(|(low, high)| [low, high]),
+                a: fa.map(round),
+                b: fb.map(round),
+                difference: fa.zip(fb).map(|(a, b)| round(a - b)),
+                interval_95: interval.map(|(low, high)| [round(low), round(high)]),
                 verdict,
             }
         })

@@ -249,14 +249,17 @@ pub fn observation_weights(
         .filter(|(i, e)| !e.event_type.is_terminal() && e.occurred_on <= day && *i <= last)
         .map(|(i, _)| (i, if i == last { 1.0 } else { 0.0 }))
         .collect();
+    // Position of each event in `weights`, for the events listed there.
+    let mut position = vec![None; company.events.len()];
+    for (slot, (event, _)) in weights.iter().enumerate() {
+        position[*event] = Some(slot);
+    }
     for pair in pairs(company, params).iter().filter(|p| p.completed < day) {
         let share = coefficients[pair.bucket] * table.pair_weight(pair.completed, day)
             / (drifts.weight[pair.bucket] + params.drift_pseudo_pairs);
-        for (event, weight) in weights.iter_mut() {
-            if *event == pair.second {
-                *weight += share;
-            } else if *event == pair.first {
-                *weight -= share;
+        for (event, sign) in [(pair.second, 1.0), (pair.first, -1.0)] {
+            if let Some(slot) = position[event] {
+                weights[slot].1 += sign * share;
             }
         }
     }
