@@ -31,10 +31,7 @@ pub struct CoverageScore {
 
 impl CoverageScore {
     fn new(nominal_pct: u32, inside: usize, n: usize) -> CoverageScore {
-        let range = (n > 0).then(|| {
-            let (low, high) = binomial_central_range(n, f64::from(nominal_pct) / 100.0, COVERAGE_RANGE_MASS);
-            (low, high)
-        });
+        let range = (n > 0).then(|| binomial_central_range(n, f64::from(nominal_pct) / 100.0, COVERAGE_RANGE_MASS));
         CoverageScore {
             nominal_pct,
             observed_pct: percent_of(inside, n),
