@@ -66,7 +66,7 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
-    /// Write a synthetic dataset drawn from the methodology's own model, for scale tests and benches.
+    /// Write a synthetic dataset from a selection world (companies report after rises), for scale tests and benches.
     Synth {
         /// Number of companies.
         #[arg(long, value_name = "N")]

@@ -110,7 +110,7 @@ fn a_bad_dataset_is_one_line_with_file_and_line_and_a_failing_exit() {
     assert!(!output.status.success());
     let stderr = text(&output.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.contains("events.csv:114: unknown slug \"nobody\""), "{stderr}");
+    assert!(stderr.contains("events.csv:115: unknown slug \"nobody\""), "{stderr}");
     assert!(!out.exists());
 }
 
@@ -247,7 +247,7 @@ fn verify_snapshot_reports_versions_and_refuses_damage() {
     assert!(output.status.success());
     let stdout = text(&output.stdout);
     assert!(
-        stdout.contains("dataset 2026-11-20") && stdout.contains("methodology v0.2.0"),
+        stdout.contains("dataset 2026-11-20") && stdout.contains("methodology v0.3.0"),
         "{stdout}"
     );
     let dir = tempfile::tempdir().unwrap();

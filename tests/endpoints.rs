@@ -26,7 +26,7 @@ fn assert_meta(body: &Value) {
     assert_eq!(keys, expected, "meta has exactly SPEC 2.1's six fields");
     assert_eq!(meta["data_mode"], "illustrative");
     assert_eq!(meta["provenance"], "backtest");
-    assert_eq!(meta["methodology_version"], "v0.2.0");
+    assert_eq!(meta["methodology_version"], "v0.3.0");
     let dataset = std::fs::read_to_string(sample_dir().join("dataset.toml")).unwrap();
     let version = meta["dataset_version"].as_str().unwrap();
     assert!(
@@ -39,11 +39,13 @@ fn assert_meta(body: &Value) {
 fn assert_mark_point(mark: &Value) {
     let value = mark["value_usd"].as_f64().unwrap();
     let (lower, upper) = (mark["lower_usd"].as_f64().unwrap(), mark["upper_usd"].as_f64().unwrap());
+    let confidence = mark["confidence"].as_f64().unwrap();
+    // A reported terminal value (a bankruptcy) is known: mark and both bands equal to it.
+    let reported = lower == value && value == upper && confidence == 1.0;
     assert!(
-        lower < value && value < upper,
+        reported || (lower < value && value < upper),
         "interval must surround the mark: {mark}"
     );
-    let confidence = mark["confidence"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&confidence), "{mark}");
     assert!(mark["as_of_date"].as_str().unwrap().len() == 10);
 }
@@ -186,6 +188,41 @@ async fn a_listed_company_series_stops_the_day_before_its_listing() {
         .unwrap();
     assert_eq!(listing[3], "2023-09-14");
     assert_eq!(series.last().unwrap()["date"], "2023-09-13");
+}
+
+#[tokio::test]
+async fn a_bankrupt_company_series_ends_on_its_bankruptcy_at_the_reported_value() {
+    let server = TestServer::start().await;
+    for coverage in [80, 95] {
+        let path = format!("/v1/companies/ftx/marks?coverage={coverage}");
+        let body = server.get(&path, Some(ENTERPRISE)).await.json();
+        let series = body["series"].as_array().unwrap();
+        let last = series.last().unwrap();
+        assert_eq!(last["date"], "2022-11-11");
+        assert_eq!(
+            (
+                last["mark_usd"].as_u64(),
+                last["lower_usd"].as_u64(),
+                last["upper_usd"].as_u64()
+            ),
+            (Some(0), Some(0), Some(0))
+        );
+        assert!(series[series.len() - 2]["mark_usd"].as_u64().unwrap() > 0);
+    }
+    let profile = server.get("/v1/companies/ftx", Some(PRO)).await.json();
+    assert_eq!(profile["status"], "private");
+    assert_eq!(profile["latest_mark"]["value_usd"], 0);
+    assert_eq!(profile["latest_mark"]["upper_usd"], 0);
+    assert_eq!(profile["latest_mark"]["as_of_date"], "2022-11-11");
+    let record = server
+        .get("/v1/companies/ftx/resolution", Some(ENTERPRISE))
+        .await
+        .json();
+    assert_eq!(
+        (record["basis"].as_str(), record["value_usd"].as_u64()),
+        (Some("bankruptcy"), Some(0))
+    );
+    assert_eq!(record["methodology_version"], "v0.3.0");
 }
 
 #[tokio::test]
@@ -379,11 +416,22 @@ async fn public_documents_need_no_key() {
     assert_eq!(
         names,
         [
+            "gap_profile_drift",
             "local_linear_trend",
             "last_event_carried_forward",
             "quality_weighted_step"
         ]
     );
+    assert_eq!(body["methodology_version"], "v0.3.0");
+    assert_eq!(body["forecasters"][0]["methodology_version"], "v0.3.0");
+    assert_eq!(body["forecasters"][1]["methodology_version"], "v0.2.0");
+    let bankruptcies: Vec<&str> = body["bankruptcy_outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["slug"].as_str().unwrap())
+        .collect();
+    assert_eq!(bankruptcies, ["ftx"]);
     let listings = sample_csv("events.csv")
         .into_iter()
         .filter(|r| r[2] == "ipo" || r[2] == "direct_listing")

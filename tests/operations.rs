@@ -364,7 +364,7 @@ async fn metrics_count_requests_latency_and_the_snapshot() {
         ("marks_requests_total{operation=\"getUsage\",status=\"429\"}", 1.0),
         ("marks_rate_limited_total", 1.0),
         (
-            "marks_snapshot_info{dataset_version=\"2026-11-20\",methodology_version=\"v0.2.0\"}",
+            "marks_snapshot_info{dataset_version=\"2026-11-20\",methodology_version=\"v0.3.0\"}",
             1.0,
         ),
     ] {

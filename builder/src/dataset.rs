@@ -156,7 +156,8 @@ string_enum!(
 );
 
 string_enum!(
-    /// What kind of report an event is. Listings are outcomes, everything else an observation.
+    /// What kind of report an event is. Listings and bankruptcies are outcomes, everything
+    /// else an observation.
     EventType {
         PrimaryRound = "primary_round",
         TenderOffer = "tender_offer",
@@ -165,6 +166,7 @@ string_enum!(
         Ipo = "ipo",
         DirectListing = "direct_listing",
         Acquisition = "acquisition",
+        Bankruptcy = "bankruptcy",
     }
 );
 
@@ -172,6 +174,12 @@ impl EventType {
     /// Listings end a company's private life: they are held out as validations, never inputs.
     pub fn is_listing(self) -> bool {
         matches!(self, EventType::Ipo | EventType::DirectListing)
+    }
+
+    /// Terminal events end a company's series: listings (the day before) and bankruptcies (on
+    /// their day, at their value). They are outcomes to score, never inputs to a mark.
+    pub fn is_terminal(self) -> bool {
+        self.is_listing() || self == EventType::Bankruptcy
     }
 }
 
@@ -225,13 +233,23 @@ pub struct Company {
 }
 
 impl Company {
-    /// The valuation observations: every event that is not a listing.
+    /// The valuation observations: every event that is not an outcome (listing, bankruptcy).
     pub fn observations(&self) -> impl Iterator<Item = &Event> {
-        self.events.iter().filter(|e| !e.event_type.is_listing())
+        self.events.iter().filter(|e| !e.event_type.is_terminal())
     }
 
     pub fn listing(&self) -> Option<&Event> {
         self.events.iter().find(|e| e.event_type.is_listing())
+    }
+
+    pub fn bankruptcy(&self) -> Option<&Event> {
+        self.events.iter().find(|e| e.event_type == EventType::Bankruptcy)
+    }
+
+    /// The event that ends the company's private series, if any: its listing or bankruptcy
+    /// (the dataset checks allow at most one of them).
+    pub fn terminal(&self) -> Option<&Event> {
+        self.events.iter().find(|e| e.event_type.is_terminal())
     }
 }
 
@@ -551,7 +569,7 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
                 info.as_of
             ));
         }
-        let valuation_usd = parse_valuation(valuation)?;
+        let valuation_usd = parse_valuation(valuation, event_type)?;
         let is_http = source_url.starts_with("https://") || source_url.starts_with("http://");
         if !(source_url.is_empty() || is_http) {
             return Err(format!("source_url {source_url:?} is not an http(s) address"));
@@ -574,7 +592,9 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
     Ok(())
 }
 
-fn parse_valuation(text: &str) -> Result<u64, String> {
+/// A whole, positive number of dollars; 0 only for a bankruptcy, where holders wrote the equity
+/// off (DESIGN 2).
+fn parse_valuation(text: &str, event_type: EventType) -> Result<u64, String> {
     let digits = text.strip_prefix('+').unwrap_or(text);
     if let Some(rest) = text.strip_prefix('-') {
         if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
@@ -587,8 +607,10 @@ fn parse_valuation(text: &str) -> Result<u64, String> {
     let value: u64 = digits
         .parse()
         .map_err(|_| format!("valuation_usd {text} is above the largest supported value {MAX_VALUATION_USD}"))?;
-    if value == 0 {
-        return Err("valuation_usd 0 is not positive".into());
+    if value == 0 && event_type != EventType::Bankruptcy {
+        return Err(format!(
+            "valuation_usd 0 is not positive (only a bankruptcy may carry 0; this is a {event_type})"
+        ));
     }
     if value > MAX_VALUATION_USD {
         return Err(format!(
@@ -647,6 +669,41 @@ fn check_histories(companies_path: &Path, events_path: &Path, companies: &[Compa
             }
             _ => {}
         }
+        let bankruptcies: Vec<&Event> = company
+            .events
+            .iter()
+            .filter(|e| e.event_type == EventType::Bankruptcy)
+            .collect();
+        if let [_, second, ..] = bankruptcies.as_slice() {
+            return Err(event_error(
+                second,
+                format!(
+                    "second bankruptcy event for {slug:?} (the first is on line {}); a bankruptcy ends the series",
+                    bankruptcies[0].line
+                ),
+            ));
+        }
+        if let Some(bankruptcy) = bankruptcies.first() {
+            if first.event_type.is_terminal() || first.occurred_on >= bankruptcy.occurred_on {
+                return Err(event_error(
+                    bankruptcy,
+                    format!("{slug:?} needs a valuation event before the day of its bankruptcy to be marked"),
+                ));
+            }
+            if let Some(late) = company
+                .events
+                .iter()
+                .find(|e| e.line != bankruptcy.line && e.occurred_on >= bankruptcy.occurred_on)
+            {
+                return Err(event_error(
+                    late,
+                    format!(
+                        "event {} on {} is on or after {slug:?}'s bankruptcy on {} (line {}): a bankruptcy ends the series",
+                        late.event_id, late.occurred_on, bankruptcy.occurred_on, bankruptcy.line
+                    ),
+                ));
+            }
+        }
         if let Some(listing) = listings.first() {
             if first.event_type.is_listing() || first.occurred_on >= listing.occurred_on {
                 return Err(event_error(
@@ -695,11 +752,23 @@ mod tests {
 
     #[test]
     fn valuations_must_be_positive_whole_dollars() {
-        assert_eq!(parse_valuation("19000000000"), Ok(19_000_000_000));
-        assert!(parse_valuation("0").is_err());
-        assert!(parse_valuation("-5").unwrap_err().contains("not positive"));
-        assert!(parse_valuation("1.5e9").is_err());
-        assert!(parse_valuation("").is_err());
-        assert!(parse_valuation("99999999999999999999").is_err());
+        let round = EventType::PrimaryRound;
+        assert_eq!(parse_valuation("19000000000", round), Ok(19_000_000_000));
+        assert!(parse_valuation("0", round).is_err());
+        assert!(parse_valuation("-5", round).unwrap_err().contains("not positive"));
+        assert!(parse_valuation("1.5e9", round).is_err());
+        assert!(parse_valuation("", round).is_err());
+        assert!(parse_valuation("99999999999999999999", round).is_err());
+    }
+
+    #[test]
+    fn only_a_bankruptcy_may_carry_zero() {
+        assert_eq!(parse_valuation("0", EventType::Bankruptcy), Ok(0));
+        assert_eq!(parse_valuation("5000000", EventType::Bankruptcy), Ok(5_000_000));
+        assert!(parse_valuation("-1", EventType::Bankruptcy).is_err());
+        for event_type in EventType::ALL.iter().filter(|t| **t != EventType::Bankruptcy) {
+            let refusal = parse_valuation("0", *event_type).unwrap_err();
+            assert!(refusal.contains("only a bankruptcy"), "{refusal}");
+        }
     }
 }

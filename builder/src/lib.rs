@@ -6,7 +6,8 @@
 //! crate) only maps the file and looks bytes up.
 //!
 //! - [`dataset`] reads and checks the source files;
-//! - [`methodology`] computes marks, bands, confidence and the scorecard;
+//! - [`methodology`] computes marks, bands, confidence and the scorecard (v0.3.0, with the
+//!   previous method and two baselines as comparison forecasters);
 //! - [`render`] and [`signing`] turn them into response bodies and signed records;
 //! - [`format`](mod@format), [`writer`] and [`snapshot`] define, write and read the file;
 //! - [`build`](mod@build) runs the pipeline; [`synth`] makes synthetic datasets; [`tiers`] is the access

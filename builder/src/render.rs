@@ -235,9 +235,11 @@ pub fn resolution_record(
     key_id: &str,
 ) -> Option<Map<String, Value>> {
     let latest = marks.latest()?;
-    let (basis, basis_date, value) = match company.listing() {
-        Some(listing) => ("listing", listing.occurred_on, listing.valuation_usd),
-        None => ("mark", latest.day, usd(latest.mark)),
+    let (basis, basis_date, value) = match (company.listing(), company.bankruptcy()) {
+        (Some(listing), _) => ("listing", listing.occurred_on, listing.valuation_usd),
+        // The series ends on the bankruptcy at the reported value, bands included.
+        (None, Some(bankruptcy)) => ("bankruptcy", bankruptcy.occurred_on, bankruptcy.valuation_usd),
+        (None, None) => ("mark", latest.day, usd(latest.mark)),
     };
     let meta: Value = serde_json::from_slice(meta).ok()?;
     let record = json!({
@@ -261,13 +263,15 @@ pub fn resolution_record(
     }
 }
 
-/// The published backtest: method constants, the quantiles now in force, and the scorecard.
+/// The published backtest: the method's constants (and the comparison forecasters'), the
+/// quantiles now in force, and the scorecard.
 pub fn scorecard(meta: &[u8], fit: &Fit) -> Vec<u8> {
     #[derive(Serialize)]
     struct Scorecard<'a> {
         meta: &'a RawValue,
         methodology_version: &'static str,
         params: Value,
+        comparison_params: Value,
         quantiles_in_force: crate::methodology::Quantiles,
         #[serde(flatten)]
         scorecard: &'a crate::methodology::Scorecard,
@@ -276,7 +280,8 @@ pub fn scorecard(meta: &[u8], fit: &Fit) -> Vec<u8> {
         meta: raw(meta),
         methodology_version: METHODOLOGY_VERSION,
         params: fit.params.to_json(),
-        quantiles_in_force: *fit.quantiles[0].at(fit.as_of.plus(1)),
+        comparison_params: fit.params.comparison_json(),
+        quantiles_in_force: fit.quantiles_on(fit.as_of.plus(1)),
         scorecard: &fit.scorecard,
     })
 }

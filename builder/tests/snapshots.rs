@@ -57,7 +57,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "x1,nobody,primary_round,2024-01-01,100,https://e.com,\n"
                 })
             },
-            "events.csv:114: unknown slug \"nobody\"",
+            "events.csv:115: unknown slug \"nobody\"",
         ),
         (
             "duplicate slug",
@@ -75,7 +75,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "e0001,stripe,primary_round,2024-01-01,100,https://e.com,\n"
                 })
             },
-            "events.csv:114: duplicate event_id \"e0001\" (first on line 2)",
+            "events.csv:115: duplicate event_id \"e0001\" (first on line 2)",
         ),
         (
             "bad date",
@@ -84,7 +84,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "x1,stripe,primary_round,2024-02-30,100,https://e.com,\n"
                 })
             },
-            "events.csv:114: occurred_on \"2024-02-30\" is not a date",
+            "events.csv:115: occurred_on \"2024-02-30\" is not a date",
         ),
         (
             "non-positive valuation",
@@ -93,7 +93,25 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "x1,stripe,primary_round,2024-01-01,0,https://e.com,\n"
                 })
             },
-            "events.csv:114: valuation_usd 0 is not positive",
+            "events.csv:115: valuation_usd 0 is not positive (only a bankruptcy may carry 0",
+        ),
+        (
+            "event after a bankruptcy",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,ftx,secondary_sale,2023-01-01,100,https://e.com,\n"
+                })
+            },
+            "events.csv:115: event x1 on 2023-01-01 is on or after \"ftx\"'s bankruptcy on 2022-11-11",
+        ),
+        (
+            "second bankruptcy",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,ftx,bankruptcy,2022-11-11,0,https://e.com,\n"
+                })
+            },
+            "events.csv:115: second bankruptcy event for \"ftx\"",
         ),
         (
             "negative valuation",
@@ -102,7 +120,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "x1,stripe,primary_round,2024-01-01,-5,https://e.com,\n"
                 })
             },
-            "events.csv:114: valuation_usd -5 is not positive",
+            "events.csv:115: valuation_usd -5 is not positive",
         ),
         (
             "event after as_of",
@@ -111,7 +129,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "x1,stripe,primary_round,2027-01-01,100,https://e.com,\n"
                 })
             },
-            "events.csv:114: event x1 on 2027-01-01 is after the dataset's as_of",
+            "events.csv:115: event x1 on 2027-01-01 is after the dataset's as_of",
         ),
         (
             "event before 1970",
@@ -120,7 +138,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "x1,stripe,primary_round,0001-01-01,100,https://e.com,\n"
                 })
             },
-            "events.csv:114: event x1 on 0001-01-01 is before 1970-01-01",
+            "events.csv:115: event x1 on 0001-01-01 is before 1970-01-01",
         ),
         (
             "name too long",
@@ -148,7 +166,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "x1,stripe,spac_merger,2024-01-01,100,https://e.com,\n"
                 })
             },
-            "events.csv:114: unknown event_type \"spac_merger\"",
+            "events.csv:115: unknown event_type \"spac_merger\"",
         ),
         (
             "missing column",
@@ -197,7 +215,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
         (
             "malformed csv row",
             |d| edit(&d.join("events.csv"), |t| t + "x1,stripe\n"),
-            "events.csv:114: malformed CSV",
+            "events.csv:115: malformed CSV",
         ),
     ];
     for (name, mutate, expected) in cases {
@@ -228,11 +246,11 @@ fn every_body_round_trips_through_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sample.snap");
     let report = marks_builder::build(&options(&sample(), &out)).unwrap();
-    assert_eq!((report.companies, report.events), (41, 112));
+    assert_eq!((report.companies, report.events), (41, 113));
     let snapshot = Snapshot::open(&out, &OpenOptions::default()).unwrap();
     let index = snapshot.index();
     assert_eq!(index.companies.len(), 41);
-    assert_eq!(index.events.len(), 112);
+    assert_eq!(index.events.len(), 113);
     let jwks = signing::parse_jwks(snapshot.body_slice(&index.signing_keys.identity));
     assert_eq!(jwks[0].0, signing::kid(&demo_key().verifying_key()));
     let json = |bytes: &[u8]| -> serde_json::Value { serde_json::from_slice(bytes).expect("valid JSON") };
@@ -275,7 +293,25 @@ fn every_body_round_trips_through_the_file() {
         assert_eq!(usage["rate_per_min"], tier.rate_per_min());
     }
     let scorecard = json(snapshot.body_slice(&index.scorecard.identity));
-    assert_eq!(scorecard["forecasters"].as_array().unwrap().len(), 3);
+    let names: Vec<&str> = scorecard["forecasters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "gap_profile_drift",
+            "local_linear_trend",
+            "last_event_carried_forward",
+            "quality_weighted_step"
+        ]
+    );
+    assert_eq!(scorecard["methodology_version"], "v0.3.0");
+    assert_eq!(scorecard["params"]["drift_pseudo_pairs"], 3.0);
+    assert_eq!(scorecard["comparison"]["draws"], 1000);
+    assert_eq!(scorecard["bankruptcy_outcomes"][0]["slug"], "ftx");
 }
 
 #[test]
@@ -333,7 +369,7 @@ fn the_event_history_is_append_only() {
     copy_sample(&appended);
     next_version(&appended);
     edit(&appended.join("events.csv"), |t| {
-        t + "e0113,stripe,tender_offer,2026-06-01,91500000000,https://example.com/s,\n"
+        t + "e0114,stripe,tender_offer,2026-06-01,91500000000,https://example.com/s,\n"
     });
     let out = dir.path().join("appended.snap");
     let mut o = options(&appended, &out);

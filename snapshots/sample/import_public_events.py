@@ -3,15 +3,23 @@
 
 Usage: python3 snapshots/sample/import_public_events.py PUBLIC_EVENTS_CSV OUT_DIR
 
-Writes OUT_DIR/companies.csv and OUT_DIR/events.csv. Event ids are assigned in the
-order of the input rows (e0001, e0002, ...) and are never reassigned: later dataset
-versions append rows with new ids, because the event history is append-only.
-A company's status is `ipo_completed` once it has an `ipo` or `direct_listing` row.
+Writes OUT_DIR/companies.csv and OUT_DIR/events.csv. Event ids are never reassigned, because
+the event history is append-only: a row already in OUT_DIR/events.csv (same slug, type, date,
+value and source) keeps its id and its place, and rows new to the table are appended after
+them with the next ids (e0001, e0002, ... in the order of the input rows). A company's status
+is `ipo_completed` once it has an `ipo` or `direct_listing` row; a `bankruptcy` row leaves it
+as it is (SPEC knows only `private` and `ipo_completed`).
 """
 import csv
+import os
 import sys
 
 LISTINGS = {"ipo", "direct_listing"}
+COLUMNS = ["event_id", "slug", "event_type", "occurred_on", "valuation_usd", "source_url", "note"]
+
+
+def identity(row):
+    return (row["slug"], row["event_type"], row["occurred_on"], row["valuation_usd"], row["source_url"])
 
 
 def main(src, out_dir):
@@ -30,12 +38,25 @@ def main(src, out_dir):
         for slug in sorted(companies):
             c = companies[slug]
             writer.writerow([slug, c["name"], c["sector"], "ipo_completed" if c["listed"] else "private"])
-    with open(f"{out_dir}/events.csv", "w", newline="", encoding="utf-8") as fh:
+    events_path = f"{out_dir}/events.csv"
+    existing = []
+    if os.path.exists(events_path):
+        with open(events_path, newline="", encoding="utf-8") as fh:
+            existing = list(csv.DictReader(fh))
+    known = {identity(row) for row in existing}
+    numbers = [int(row["event_id"][1:]) for row in existing if row["event_id"][1:].isdigit()]
+    next_number = max(numbers, default=0) + 1
+    appended = []
+    for row in rows:
+        if identity(row) in known:
+            continue
+        appended.append(dict(row, event_id=f"e{next_number:04d}"))
+        next_number += 1
+    with open(events_path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(["event_id", "slug", "event_type", "occurred_on", "valuation_usd", "source_url", "note"])
-        for n, row in enumerate(rows, start=1):
-            writer.writerow([f"e{n:04d}", row["slug"], row["event_type"], row["occurred_on"],
-                             row["valuation_usd"], row["source_url"], row["note"]])
+        writer.writerow(COLUMNS)
+        for row in existing + appended:
+            writer.writerow([row[c] for c in COLUMNS])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,233 @@
+//! Company-clustered bootstrap of the difference between two forecasters' walk-forward errors,
+//! so a reader can tell a real improvement from a tie. Events of one company are not
+//! independent (one company's long silence makes several large errors), so whole companies
+//! are resampled with replacement, never single events.
+//!
+//! Deterministic: a fixed seed, and each draw its own ChaCha stream, so the intervals are the
+//! same bytes whatever the thread count.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::round_to;
+use super::stats::percentile;
+
+/// Draws of the published intervals.
+pub const DRAWS: usize = 1000;
+/// Seed of the published intervals; fixed so every build of one dataset says the same thing.
+pub const SEED: u64 = 20_221_111;
+
+/// One company's errors for forecasters A (index 0) and B (index 1).
+#[derive(Clone, Debug, Default)]
+pub struct ClusterErrors {
+    /// |forecast - observed| / observed at each scored event.
+    pub relative_errors: Vec<[f64; 2]>,
+    /// |ln observed - forecast| at each scored event.
+    pub abs_log_errors: Vec<[f64; 2]>,
+    /// |mark / listing value - 1| at its listing, if it listed.
+    pub listing_error: Option<[f64; 2]>,
+}
+
+/// One figure's difference A - B, with its bootstrap interval.
+#[derive(Clone, Debug, Serialize)]
+pub struct Difference {
+    pub figure: &'static str,
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    /// A - B on the whole sample (negative: A's error is smaller).
+    pub difference: Option<f64>,
+    /// 2.5th and 97.5th percentiles of A - B over the draws.
+    pub interval_95: Option<[f64; 2]>,
+    /// "a_better", "b_better" or "tie": whether the interval excludes 0, and on which side.
+    pub verdict: &'static str,
+}
+
+/// The errors of every event of the drawn companies, for one forecaster, with the per-company
+/// sums that make a draw's means O(companies).
+struct Pooled {
+    /// All |log errors|, sorted, and the company each came from.
+    sorted_companies: Vec<u32>,
+    sorted_values: Vec<f64>,
+    relative_sum: Vec<f64>,
+    listing: Vec<Option<f64>>,
+}
+
+impl Pooled {
+    fn new(clusters: &[ClusterErrors], side: usize) -> Pooled {
+        let mut all: Vec<(f64, u32)> = clusters
+            .iter()
+            .enumerate()
+            .flat_map(|(c, cluster)| cluster.abs_log_errors.iter().map(move |e| (e[side], c as u32)))
+            .collect();
+        all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        Pooled {
+            sorted_companies: all.iter().map(|e| e.1).collect(),
+            sorted_values: all.iter().map(|e| e.0).collect(),
+            relative_sum: clusters
+                .iter()
+                .map(|c| c.relative_errors.iter().map(|e| e[side]).sum())
+                .collect(),
+            listing: clusters.iter().map(|c| c.listing_error.map(|e| e[side])).collect(),
+        }
+    }
+
+    /// The median of the multiset in which company c's errors appear `counts[c]` times.
+    fn weighted_median(&self, counts: &[u32], total: u64) -> Option<f64> {
+        if total == 0 {
+            return None;
+        }
+        // 1-based ranks of the middle value(s).
+        let (low_rank, high_rank) = if total % 2 == 1 {
+            (total.div_ceil(2), total.div_ceil(2))
+        } else {
+            (total / 2, total / 2 + 1)
+        };
+        let mut cumulative = 0u64;
+        let mut low = None;
+        for (i, &company) in self.sorted_companies.iter().enumerate() {
+            cumulative += u64::from(counts[company as usize]);
+            if low.is_none() && cumulative >= low_rank {
+                low = Some(self.sorted_values[i]);
+            }
+            if cumulative >= high_rank {
+                return low.map(|low| (low + self.sorted_values[i]) / 2.0);
+            }
+        }
+        None
+    }
+}
+
+/// The three figures of one draw (or of the sample, with every count 1): MAPE in percent,
+/// median |log error|, listings' mean |error| in percent, for A and B.
+fn figures(a: &Pooled, b: &Pooled, clusters: &[ClusterErrors], counts: &[u32]) -> [[Option<f64>; 2]; 3] {
+    let events: u64 = clusters
+        .iter()
+        .zip(counts)
+        .map(|(c, &k)| u64::from(k) * c.relative_errors.len() as u64)
+        .sum();
+    let listings: u64 = clusters
+        .iter()
+        .zip(counts)
+        .filter(|(c, _)| c.listing_error.is_some())
+        .map(|(_, &k)| u64::from(k))
+        .sum();
+    let weighted = |per_company: &dyn Fn(usize) -> Option<f64>, n: u64| -> Option<f64> {
+        (n > 0).then(|| {
+            counts
+                .iter()
+                .enumerate()
+                .filter_map(|(c, &k)| per_company(c).map(|v| v * f64::from(k)))
+                .sum::<f64>()
+                / n as f64
+                * 100.0
+        })
+    };
+    [
+        [
+            weighted(&|c| Some(a.relative_sum[c]), events),
+            weighted(&|c| Some(b.relative_sum[c]), events),
+        ],
+        [a.weighted_median(counts, events), b.weighted_median(counts, events)],
+        [
+            weighted(&|c| a.listing[c], listings),
+            weighted(&|c| b.listing[c], listings),
+        ],
+    ]
+}
+
+const FIGURES: [&str; 3] = ["mape_pct", "median_abs_log_error", "listing_mean_abs_error_pct"];
+
+/// A - B for MAPE, median |log error| and listing error, each with its 95% interval over
+/// `draws` resamples of the companies.
+pub fn compare(clusters: &[ClusterErrors], draws: usize, seed: u64) -> Vec<Difference> {
+    let (a, b) = (Pooled::new(clusters, 0), Pooled::new(clusters, 1));
+    let whole = figures(&a, &b, clusters, &vec![1; clusters.len()]);
+    let resampled: Vec<[Option<f64>; 3]> = (0..draws)
+        .into_par_iter()
+        .map(|draw| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(draw as u64);
+            let mut counts = vec![0u32; clusters.len()];
+            for _ in 0..clusters.len() {
+                counts[rng.gen_range(0..clusters.len())] += 1;
+            }
+            let f = figures(&a, &b, clusters, &counts);
+            f.map(|[a, b]| a.zip(b).map(|(a, b)| a - b))
+        })
+        .collect();
+    FIGURES
+        .iter()
+        .enumerate()
+        .map(|(i, &figure)| {
+            let mut values: Vec<f64> = resampled.iter().filter_map(|d| d[i]).collect();
+            values.sort_by(f64::total_cmp);
+            let interval = percentile(&values, 0.025).zip(percentile(&values, 0.975));
+            let verdict = match interval {
+                Some((_, high)) if high < 0.0 => "a_better",
+                Some((low, _)) if low > 0.0 => "b_better",
+                _ => "tie",
+            };
+            let [fa, fb] = whole[i];
+            // Four decimals: far below what 1,000 draws can resolve, and readable.
+            let round = |v: f64| round_to(v, 4);
+            Difference {
+                figure,
+                a: fa.map(round),
+                b: fb.map(round),
+                difference: fa.zip(fb).map(|(a, b)| round(a - b)),
+                interval_95: interval.map(|(low, high)| [round(low), round(high)]),
+                verdict,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(errors: &[(f64, f64)]) -> ClusterErrors {
+        ClusterErrors {
+            relative_errors: errors.iter().map(|&(a, b)| [a, b]).collect(),
+            abs_log_errors: errors.iter().map(|&(a, b)| [a, b]).collect(),
+            listing_error: None,
+        }
+    }
+
+    #[test]
+    fn weighted_median_counts_each_company_as_often_as_it_was_drawn() {
+        let clusters = [cluster(&[(1.0, 0.0), (5.0, 0.0)]), cluster(&[(2.0, 0.0)])];
+        let a = Pooled::new(&clusters, 0);
+        // {1, 5, 2}: median 2.
+        assert_eq!(a.weighted_median(&[1, 1], 3), Some(2.0));
+        // {1, 5, 1, 5}: median 3.
+        assert_eq!(a.weighted_median(&[2, 0], 4), Some(3.0));
+        // {2, 2, 2, 1, 5}: median 2.
+        assert_eq!(a.weighted_median(&[1, 3], 5), Some(2.0));
+    }
+
+    #[test]
+    fn a_uniformly_smaller_error_is_significant_and_a_coin_flip_is_a_tie() {
+        let better: Vec<ClusterErrors> = (0..40).map(|i| cluster(&[(0.1 + 0.001 * i as f64, 0.5)])).collect();
+        let differences = compare(&better, 200, 1);
+        assert_eq!(differences[0].verdict, "a_better");
+        assert_eq!(differences[1].verdict, "a_better");
+        assert_eq!(differences[2].verdict, "tie", "no listings: no interval");
+        assert!(differences[2].interval_95.is_none());
+        let mixed: Vec<ClusterErrors> = (0..40)
+            .map(|i| {
+                if i % 2 == 0 {
+                    cluster(&[(0.2, 0.4)])
+                } else {
+                    cluster(&[(0.4, 0.2)])
+                }
+            })
+            .collect();
+        assert_eq!(compare(&mixed, 200, 1)[0].verdict, "tie");
+        // Same seed, same intervals.
+        let again = compare(&better, 200, 1);
+        assert_eq!(again[0].interval_95, differences[0].interval_95);
+    }
+}

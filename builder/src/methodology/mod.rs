@@ -1,0 +1,74 @@
+//! Methodology v0.3.0, "gap-profile drift": from each company's valuation events to its daily
+//! marks, bands and confidence, and the walk-forward scorecard that measures them against the
+//! previous method and two naive baselines (DESIGN section 3).
+//!
+//! Where to find what:
+//! - [`params`]: every constant, in the table the scorecard publishes;
+//! - [`gap_profile`]: the v0.3.0 point forecast and scale (pairs of events, pooled bucket
+//!   drifts, the drift profile over the gap since the last event);
+//! - [`conformal`]: split-conformal quantiles, bands and confidence;
+//! - [`fit`]: the fitted method over a dataset and the published series of one company;
+//! - [`backtest`]: the walk-forward forecasts of every forecaster at every scored event and
+//!   outcome;
+//! - [`local_trend`] (v0.2.0, the previous method) and [`baselines`]: comparison forecasters;
+//! - [`scorecard`], [`bootstrap`] and [`stats`]: the published backtest and its statistics;
+//! - [`timeline`]: values that change on given days, read by day.
+//!
+//! Everything here is causal: a mark on day t uses only events on or before t, pooled
+//! estimates only what was complete before t. Listings and bankruptcies are outcomes, never
+//! inputs: they are held out and scored.
+
+pub mod backtest;
+pub mod baselines;
+pub mod bootstrap;
+pub mod conformal;
+pub mod fit;
+pub mod gap_profile;
+pub mod local_trend;
+pub mod params;
+pub mod scorecard;
+pub mod stats;
+pub mod timeline;
+
+use serde::Serialize;
+
+pub use conformal::{confidence, normal_cdf, Coverage, Quantiles, Z80, Z95};
+pub use fit::{CompanyMarks, Fit, MarkDay, ObservationWeight};
+pub use params::Params;
+pub use scorecard::Scorecard;
+
+/// The version every response's `meta`, every resolution record and the scorecard carry. Any
+/// change to a constant in [`params`] or to a formula bumps it.
+pub const METHODOLOGY_VERSION: &str = "v0.3.0";
+/// Years are 365.25 days everywhere in the method.
+pub const DAYS_PER_YEAR: f64 = 365.25;
+
+pub fn round_to(value: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (value * scale).round() / scale
+}
+
+/// Whole US dollars, as every amount is published.
+pub fn usd(value: f64) -> u64 {
+    if value.is_finite() && value > 0.0 {
+        value.round().min(9.0e18) as u64
+    } else {
+        0
+    }
+}
+
+/// A band in whole dollars.
+#[derive(Clone, Debug, Serialize)]
+pub struct Band {
+    pub lower: u64,
+    pub upper: u64,
+}
+
+impl Band {
+    pub fn of((lower, upper): (f64, f64)) -> Band {
+        Band {
+            lower: usd(lower),
+            upper: usd(upper),
+        }
+    }
+}
