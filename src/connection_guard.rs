@@ -1,6 +1,27 @@
-//! Per-connection deadlines, enforced by wrapping the connection's socket: the idle deadline
-//! (no byte moving either way) and the head deadline (one request head arriving too slowly,
-//! counted from accept for the first). One timer per connection, none per request.
+//! Per-connection deadlines, enforced by wrapping the connection's byte stream (above TLS, so
+//! it sees HTTP): the idle deadline and the head deadline, one timer per connection, none per
+//! request; and for HTTP/2, what counts as activity and how many control frames a peer may
+//! send.
+//!
+//! - idle: no activity in either direction for `idle`. For HTTP/1.1 any byte is activity. For
+//!   HTTP/2 only frames that move requests are (HEADERS, DATA, WINDOW_UPDATE, RST_STREAM and
+//!   the like, either way): PING and SETTINGS frames alone never keep a connection alive, so a
+//!   peer that opens streams, never reads them and pings now and then is closed at the idle
+//!   deadline, and the memory its stalled streams held goes with it.
+//! - head: one request head has been arriving, unanswered, for `head` (a head trickled in
+//!   slowly, the slowloris pattern), counted from accept for the first request, so a socket
+//!   that connects and sends nothing is cut at this deadline too. It measures how long *one*
+//!   request has waited, never how often a busy connection is found mid-request: a connection
+//!   that keeps completing requests is never cut by it, however long it lives. HTTP/2
+//!   connections get the idle deadline only once their preface arrives: a client legitimately
+//!   sends frames that need no answer.
+//! - control frames: an HTTP/2 peer may send at most `control_frames_per_sec` PING and SETTINGS
+//!   frames a second (each costs the server an acknowledgement); past that the connection is
+//!   closed.
+//!
+//! I/O only sets flags and counts (no clock read, no timer update on the hot path); the timer
+//! ticks every half of the shorter deadline and counts whole ticks, so a deadline is enforced
+//! between its length and half a deadline after it, never before.
 
 use std::future::Future;
 use std::io;
@@ -11,23 +32,15 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
-/// Both per-connection deadlines on one timer per connection, none per request:
-/// - idle: no byte moved in either direction for `idle` (a keep-alive connection nobody uses,
-///   a client that stopped sending, or one that stopped reading a response);
-/// - head: one request head has been arriving, unanswered, for `head` (a head trickled in
-///   slowly, the slowloris pattern), counted from accept for the first request, so a socket
-///   that connects and sends nothing is cut at this deadline too.
-///
-/// The head deadline measures how long *one* request has waited, never how often a busy
-/// connection is found mid-request: a connection that keeps completing requests is never cut
-/// by it, however long it lives. I/O only sets flags (no clock read, no timer update on the
-/// hot path); the timer ticks every half of the shorter deadline and counts whole ticks during
-/// which the same request stayed pending with no response byte going out, so a deadline is
-/// enforced between its length and half a deadline after it, never before.
-///
-/// HTTP/2 connections get the idle deadline only: a client legitimately sends frames that need
-/// no answer (window updates, settings and ping acknowledgements), and hyper's HTTP/2 layer
-/// bounds header sizes and pings idle peers itself.
+/// The limits one connection is held to.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadlines {
+    pub idle: Duration,
+    pub head: Duration,
+    /// PING and SETTINGS frames an HTTP/2 peer may send per second.
+    pub control_frames_per_sec: u32,
+}
+
 #[allow(missing_debug_implementations)] // holds a timer and a socket; nothing to show
 pub struct ConnectionGuard<S> {
     inner: S,
@@ -43,19 +56,85 @@ pub struct ConnectionGuard<S> {
     /// `awaiting_response` as it was at the last tick: a request pending then and still
     /// pending now, with nothing answered between, has waited at least one whole tick.
     awaiting_at_last_tick: bool,
-    /// Nothing read yet: the first bytes tell an HTTP/2 prior-knowledge client.
+    /// Nothing read yet: the first bytes tell an HTTP/2 client (by its preface).
     first_read: bool,
     idle_ticks: u32,
     unanswered_ticks: u32,
+    /// Set once the HTTP/2 preface is seen: the frames each way, parsed for their types.
+    h2: Option<Box<H2Frames>>,
+    control_frames_per_tick: u32,
 }
 
-/// What an HTTP/2 client sends first over plain TCP (RFC 9113 3.4).
+/// What an HTTP/2 client sends first (RFC 9113 3.4), over TLS and by prior knowledge alike.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// The frame boundaries of both directions of an HTTP/2 connection.
+#[derive(Debug)]
+struct H2Frames {
+    incoming: FrameReader,
+    outgoing: FrameReader,
+    /// PING and SETTINGS frames received since the last tick.
+    control_frames: u32,
+}
+
+/// Follows frame headers (RFC 9113 4.1: 24-bit length, type, flags, stream) through a byte
+/// stream that arrives in pieces of any size, skipping payloads.
+#[derive(Debug, Default)]
+struct FrameReader {
+    /// Bytes of the preface still to skip (incoming only).
+    preface_left: usize,
+    header: [u8; 9],
+    header_filled: usize,
+    payload_left: usize,
+}
+
+const FRAME_SETTINGS: u8 = 0x4;
+const FRAME_PING: u8 = 0x6;
+
+impl FrameReader {
+    /// Feeds `bytes`; returns how many frames of each kind began in them:
+    /// (control frames, other frames).
+    fn feed(&mut self, mut bytes: &[u8]) -> (u32, u32) {
+        let (mut control, mut other) = (0, 0);
+        let skip = self.preface_left.min(bytes.len());
+        self.preface_left -= skip;
+        bytes = &bytes[skip..];
+        while !bytes.is_empty() {
+            if self.payload_left > 0 {
+                let skip = self.payload_left.min(bytes.len());
+                self.payload_left -= skip;
+                bytes = &bytes[skip..];
+                continue;
+            }
+            let take = (9 - self.header_filled).min(bytes.len());
+            self.header[self.header_filled..self.header_filled + take].copy_from_slice(&bytes[..take]);
+            self.header_filled += take;
+            bytes = &bytes[take..];
+            if self.header_filled == 9 {
+                self.header_filled = 0;
+                let [a, b, c, kind, ..] = self.header;
+                self.payload_left = usize::from(a) << 16 | usize::from(b) << 8 | usize::from(c);
+                if kind == FRAME_PING || kind == FRAME_SETTINGS {
+                    control += 1;
+                } else {
+                    other += 1;
+                }
+            }
+        }
+        (control, other)
+    }
+}
+
 impl<S> ConnectionGuard<S> {
-    pub fn new(inner: S, idle: Duration, head: Duration) -> ConnectionGuard<S> {
+    pub fn new(inner: S, deadlines: Deadlines) -> ConnectionGuard<S> {
+        let Deadlines {
+            idle,
+            head,
+            control_frames_per_sec,
+        } = deadlines;
         let tick = (idle.min(head) / 2).max(Duration::from_millis(10));
         let ticks = |deadline: Duration| (deadline.as_nanos() / tick.as_nanos()).max(1) as u32;
+        let per_tick = (f64::from(control_frames_per_sec) * tick.as_secs_f64()).ceil();
         ConnectionGuard {
             inner,
             timer: Box::pin(tokio::time::sleep(tick)),
@@ -70,16 +149,26 @@ impl<S> ConnectionGuard<S> {
             first_read: true,
             idle_ticks: 0,
             unanswered_ticks: 0,
+            h2: None,
+            control_frames_per_tick: (per_tick as u32).max(1),
         }
     }
 
-    /// From now on only the idle deadline applies (an HTTP/2 connection).
-    pub fn idle_deadline_only(&mut self) {
+    /// From here on the connection speaks HTTP/2: idle deadline only, activity by frame type.
+    fn become_h2(&mut self) {
         self.head_limit = u32::MAX;
+        self.h2 = Some(Box::new(H2Frames {
+            incoming: FrameReader {
+                preface_left: H2_PREFACE.len(),
+                ..FrameReader::default()
+            },
+            outgoing: FrameReader::default(),
+            control_frames: 0,
+        }));
     }
 
-    /// Counts elapsed ticks; true when a deadline has passed.
-    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
+    /// Counts elapsed ticks; the reason when a limit has been passed.
+    fn expired(&mut self, cx: &mut Context<'_>) -> Option<&'static str> {
         while self.timer.as_mut().poll(cx).is_ready() {
             self.idle_ticks = if self.moved { 0 } else { self.idle_ticks + 1 };
             let still_waiting = self.awaiting_response && self.awaiting_at_last_tick && !self.answered;
@@ -91,23 +180,69 @@ impl<S> ConnectionGuard<S> {
             self.awaiting_at_last_tick = self.awaiting_response;
             self.answered = false;
             self.moved = false;
-            if self.idle_ticks >= self.idle_limit || self.unanswered_ticks >= self.head_limit {
-                return true;
+            if let Some(h2) = &mut self.h2 {
+                h2.control_frames = 0;
+            }
+            if self.idle_ticks >= self.idle_limit {
+                return Some("connection idle for too long");
+            }
+            if self.unanswered_ticks >= self.head_limit {
+                return Some("request head unfinished for too long");
             }
             let next = tokio::time::Instant::now() + self.tick;
             self.timer.as_mut().reset(next);
         }
-        false
+        None
     }
 
-    /// Passes a ready result through, noting activity; turns a passed deadline into an error.
+    /// Passes a ready result through; turns a passed deadline into an error.
     fn track<T>(&mut self, poll: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
         match poll {
-            Poll::Pending if self.expired(cx) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "connection idle, or request unanswered, for too long",
-            ))),
+            Poll::Pending => match self.expired(cx) {
+                Some(reason) => Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, reason))),
+                None => Poll::Pending,
+            },
             other => other,
+        }
+    }
+
+    fn note_read(&mut self, read: &[u8]) -> io::Result<()> {
+        if self.first_read {
+            self.first_read = false;
+            if read.len() >= 3 && H2_PREFACE.starts_with(&read[..read.len().min(H2_PREFACE.len())]) {
+                self.become_h2();
+            }
+        }
+        self.awaiting_response = true;
+        let Some(h2) = &mut self.h2 else {
+            self.moved = true;
+            return Ok(());
+        };
+        let (control, other) = h2.incoming.feed(read);
+        h2.control_frames += control;
+        if other > 0 {
+            self.moved = true;
+        }
+        if h2.control_frames > self.control_frames_per_tick {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "too many PING and SETTINGS frames",
+            ));
+        }
+        Ok(())
+    }
+
+    fn note_written(&mut self, written: &[u8]) {
+        self.awaiting_response = false;
+        self.answered = true;
+        match &mut self.h2 {
+            // A server's own PING and SETTINGS acknowledgements are not progress.
+            Some(h2) => {
+                if h2.outgoing.feed(written).1 > 0 {
+                    self.moved = true;
+                }
+            }
+            None => self.moved = true,
         }
     }
 }
@@ -118,15 +253,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for ConnectionGuard<S> {
         let before = buf.filled().len();
         let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            if this.first_read {
-                this.first_read = false;
-                let read = &buf.filled()[before..];
-                if read.len() >= 3 && H2_PREFACE.starts_with(&read[..read.len().min(H2_PREFACE.len())]) {
-                    this.idle_deadline_only();
-                }
-            }
-            this.moved = true;
-            this.awaiting_response = true;
+            this.note_read(&buf.filled()[before..])?;
         }
         this.track(poll, cx)
     }
@@ -136,10 +263,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ConnectionGuard<S> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
-            this.moved = true;
-            this.awaiting_response = false;
-            this.answered = true;
+        if let Poll::Ready(Ok(n)) = poll {
+            if n > 0 {
+                this.note_written(&buf[..n]);
+            }
         }
         this.track(poll, cx)
     }
@@ -151,10 +278,16 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ConnectionGuard<S> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
-            this.moved = true;
-            this.awaiting_response = false;
-            this.answered = true;
+        if let Poll::Ready(Ok(n)) = poll {
+            let mut left = n;
+            for buf in bufs {
+                if left == 0 {
+                    break;
+                }
+                let part = left.min(buf.len());
+                this.note_written(&buf[..part]);
+                left -= part;
+            }
         }
         this.track(poll, cx)
     }
@@ -169,5 +302,40 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ConnectionGuard<S> {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+        let len = payload.len();
+        let mut bytes = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, 0, 0, 0, 0, 1];
+        bytes.extend_from_slice(payload);
+        bytes
+    }
+
+    #[test]
+    fn frames_are_told_apart_however_the_bytes_are_cut() {
+        let mut stream = H2_PREFACE.to_vec();
+        stream.extend(frame(FRAME_SETTINGS, &[0; 6]));
+        stream.extend(frame(0x1, &[7; 40])); // HEADERS
+        stream.extend(frame(FRAME_PING, &[1; 8]));
+        stream.extend(frame(0x8, &[0, 0, 1, 0])); // WINDOW_UPDATE
+        stream.extend(frame(FRAME_PING, &[2; 8]));
+        for piece in [1, 2, 5, 9, 10, 1000] {
+            let mut reader = FrameReader {
+                preface_left: H2_PREFACE.len(),
+                ..FrameReader::default()
+            };
+            let (mut control, mut other) = (0, 0);
+            for chunk in stream.chunks(piece) {
+                let (c, o) = reader.feed(chunk);
+                control += c;
+                other += o;
+            }
+            assert_eq!((control, other), (3, 2), "pieces of {piece}");
+        }
     }
 }

@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::convert::Infallible;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -24,7 +24,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::connection_guard::ConnectionGuard;
+use crate::access;
+use crate::connection_guard::{ConnectionGuard, Deadlines};
 use crate::reload;
 use crate::service::{self, Connection, Response};
 use crate::state::State;
@@ -47,6 +48,18 @@ pub struct ServerConfig {
     pub tls_handshake_timeout: Duration,
     pub max_header_bytes: usize,
     pub max_connections: usize,
+    /// Connections one client address (IPv6: one /64) may hold at once; more are closed at
+    /// accept. Behind a proxy every client shares its address: set it there instead.
+    pub max_connections_per_address: usize,
+    /// Connections the kernel may queue before they are accepted (capped by
+    /// `net.core.somaxconn`).
+    pub listen_backlog: u32,
+    /// HTTP/2 streams one connection may have open at once.
+    pub h2_max_concurrent_streams: u32,
+    /// Bytes HTTP/2 may buffer per stream for a peer that does not read.
+    pub h2_max_send_buffer: usize,
+    /// PING and SETTINGS frames an HTTP/2 peer may send per second.
+    pub control_frames_per_sec: u32,
     pub shutdown_grace: Duration,
     /// How often the snapshot and keys files are checked for replacement.
     pub watch_interval: Duration,
@@ -64,6 +77,11 @@ impl Default for ServerConfig {
             tls_handshake_timeout: Duration::from_secs(10),
             max_header_bytes: 16 * 1024,
             max_connections: 10_000,
+            max_connections_per_address: 256,
+            listen_backlog: 4096,
+            h2_max_concurrent_streams: 100,
+            h2_max_send_buffer: 64 * 1024,
+            control_frames_per_sec: 50,
             shutdown_grace: Duration::from_secs(10),
             watch_interval: Duration::from_millis(500),
             access_log: true,
@@ -142,12 +160,10 @@ struct Shared {
 /// Binds and starts serving on the current runtime, with the reload watcher running.
 pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningServer, ServerError> {
     let tls = config.tls.as_ref().map(|f| tls_acceptor(f, config.http2)).transpose()?;
-    let listener = TcpListener::bind(config.addr)
-        .await
-        .map_err(|source| ServerError::Bind {
-            addr: config.addr,
-            source,
-        })?;
+    let listener = listen(config.addr, config.listen_backlog).map_err(|source| ServerError::Bind {
+        addr: config.addr,
+        source,
+    })?;
     let addr = listener.local_addr().map_err(|source| ServerError::Bind {
         addr: config.addr,
         source,
@@ -164,14 +180,19 @@ pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningSer
         .timer(TokioTimer::new())
         .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX))
         // No server pings: they would keep an unused connection busy past the idle deadline.
-        .keep_alive_interval(None);
+        .keep_alive_interval(None)
+        .max_concurrent_streams(config.h2_max_concurrent_streams)
+        .max_send_buf_size(config.h2_max_send_buffer);
     let mut auto = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     auto.http1()
         .header_read_timeout(None)
         .max_buf_size(config.max_header_bytes.max(8192));
     auto.http2()
         .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX));
+        .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX))
+        .keep_alive_interval(None)
+        .max_concurrent_streams(config.h2_max_concurrent_streams)
+        .max_send_buf_size(config.h2_max_send_buffer);
     let (shutdown, shutdown_rx) = watch::channel(false);
     reload::spawn_watcher(state.clone(), config.watch_interval, shutdown_rx.clone());
     let shared = Arc::new(Shared {
@@ -191,9 +212,62 @@ pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningSer
     })
 }
 
+/// A listening socket with the backlog asked for (std and tokio fix it at 128 and 1024).
+fn listen(addr: SocketAddr, backlog: u32) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog.max(1))
+}
+
+/// Connections open per client address group, to hold each to its cap.
+#[derive(Debug, Default)]
+struct PerAddress {
+    open: std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>,
+}
+
+/// One connection's place in its address's count, given back when the connection ends.
+struct AddressSlot {
+    counts: Arc<PerAddress>,
+    group: IpAddr,
+}
+
+impl PerAddress {
+    fn take(counts: &Arc<PerAddress>, peer: IpAddr, cap: usize) -> Option<AddressSlot> {
+        let group = access::throttle_group(peer);
+        let mut open = counts.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let count = open.entry(group).or_insert(0);
+        if *count >= cap {
+            return None;
+        }
+        *count += 1;
+        Some(AddressSlot {
+            counts: counts.clone(),
+            group,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut open = self.counts.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(count) = open.get_mut(&self.group) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.group);
+            }
+        }
+    }
+}
+
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) -> bool {
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
+    let per_address = Arc::new(PerAddress::default());
     loop {
         let permit = tokio::select! {
             permit = slots.clone().acquire_owned() => match permit {
@@ -214,6 +288,17 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
             },
             _ = shutdown.changed() => break,
         };
+        let cap = shared.config.max_connections_per_address;
+        let Some(address_slot) = PerAddress::take(&per_address, peer.ip(), cap) else {
+            // Closed at once: one address may not take every slot.
+            shared
+                .state
+                .metrics
+                .connections_refused_per_address
+                .fetch_add(1, Relaxed);
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         let watcher = graceful.watcher();
@@ -226,6 +311,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
                 tracing::debug!(peer = %peer, error = %err, "connection ended with an error");
             }
             metrics.connections_open.fetch_sub(1, Relaxed);
+            drop(address_slot);
             drop(permit);
         });
     }
@@ -251,26 +337,35 @@ async fn serve_connection(
         let response = respond(&state, &request, peer, &mut connection.borrow_mut(), access_log);
         std::future::ready(Ok::<Response, Infallible>(response))
     });
-    let stream = ConnectionGuard::new(stream, shared.config.idle_timeout, shared.config.header_read_timeout);
+    let deadlines = Deadlines {
+        idle: shared.config.idle_timeout,
+        head: shared.config.header_read_timeout,
+        control_frames_per_sec: shared.config.control_frames_per_sec,
+    };
     match &shared.tls {
         None if shared.config.http2 => {
+            let stream = ConnectionGuard::new(stream, deadlines);
             let builder = shared.auto.clone();
             watcher
                 .watch(builder.serve_connection(TokioIo::new(stream), service))
                 .await
         }
-        None => Ok(watcher
-            .watch(shared.http1.serve_connection(TokioIo::new(stream), service))
-            .await?),
+        None => {
+            let stream = ConnectionGuard::new(stream, deadlines);
+            Ok(watcher
+                .watch(shared.http1.serve_connection(TokioIo::new(stream), service))
+                .await?)
+        }
         Some(acceptor) => {
-            let mut tls = tokio::time::timeout(shared.config.tls_handshake_timeout, acceptor.accept(stream))
+            // A handshake is held to the head deadline too: a socket that never completes one
+            // is as silent as one that never sends a head.
+            let handshake_deadline = shared.config.tls_handshake_timeout.min(deadlines.head);
+            let tls = tokio::time::timeout(handshake_deadline, acceptor.accept(stream))
                 .await
                 .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-            if h2 {
-                tls.get_mut().0.idle_deadline_only();
-            }
-            let io = TokioIo::new(tls);
+            // Above TLS, the guard sees the HTTP/2 preface and frames, as over plain TCP.
+            let io = TokioIo::new(ConnectionGuard::new(tls, deadlines));
             if h2 {
                 Ok(watcher.watch(shared.http2.serve_connection(io, service)).await?)
             } else {

@@ -151,6 +151,23 @@ struct ServeCommand {
     /// Connections served at once; further clients wait in the listen backlog.
     #[arg(long, value_name = "N", default_value_t = 10000)]
     max_connections: usize,
+    /// Connections one client address (IPv6: one /64) may hold at once; more are closed at
+    /// accept. Behind a proxy, cap per client at the proxy instead.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_address: u64,
+    /// Connections the kernel may queue before they are accepted, for bursts; the kernel caps it
+    /// at net.core.somaxconn.
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    listen_backlog: u32,
+    /// HTTP/2 streams one connection may have open at once.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    h2_max_concurrent_streams: u32,
+    /// Bytes HTTP/2 may hold per stream for a peer that does not read its response.
+    #[arg(long, value_name = "BYTES", default_value_t = 65536, value_parser = clap::value_parser!(u64).range(1024..))]
+    h2_max_send_buffer: u64,
+    /// PING and SETTINGS frames an HTTP/2 peer may send per second before its connection is closed.
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    max_control_frames_per_sec: u32,
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     shutdown_grace: u64,
@@ -252,6 +269,11 @@ fn serve_args(c: ServeCommand) -> ServeArgs {
         idle_timeout: Duration::from_secs(c.idle_timeout.max(1)),
         max_header_bytes: c.max_header_bytes,
         max_connections: c.max_connections,
+        max_connections_per_address: usize::try_from(c.max_connections_per_address).unwrap_or(usize::MAX),
+        listen_backlog: c.listen_backlog,
+        h2_max_concurrent_streams: c.h2_max_concurrent_streams,
+        h2_max_send_buffer: usize::try_from(c.h2_max_send_buffer).unwrap_or(usize::MAX),
+        control_frames_per_sec: c.max_control_frames_per_sec,
         shutdown_grace: Duration::from_secs(c.shutdown_grace),
         watch_interval: Duration::from_millis(c.watch_interval_ms.max(10)),
         auth_failures_per_min: c.auth_failures_per_min,

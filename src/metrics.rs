@@ -32,6 +32,8 @@ pub struct Metrics {
     pub connections_open: AtomicI64,
     pub connections_accepted: AtomicU64,
     pub connection_errors: AtomicU64,
+    /// Connections closed at accept because their address held its cap.
+    pub connections_refused_per_address: AtomicU64,
     /// The file watcher ended by a panic and was started again.
     pub watcher_restarts: AtomicU64,
 }
@@ -154,6 +156,11 @@ impl Metrics {
                 "marks_connection_errors_total",
                 "Connections that ended in an error (timeouts, malformed requests, resets).",
                 &self.connection_errors,
+            ),
+            (
+                "marks_connections_refused_per_address_total",
+                "Connections closed at accept because their client address (IPv6: /64) held its cap.",
+                &self.connections_refused_per_address,
             ),
             (
                 "marks_watcher_restarts_total",

@@ -39,14 +39,26 @@ fn help_explains_every_subcommand_and_flag() {
         "--idle-timeout",
         "--max-header-bytes",
         "--max-connections",
+        "--max-connections-per-address",
+        "--listen-backlog",
+        "--h2-max-concurrent-streams",
+        "--h2-max-send-buffer",
+        "--max-control-frames-per-sec",
+        "--max-throttled-addresses",
         "--shutdown-grace",
         "--log-format",
     ] {
-        let line = serve
-            .lines()
-            .find(|l| l.trim_start().starts_with(flag))
+        let lines: Vec<&str> = serve.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.trim_start().split([' ', '=']).next() == Some(flag))
             .unwrap_or_else(|| panic!("{flag} undocumented"));
-        assert!(line.len() > flag.len() + 10, "{flag} has no explanation: {line}");
+        // clap puts the explanation beside the flag, or on the next line when flags are long.
+        let explained = lines[at].len() > flag.len() + 20
+            || lines
+                .get(at + 1)
+                .is_some_and(|next| !next.trim_start().starts_with('-') && next.trim().len() > 10);
+        assert!(explained, "{flag} has no explanation: {}", lines[at]);
     }
     // Every flag of every subcommand says what it does.
     for command in [
@@ -64,10 +76,18 @@ fn help_explains_every_subcommand_and_flag() {
     ] {
         let args: Vec<&str> = command.iter().copied().chain(["--help"]).collect();
         let help = text(&marks(&args).stdout);
-        for line in help.lines().filter(|l| l.trim_start().starts_with("--")) {
+        let lines: Vec<&str> = help.lines().collect();
+        for (at, line) in lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with("--"))
+        {
             let words: Vec<&str> = line.split_whitespace().collect();
-            let explained = words.iter().skip(1).any(|w| !w.starts_with('<') && !w.starts_with('-'));
-            assert!(explained, "{command:?}: {line:?} has no explanation");
+            let beside = words.iter().skip(1).any(|w| !w.starts_with('<') && !w.starts_with('-'));
+            let below = lines
+                .get(at + 1)
+                .is_some_and(|next| !next.trim_start().starts_with('-') && next.trim().len() > 10);
+            assert!(beside || below, "{command:?}: {line:?} has no explanation");
         }
     }
     let build = text(&marks(&["build", "--help"]).stdout);
