@@ -6,6 +6,7 @@
 
 mod util;
 
+mod abuse;
 mod access;
 mod cli;
 mod endpoints;

@@ -1,0 +1,256 @@
+//! Connection-level abuse, reachable without a key: HTTP/2 streams that are never read, kept
+//! alive with PINGs; PING floods; one address taking every connection slot; thousands of
+//! sockets that connect and say nothing.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::Method;
+use marks::http_server::ServerConfig;
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpSocket, TcpStream};
+
+use crate::util::*;
+
+fn with(config: ServerConfig) -> Options {
+    Options {
+        config,
+        ..Options::default()
+    }
+}
+
+/// An HTTP/2 connection whose client never reads: a zero flow-control window, so every
+/// response stays queued at the server.
+async fn stalled_h2(addr: SocketAddr) -> (h2::client::SendRequest<Bytes>, h2::client::Connection<TcpStream, Bytes>) {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake(tcp)
+        .await
+        .unwrap()
+}
+
+fn openapi_request(addr: SocketAddr) -> http::Request<()> {
+    http::Request::builder()
+        .uri(format!("http://{addr}/v1/openapi.json"))
+        .body(())
+        .unwrap()
+}
+
+/// Streams whose responses are never read, on a connection kept busy with nothing but PINGs:
+/// PINGs are not activity, so the connection is closed at the idle deadline and the server lets
+/// go of everything it held for it.
+#[tokio::test]
+async fn stalled_http2_streams_kept_alive_by_pings_are_closed_at_the_idle_deadline() {
+    let idle = Duration::from_millis(800);
+    let server = TestServer::start_with(with(ServerConfig {
+        http2: true,
+        idle_timeout: idle,
+        ..Options::default().config
+    }))
+    .await;
+    let (mut sender, mut connection) = stalled_h2(server.addr).await;
+    let mut ping_pong = connection.ping_pong().unwrap();
+    let driver = tokio::spawn(connection);
+    let mut streams = Vec::new();
+    for _ in 0..50 {
+        sender = sender.ready().await.unwrap();
+        let (response, _) = sender.send_request(openapi_request(server.addr), true).unwrap();
+        streams.push(response);
+    }
+    // A PING every 200 ms, well inside the idle deadline, until the server hangs up.
+    let started = Instant::now();
+    let pinger = tokio::spawn(async move {
+        while ping_pong.ping(h2::Ping::opaque()).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    let ended = tokio::time::timeout(Duration::from_secs(20), driver).await;
+    assert!(ended.is_ok(), "a connection of stalled streams was kept alive by PINGs");
+    let lasted = started.elapsed();
+    assert!(lasted >= idle, "closed after {lasted:?}, before the idle deadline");
+    pinger.abort();
+    // The server holds nothing for it any more.
+    for _ in 0..100 {
+        if server
+            .state
+            .metrics
+            .connections_open
+            .load(std::sync::atomic::Ordering::Relaxed)
+            == 0
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        server
+            .state
+            .metrics
+            .connections_open
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+}
+
+/// Each PING costs the server an acknowledgement; a peer that sends them without pause is cut
+/// off, while a well-behaved HTTP/2 client on another connection is served.
+#[tokio::test]
+async fn a_ping_flood_closes_its_connection() {
+    let server = TestServer::start_with(with(ServerConfig {
+        http2: true,
+        control_frames_per_sec: 20,
+        ..Options::default().config
+    }))
+    .await;
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let (_sender, mut connection) = h2::client::handshake(tcp).await.unwrap();
+    let mut ping_pong = connection.ping_pong().unwrap();
+    let driver = tokio::spawn(connection);
+    let mut answered = 0;
+    for _ in 0..2000 {
+        if ping_pong.ping(h2::Ping::opaque()).await.is_err() {
+            break;
+        }
+        answered += 1;
+    }
+    assert!(answered < 2000, "2000 PINGs in a row were all answered");
+    let _ = tokio::time::timeout(Duration::from_secs(5), driver)
+        .await
+        .expect("the flooding connection was closed");
+    assert_eq!(server.get("/v1/companies/openai", Some(PRO)).await.status, 200);
+}
+
+/// A socket bound to a chosen loopback address, so one test can be several clients.
+async fn connect_from(local: [u8; 4], server: SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::from((local, 0))).unwrap();
+    socket.connect(server).await.unwrap()
+}
+
+/// Whether the server closes `stream` (EOF or reset) within `within`.
+async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    let mut buf = [0u8; 64];
+    matches!(
+        tokio::time::timeout(within, stream.read(&mut buf)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
+/// One address may hold `--max-connections-per-address` connections; the next is closed at
+/// once and counted, while another address is still served.
+#[tokio::test]
+async fn one_address_is_held_to_its_connection_cap_while_others_are_served() {
+    let server = TestServer::start_with(with(ServerConfig {
+        max_connections_per_address: 3,
+        ..Options::default().config
+    }))
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(connect_from([127, 0, 0, 1], server.addr).await);
+    }
+    // Let the server accept those three before the fourth arrives.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut fourth = connect_from([127, 0, 0, 1], server.addr).await;
+    assert!(
+        closed_within(&mut fourth, Duration::from_secs(5)).await,
+        "a fourth connection was kept"
+    );
+    // Another address is served meanwhile.
+    let other = connect_from([127, 0, 0, 2], server.addr).await;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake::<_, http_body_util::Empty<Bytes>>(hyper_util::rt::TokioIo::new(other))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::builder()
+        .uri("/v1/companies/openai")
+        .header("host", "test")
+        .header("x-api-key", PRO)
+        .body(http_body_util::Empty::new())
+        .unwrap();
+    assert_eq!(sender.send_request(request).await.unwrap().status(), 200);
+    let refused = &server.state.metrics.connections_refused_per_address;
+    assert_eq!(refused.load(std::sync::atomic::Ordering::Relaxed), 1);
+    // Closing one of the three makes room again.
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = Client::connect(server.addr).await;
+    assert_eq!(again.send(Method::GET, "/healthz", &[]).await.status, 200);
+}
+
+/// Thousands of sockets that connect from four addresses and send nothing: each address holds
+/// at most its cap, the rest are closed at accept, the held ones at the head deadline, and a
+/// real client from a fifth address is answered meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_valid_client_is_answered_while_thousands_of_silent_sockets_are_held_open() {
+    let server = TestServer::start_with(with(ServerConfig {
+        header_read_timeout: Duration::from_secs(3),
+        ..Options::default().config
+    }))
+    .await;
+    // Each socket costs this process a descriptor, and the server one for those it holds.
+    let silent_count = descriptors_available().saturating_sub(2_000).min(10_000);
+    assert!(
+        silent_count >= 2_000,
+        "too few file descriptors for the test ({silent_count})"
+    );
+    let mut silent = Vec::with_capacity(silent_count);
+    for i in 0..silent_count {
+        let from = [127, 0, 0, 11 + (i % 4) as u8];
+        match tokio::time::timeout(Duration::from_secs(5), connect_from(from, server.addr)).await {
+            Ok(stream) => silent.push(stream),
+            Err(_) => break,
+        }
+    }
+    let started = Instant::now();
+    let other = connect_from([127, 0, 0, 5], server.addr).await;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake::<_, http_body_util::Empty<Bytes>>(hyper_util::rt::TokioIo::new(other))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::builder()
+        .uri("/v1/companies/openai")
+        .header("host", "test")
+        .header("x-api-key", PRO)
+        .body(http_body_util::Empty::new())
+        .unwrap();
+    let reply = tokio::time::timeout(Duration::from_secs(10), sender.send_request(request))
+        .await
+        .expect("a valid client waited behind silent sockets")
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    eprintln!(
+        "{} silent sockets held against the server; a valid request answered in {:?}",
+        silent.len(),
+        started.elapsed()
+    );
+    let refused = server
+        .state
+        .metrics
+        .connections_refused_per_address
+        .load(std::sync::atomic::Ordering::Relaxed);
+    // All but each address's 256 were closed at accept (the last few may still be queued).
+    assert!(
+        refused + 4 * 256 + 100 >= silent.len() as u64,
+        "{refused} refused of {}",
+        silent.len()
+    );
+}
+
+/// This process's soft limit on open files.
+fn descriptors_available() -> usize {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|limits| {
+            limits
+                .lines()
+                .find(|line| line.starts_with("Max open files"))
+                .and_then(|line| line.split_whitespace().nth(3))
+                .and_then(|soft| soft.parse().ok())
+        })
+        .unwrap_or(1024)
+}
