@@ -1,23 +1,21 @@
 //! Work that must never compete with requests: reading and checking a new snapshot or keys
-//! file. It runs on a thread of its own at a low scheduling priority (nice 10), so that on a
-//! busy machine the request threads always go first and a reload costs them at most a short
-//! time slice, not half a core; afterwards, memory the work freed is given back to the system.
+//! file, and handing freed memory back. It runs on a thread of its own under the `SCHED_IDLE`
+//! scheduling policy: it uses only CPU time the request threads leave, and a request thread
+//! that wakes preempts it at once. (A low nice value is not enough: the kernel lets the running
+//! thread finish its time slice first, which `benches/keys.sh` saw as a 2 ms p99 while a keys
+//! file was parsed beside a busy request thread.) Afterwards, memory the work freed is given
+//! back to the system.
 //!
 //! Parsing a keys file of a million keys allocates several hundred megabytes in small pieces
 //! that are all freed once the key ring is built. The C allocator keeps freed memory for reuse
 //! and, since the ring's few large allocations sit between the freed pieces, would keep it
 //! resident for good, growing with every reload; `malloc_trim` hands the free pages back.
-//! `benches/keys.sh` measures both effects.
 //!
 //! Holds this crate's two calls into the C library, each with its safety argument.
 
 use std::io;
 
-/// The niceness background threads run at: low enough that request threads preempt them within
-/// a short time slice, high enough that a reload still finishes on a saturated machine.
-const BACKGROUND_NICENESS: i32 = 10;
-
-/// Runs `work` on a new low-priority thread and waits for it without blocking the runtime.
+/// Runs `work` on a new idle-priority thread and waits for it without blocking the runtime.
 pub async fn run<T, F>(name: &str, work: F) -> io::Result<T>
 where
     T: Send + 'static,
@@ -25,7 +23,7 @@ where
 {
     let (done, result) = tokio::sync::oneshot::channel();
     std::thread::Builder::new().name(name.to_string()).spawn(move || {
-        lower_this_threads_priority();
+        run_only_when_idle();
         let _ = done.send(work());
         return_free_memory();
     })?;
@@ -34,17 +32,17 @@ where
         .map_err(|_| io::Error::other("the background thread ended without a result (it panicked)"))
 }
 
-/// Sets the calling thread's niceness; a failure (a platform without per-thread niceness) only
-/// leaves it at the normal priority.
+/// Puts the calling thread under `SCHED_IDLE`; a failure (another platform) only leaves it at
+/// the normal policy.
 #[allow(unsafe_code)]
-fn lower_this_threads_priority() {
+fn run_only_when_idle() {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: gettid and setpriority take plain integers, touch no memory of ours, and on
-        // Linux a thread id names that one thread for PRIO_PROCESS.
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a valid sched_param that outlives the call; pid 0 names the calling
+        // thread; the call changes only this thread's scheduling.
         unsafe {
-            let thread = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, thread as libc::id_t, BACKGROUND_NICENESS);
+            libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
         }
     }
 }
