@@ -25,6 +25,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::access;
+use crate::access_log::{AccessLog, Entry};
 use crate::connection_guard::{ConnectionGuard, Deadlines};
 use crate::reload;
 use crate::service::{self, Connection, Response};
@@ -63,7 +64,8 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// How often the snapshot and keys files are checked for replacement.
     pub watch_interval: Duration,
-    pub access_log: bool,
+    /// Where each request's line goes; `None`: no access log.
+    pub access_log: Option<AccessLog>,
 }
 
 impl Default for ServerConfig {
@@ -84,7 +86,7 @@ impl Default for ServerConfig {
             control_frames_per_sec: 50,
             shutdown_grace: Duration::from_secs(10),
             watch_interval: Duration::from_millis(500),
-            access_log: true,
+            access_log: None,
         }
     }
 }
@@ -330,11 +332,17 @@ async fn serve_connection(
     watcher: Watcher,
 ) -> Result<(), BoxError> {
     let state = shared.state.clone();
-    let access_log = shared.config.access_log;
+    let access_log = shared.config.access_log.clone();
     // Requests of one connection are answered one at a time, inside `call`.
     let connection = RefCell::new(Connection::default());
     let service = service_fn(move |request: hyper::Request<Incoming>| {
-        let response = respond(&state, &request, peer, &mut connection.borrow_mut(), access_log);
+        let response = respond(
+            &state,
+            &request,
+            peer,
+            &mut connection.borrow_mut(),
+            access_log.as_ref(),
+        );
         std::future::ready(Ok::<Response, Infallible>(response))
     });
     let deadlines = Deadlines {
@@ -380,23 +388,28 @@ fn respond(
     request: &hyper::Request<Incoming>,
     peer: SocketAddr,
     connection: &mut Connection,
-    access_log: bool,
+    access_log: Option<&AccessLog>,
 ) -> Response {
     let (response, outcome) = service::handle_with_outcome(state, request, peer.ip(), connection);
-    if access_log {
-        let headers = response.headers();
-        tracing::info!(
-            target: "marks::access",
-            request_id = headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or(""),
-            key_id = outcome.caller.as_ref().map_or("-", |caller| &caller.key_id),
-            operation = outcome.operation.name(),
-            method = %request.method(),
-            path = request.uri().path(),
-            status = response.status().as_u16(),
-            bytes = outcome.bytes,
-            latency_us = outcome.latency.as_micros() as u64,
-            peer = %peer.ip(),
-        );
+    if let Some(log) = access_log {
+        let entry = Entry {
+            request_id: response
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or(""),
+            key_id: outcome.caller.as_ref().map_or("-", |caller| &caller.key_id),
+            operation: outcome.operation.name(),
+            method: request.method().as_str(),
+            path: request.uri().path(),
+            status: response.status().as_u16(),
+            bytes: outcome.bytes,
+            latency_us: outcome.latency.as_micros() as u64,
+            peer: peer.ip(),
+        };
+        if !log.record(&entry) {
+            state.metrics.access_log_dropped.fetch_add(1, Relaxed);
+        }
     }
     response
 }

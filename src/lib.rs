@@ -8,7 +8,8 @@
 //!   conditional requests, encodings, caching, headers), with [`response_headers`] holding
 //!   the header names, values and prebuilt blocks;
 //! - [`http_server`] puts it behind hyper: the accept loop, TLS, HTTP/2, graceful shutdown,
-//!   with [`connection_guard`] enforcing the per-connection deadlines;
+//!   with [`connection_guard`] enforcing the per-connection deadlines and [`access_log`]
+//!   writing one line per request;
 //! - [`state`] and [`reload`] hold and swap the snapshot and keys in force, reading new files
 //!   on [`background`] threads; [`key_ring`] is the keys as the server sees them, [`keys_file`]
 //!   the file and the commands that edit it;
@@ -16,6 +17,7 @@
 //!   other subcommands.
 
 pub mod access;
+pub mod access_log;
 pub mod background;
 pub mod commands;
 pub mod connection_guard;

@@ -196,6 +196,10 @@ struct ServeCommand {
     /// Do not log one line per request.
     #[arg(long)]
     no_access_log: bool,
+    /// Append the per-request lines to this file instead of stdout; SIGUSR1 reopens it (for
+    /// logrotate: rename the file, then signal).
+    #[arg(long, value_name = "PATH")]
+    access_log: Option<PathBuf>,
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -282,6 +286,7 @@ fn serve_args(c: ServeCommand) -> ServeArgs {
         log_format: c.log_format,
         log_level: c.log_level,
         access_log: !c.no_access_log,
+        access_log_path: c.access_log,
         threads: c.threads,
     }
 }

@@ -32,6 +32,8 @@ pub struct Metrics {
     pub connections_open: AtomicI64,
     pub connections_accepted: AtomicU64,
     pub connection_errors: AtomicU64,
+    /// Access-log lines dropped because the log's destination fell behind.
+    pub access_log_dropped: AtomicU64,
     /// Connections closed at accept because their address held its cap.
     pub connections_refused_per_address: AtomicU64,
     /// The file watcher ended by a panic and was started again.
@@ -156,6 +158,11 @@ impl Metrics {
                 "marks_connection_errors_total",
                 "Connections that ended in an error (timeouts, malformed requests, resets).",
                 &self.connection_errors,
+            ),
+            (
+                "marks_access_log_dropped_total",
+                "Access-log lines dropped because the log's destination fell behind.",
+                &self.access_log_dropped,
             ),
             (
                 "marks_connections_refused_per_address_total",

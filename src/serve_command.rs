@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use marks_builder::signing;
 
+use crate::access_log::{AccessLog, Destination};
 use crate::background;
 use crate::commands::{demo_keys_file, ensure_sample_snapshot, sample_snapshot};
 use crate::cursor::CursorKey;
@@ -54,6 +55,8 @@ pub struct ServeArgs {
     pub log_format: LogFormat,
     pub log_level: String,
     pub access_log: bool,
+    /// The access log's file (reopened on SIGUSR1); `None`: stdout.
+    pub access_log_path: Option<PathBuf>,
     pub threads: Option<usize>,
 }
 
@@ -63,7 +66,14 @@ fn init_logging(format: LogFormat, level: &str) -> Result<tracing_appender::non_
         .with_context(|| format!("--log-level {level:?} is not a valid filter"))?;
     // Log lines are handed to a writer thread: a slow terminal or pipe never stalls a request.
     let (writer, guard) = tracing_appender::non_blocking(std::io::stdout());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    // Colour only for a person at a terminal: escapes in files and pipes break grep and log
+    // shippers. NO_COLOR (no-color.org) turns it off there too.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stdout())
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .with_ansi(colour);
     let result = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Text => builder.try_init(),
@@ -146,13 +156,24 @@ pub fn run(args: ServeArgs) -> Result<()> {
         control_frames_per_sec: args.control_frames_per_sec,
         shutdown_grace: args.shutdown_grace,
         watch_interval: args.watch_interval,
-        access_log: args.access_log,
+        access_log: if args.access_log {
+            let destination = match &args.access_log_path {
+                Some(path) => Destination::File(path.clone()),
+                None => Destination::Stdout,
+            };
+            let log = AccessLog::start(destination, args.log_format == LogFormat::Json)
+                .with_context(|| format!("cannot open the access log {:?}", args.access_log_path))?;
+            Some(log)
+        } else {
+            None
+        },
         ..ServerConfig::default()
     };
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = args.threads {
         runtime.worker_threads(threads.max(1));
     }
+    let access_log = config.access_log.clone();
     let runtime = runtime.enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let state = Arc::new(State::new(settings, cursor_key));
@@ -169,7 +190,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             .await
             .context("the snapshot load task failed")?
             .context("cannot start without a valid snapshot")?;
-        let signals = Signals::install()?;
+        let signals = Signals::install(access_log.clone())?;
         let server = http_server::start(state.clone(), config).await?;
         let addr = server.addr;
         eprintln!("Valuation Marks listening on {scheme}://{addr}");
@@ -186,6 +207,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
             let _ = trigger.send(true);
         });
         let clean = server.wait().await;
+        if let Some(log) = &access_log {
+            log.finish();
+        }
         tracing::info!(clean, "server stopped");
         eprintln!(
             "stopped{}",
@@ -199,7 +223,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
     })
 }
 
-/// The signals `marks serve` answers: SIGTERM and SIGINT stop it, SIGHUP reloads both files.
+/// The signals `marks serve` answers: SIGTERM and SIGINT stop it, SIGHUP reloads both files,
+/// SIGUSR1 reopens the access log's file (after logrotate has renamed it).
 /// Installed before the server says it is listening, so that a SIGHUP sent as soon as the
 /// address is announced reloads rather than ends the process (SIGHUP's default action).
 #[cfg(unix)]
@@ -207,17 +232,21 @@ struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
     hup: tokio::signal::unix::Signal,
+    usr1: tokio::signal::unix::Signal,
+    access_log: Option<AccessLog>,
 }
 
 #[cfg(unix)]
 impl Signals {
-    fn install() -> Result<Signals> {
+    fn install(access_log: Option<AccessLog>) -> Result<Signals> {
         use tokio::signal::unix::{signal, SignalKind};
         let install = |kind: SignalKind| signal(kind).context("cannot install signal handlers");
         Ok(Signals {
             term: install(SignalKind::terminate())?,
             int: install(SignalKind::interrupt())?,
             hup: install(SignalKind::hangup())?,
+            usr1: install(SignalKind::user_defined1())?,
+            access_log,
         })
     }
 
@@ -232,6 +261,12 @@ impl Signals {
                     reload::reload_keys(&state).await;
                     reload::reload_snapshot(&state).await;
                 }
+                _ = self.usr1.recv() => {
+                    tracing::info!("SIGUSR1: reopening the access log");
+                    if let Some(log) = &self.access_log {
+                        log.reopen();
+                    }
+                }
             }
         }
     }
@@ -242,7 +277,7 @@ struct Signals;
 
 #[cfg(not(unix))]
 impl Signals {
-    fn install() -> Result<Signals> {
+    fn install(_access_log: Option<AccessLog>) -> Result<Signals> {
         Ok(Signals)
     }
 

@@ -10,6 +10,7 @@ mod abuse;
 mod access;
 mod cli;
 mod endpoints;
+mod logs;
 mod operations;
 mod pagination;
 mod protocol;

@@ -113,7 +113,7 @@ impl Default for Options {
             client_ip_header: None,
             config: ServerConfig {
                 addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-                access_log: false,
+                access_log: None,
                 watch_interval: Duration::from_millis(50),
                 shutdown_grace: Duration::from_secs(5),
                 ..ServerConfig::default()
@@ -387,7 +387,13 @@ pub async fn spawn_binary(dir: &Path, extra: &[&str]) -> (tokio::process::Child,
     std::fs::copy(sample_dir().join("demo-keys.toml"), &keys).unwrap();
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_marks"));
     command
-        .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "json"])
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        // JSON logs unless the test picks a format itself.
+        .args(if extra.contains(&"--log-format") {
+            &[][..]
+        } else {
+            &["--log-format", "json"][..]
+        })
         .arg("--snapshot")
         .arg(&snapshot)
         .arg("--keys")
