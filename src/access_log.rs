@@ -301,19 +301,22 @@ fn push_plain(out: &mut Vec<u8>, value: &str) {
     out.extend(value.bytes().map(|b| if b.is_ascii_graphic() { b } else { b'?' }));
 }
 
-/// A JSON string's content.
+/// A JSON string's content. Values are almost always plain (paths, ids), so they are copied
+/// whole when no byte needs escaping; UTF-8 beyond ASCII is valid JSON as it is.
 fn push_json(out: &mut Vec<u8>, value: &str) {
-    for c in value.chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+    let needs_escape = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+    if !value.bytes().any(needs_escape) {
+        out.extend_from_slice(value.as_bytes());
+        return;
+    }
+    for b in value.bytes() {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b if b < 0x20 => {
+                let _ = write!(out, "\\u{b:04x}");
             }
-            c => {
-                let mut utf8 = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
-            }
+            b => out.push(b),
         }
     }
 }
