@@ -294,3 +294,11 @@ bench "getMarkSeries" "$work/synth10k.snap" /v1/companies/synth-004242/marks
   echo "- $memory_10k"
   echo "- machine: $(nproc) cores, $(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//'); wrk ${DURATION}s x $ROUNDS interleaved rounds (medians), $CONNECTIONS connections"
 } | tee -a "$results"
+
+# The production configuration (TLS, HTTP/1.1 and HTTP/2, access logs on) against nginx and the
+# bare reference, in the same run; PRODUCTION=0 skips it.
+if [ "${PRODUCTION:-1}" = 1 ]; then
+  echo
+  echo "production configuration:"
+  bash benches/production.sh
+fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The production configuration measured against nginx doing the same, in one run: TLS with
+# The production configuration measured against nginx doing the same, and against the bare
+# hyper reference (examples/reference_server.rs with TLS: the same body, no work) in one run: TLS with
 # HTTP/1.1 (wrk) and HTTP/2 over TLS (h2load, several streams per connection), each server with
 # its access log on and written to a file (nginx: buffered `access_log`), the same certificate
 # and the same getCompany body. Pinned as load.sh pins: the server (one worker) on CPU 0, the
@@ -70,6 +71,11 @@ nginx -p "$work/nginx" -c nginx.conf
 wait_port 9445
 nginx_pid=$(pgrep -P "$(cat "$work/nginx/nginx.pid")" | head -n 1)
 
+taskset -c 0 "$reference" --addr 127.0.0.1:9446 --body "$work/nginx/www/v1/companies/stripe" --threads 1 \
+  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" 2>/dev/null &
+reference_pid=$!; pids+=("$reference_pid")
+wait_port 9446
+
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 
@@ -94,21 +100,25 @@ measure() { # kind(h1|h2) port pid
 }
 
 for kind in h1 h2; do
-  : >"$work/$kind-marks"; : >"$work/$kind-nginx"
+  : >"$work/$kind-marks"; : >"$work/$kind-nginx"; : >"$work/$kind-bare"
   for _ in $(seq 1 "$ROUNDS"); do
     measure "$kind" 9444 "$marks_pid" >>"$work/$kind-marks"
     measure "$kind" 9445 "$nginx_pid" >>"$work/$kind-nginx"
+    measure "$kind" 9446 "$reference_pid" >>"$work/$kind-bare"
   done
 done
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 {
-  echo "| protocol (TLS, access log on) | marks req/s | nginx req/s | marks / nginx | marks CPU us/req | nginx CPU us/req |"
-  echo "|---|---:|---:|---:|---:|---:|"
+  echo "| protocol (TLS, access log on) | marks req/s | nginx req/s | bare hyper req/s | marks / nginx | marks / bare | marks CPU us/req | nginx CPU us/req | bare CPU us/req |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   for kind in h1 h2; do
     m=$(cut -d' ' -f1 "$work/$kind-marks" | median); n=$(cut -d' ' -f1 "$work/$kind-nginx" | median)
+    b=$(cut -d' ' -f1 "$work/$kind-bare" | median)
     mc=$(cut -d' ' -f2 "$work/$kind-marks" | median); nc=$(cut -d' ' -f2 "$work/$kind-nginx" | median)
+    bc=$(cut -d' ' -f2 "$work/$kind-bare" | median)
     label=$([ "$kind" = h1 ] && echo "HTTP/1.1, wrk -c$CONNECTIONS" || echo "HTTP/2, h2load -c$H2_CONNECTIONS -m$H2_STREAMS")
-    echo "| $label | $m | $n | $(awk -v a="$m" -v b="$n" 'BEGIN { printf "%.2f", a / b }') | $mc | $nc |"
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+    echo "| $label | $m | $n | $b | $(ratio "$m" "$n") | $(ratio "$m" "$b") | $mc | $nc | $bc |"
   done
 } | tee "$work/results.md"

@@ -11,8 +11,12 @@
 //! accepting on its own `SO_REUSEPORT` listener: the alternative DESIGN asks to measure
 //! against the multi-thread runtime (`benches/load.sh` reports both).
 //!
+//! With `--tls-cert FILE --tls-key FILE` it serves TLS (rustls, as marks does) and speaks
+//! HTTP/1.1 or HTTP/2 as ALPN decides: the reference for `benches/production.sh`.
+//!
 //! Usage: cargo run --release --example reference_server -- --addr 127.0.0.1:9000 --body FILE
 //!        [--headers FILE] [--status 304] [--threads 1] [--runtime multi-thread|current-thread]
+//!        [--tls-cert FILE --tls-key FILE]
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -29,6 +33,8 @@ struct Args {
     status: u16,
     threads: usize,
     current_thread: bool,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls_files: (Option<String>, Option<String>),
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -39,6 +45,8 @@ fn parse_args() -> Result<Args, String> {
         status: 200,
         threads: 1,
         current_thread: false,
+        tls: None,
+        tls_files: (None, None),
     };
     let mut argv = std::env::args().skip(1);
     while let Some(flag) = argv.next() {
@@ -65,10 +73,32 @@ fn parse_args() -> Result<Args, String> {
                     other => return Err(format!("--runtime: {other}: multi-thread or current-thread")),
                 }
             }
+            "--tls-cert" => args.tls_files.0 = Some(value),
+            "--tls-key" => args.tls_files.1 = Some(value),
             other => return Err(format!("unknown flag {other}")),
         }
     }
+    if let (Some(cert), Some(key)) = &args.tls_files {
+        args.tls = Some(tls_acceptor(cert, key)?);
+    }
     Ok(args)
+}
+
+/// TLS as marks sets it up: rustls with ring, ALPN offering HTTP/2 and HTTP/1.1.
+fn tls_acceptor(cert: &str, key: &str) -> Result<tokio_rustls::TlsAcceptor, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("{cert}: {e}"))?;
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{key}: {e}"))?;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(certs, key))
+        .map_err(|e| e.to_string())?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)))
 }
 
 fn main() {
@@ -135,6 +165,7 @@ async fn serve(listener: tokio::net::TcpListener, args: &Args) {
         let _ = stream.set_nodelay(true);
         let body = args.body.clone();
         let headers = args.headers.clone();
+        let tls = args.tls.clone();
         tokio::spawn(async move {
             let service = service_fn(move |_request| {
                 let mut response = hyper::Response::new(Full::new(body.clone()));
@@ -149,9 +180,19 @@ async fn serve(listener: tokio::net::TcpListener, args: &Args) {
                 }
                 std::future::ready(Ok::<_, Infallible>(response))
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            match tls {
+                None => {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                }
+                Some(acceptor) => {
+                    let Ok(tls) = acceptor.accept(stream).await else { return };
+                    let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                }
+            }
         });
     }
 }
