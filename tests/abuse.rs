@@ -159,19 +159,11 @@ async fn one_address_is_held_to_its_connection_cap_while_others_are_served() {
         "a fourth connection was kept"
     );
     // Another address is served meanwhile.
-    let other = connect_from([127, 0, 0, 2], server.addr).await;
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake::<_, http_body_util::Empty<Bytes>>(hyper_util::rt::TokioIo::new(other))
-            .await
-            .unwrap();
-    tokio::spawn(connection);
-    let request = http::Request::builder()
-        .uri("/v1/companies/openai")
-        .header("host", "test")
-        .header("x-api-key", PRO)
-        .body(http_body_util::Empty::new())
-        .unwrap();
-    assert_eq!(sender.send_request(request).await.unwrap().status(), 200);
+    let mut other = Client::over(connect_from([127, 0, 0, 2], server.addr).await).await;
+    let reply = other
+        .send(Method::GET, "/v1/companies/openai", &[("x-api-key", PRO)])
+        .await;
+    assert_eq!(reply.status, 200);
     let refused = &server.state.metrics.connections_refused_per_address;
     assert_eq!(refused.load(std::sync::atomic::Ordering::Relaxed), 1);
     // Closing one of the three makes room again.
@@ -206,23 +198,14 @@ async fn a_valid_client_is_answered_while_thousands_of_silent_sockets_are_held_o
         }
     }
     let started = Instant::now();
-    let other = connect_from([127, 0, 0, 5], server.addr).await;
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake::<_, http_body_util::Empty<Bytes>>(hyper_util::rt::TokioIo::new(other))
-            .await
-            .unwrap();
-    tokio::spawn(connection);
-    let request = http::Request::builder()
-        .uri("/v1/companies/openai")
-        .header("host", "test")
-        .header("x-api-key", PRO)
-        .body(http_body_util::Empty::new())
-        .unwrap();
-    let reply = tokio::time::timeout(Duration::from_secs(10), sender.send_request(request))
-        .await
-        .expect("a valid client waited behind silent sockets")
-        .unwrap();
-    assert_eq!(reply.status(), 200);
+    let mut other = Client::over(connect_from([127, 0, 0, 5], server.addr).await).await;
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        other.send(Method::GET, "/v1/companies/openai", &[("x-api-key", PRO)]),
+    )
+    .await
+    .expect("a valid client waited behind silent sockets");
+    assert_eq!(reply.status, 200);
     eprintln!(
         "{} silent sockets held against the server; a valid request answered in {:?}",
         silent.len(),

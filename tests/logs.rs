@@ -59,12 +59,7 @@ async fn a_rotated_access_log_is_reopened_on_sigusr1_and_no_line_is_lost() {
     for id in 11..=15 {
         send(id).await;
     }
-    assert_eq!(send_signal(pid, libc::SIGTERM), 0);
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success());
+    stop_binary(&mut child).await;
     let old = std::fs::read_to_string(dir.path().join("access.log.1")).unwrap();
     let new = std::fs::read_to_string(&log).unwrap();
     let expected = |range: std::ops::RangeInclusive<usize>| range.map(|i| format!("r{i:02}")).collect::<Vec<_>>();
@@ -84,12 +79,7 @@ async fn logs_written_to_a_pipe_have_no_colour_escapes() {
             .status,
         200
     );
-    assert_eq!(send_signal(child.id().unwrap() as i32, libc::SIGTERM), 0);
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success());
+    stop_binary(&mut child).await;
     let mut stdout = String::new();
     use tokio::io::AsyncReadExt;
     child.stdout.take().unwrap().read_to_string(&mut stdout).await.unwrap();

@@ -477,12 +477,7 @@ async fn sighup_reloads_the_snapshot_and_the_keys_at_once() {
     let reply = get("/v1/companies/synth-000001", ENTERPRISE).await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.json()["meta"]["dataset_version"], versions[1].0.as_str());
-    assert_eq!(send_signal(child.id().unwrap() as i32, libc::SIGTERM), 0);
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success(), "exit status {status:?}");
+    stop_binary(&mut child).await;
 }
 
 #[tokio::test]

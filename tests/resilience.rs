@@ -350,10 +350,5 @@ async fn sighup_racing_the_watcher_ends_on_the_newest_file() {
     // And it stays there: no older load lands after it.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(readyz().await["dataset_version"], newest);
-    assert_eq!(send_signal(pid, libc::SIGTERM), 0);
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success());
+    stop_binary(&mut child).await;
 }

@@ -272,7 +272,12 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect(addr).await.expect("connect");
+        Client::over(TcpStream::connect(addr).await.expect("connect")).await
+    }
+
+    /// A client on a stream already connected (from a chosen local address, say).
+    pub async fn over(stream: TcpStream) -> Client {
+        let addr = stream.peer_addr().expect("peer address");
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .expect("handshake");
@@ -432,4 +437,15 @@ pub async fn spawn_binary(dir: &Path, extra: &[&str]) -> (tokio::process::Child,
 pub fn send_signal(pid: i32, signal: i32) -> i32 {
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(pid, signal) }
+}
+
+/// Sends SIGTERM to a server started by `spawn_binary` and asserts it exits 0 within 10 s.
+pub async fn stop_binary(child: &mut tokio::process::Child) {
+    let pid = child.id().expect("the server is still running") as i32;
+    assert_eq!(send_signal(pid, libc::SIGTERM), 0);
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("the server did not stop within 10 s")
+        .expect("wait for the server");
+    assert!(status.success(), "exit status {status:?}");
 }
