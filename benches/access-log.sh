@@ -27,10 +27,10 @@ run() { # name extra-args...
   taskset -c 0 "$marks" serve --addr 127.0.0.1:9700 --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
     --threads 1 --log-level warn "$@" >"$work/serve-$name.log" 2>&1 &
   pid=$!
-  for _ in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/9700) 2>/dev/null && break; sleep 0.05; done
+  wait_port 9700
   taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H "X-API-Key: $key" \
     http://127.0.0.1:9700/v1/companies/stripe >"$work/wrk.out" 2>&1
-  if grep -q "Non-2xx or 3xx\|Socket errors" "$work/wrk.out"; then cat "$work/wrk.out" >&2; exit 1; fi
+  refuse_errors "$work/wrk.out" "$name"
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   awk '/Requests\/sec/ { printf "%d\n", $2 }' "$work/wrk.out" >>"$work/$name.rps"
 }

@@ -35,9 +35,7 @@ anon_mib() { awk '/^RssAnon/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 run_wrk() {
   taskset -c "$LOAD_CPU" wrk -t1 -c16 -d"${DURATION}s" --latency -H "X-API-Key: $key" \
     "http://127.0.0.1:9400/v1/companies/stripe" >"$work/wrk.out" 2>&1
-  if grep -q "Non-2xx or 3xx\|Socket errors" "$work/wrk.out"; then
-    echo "wrk saw errors:" >&2; cat "$work/wrk.out" >&2; exit 1
-  fi
+  refuse_errors "$work/wrk.out" "getCompany"
   awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
        /Requests\/sec/ { rps = $2 } /^ +99%/ { p99 = ms($2) } END { printf "%d %.3f\n", rps, p99 }' "$work/wrk.out"
 }
@@ -57,10 +55,7 @@ for count in 0 $COUNTS; do
   taskset -c "$SERVER_CPU" "$marks" serve --addr 127.0.0.1:9400 --snapshot "$work/sample.snap" --keys "$keys" \
     --threads 1 --no-access-log --log-format json --watch-interval-ms 100 >"$log" 2>&1 &
   pid=$!
-  for _ in $(seq 1 1200); do
-    (exec 3<>/dev/tcp/127.0.0.1/9400) 2>/dev/null && break
-    sleep 0.05
-  done
+  wait_port 9400
   taskset -c "$LOAD_CPU" wrk -t1 -c16 -d1s -H "X-API-Key: $key" "http://127.0.0.1:9400/v1/companies/stripe" >/dev/null
   anon=$(anon_mib "$pid")
   [ -n "$baseline" ] || baseline=$anon

@@ -34,8 +34,6 @@ trap cleanup EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost \
   -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
-wait_port() { for _ in $(seq 1 400); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; exit 1; }
-
 taskset -c 0 "$marks" serve --addr 127.0.0.1:9444 --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
   --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --http2 --threads 1 \
   --access-log "$work/marks-access.log" --log-level warn >"$work/marks.log" 2>&1 &
@@ -86,12 +84,12 @@ measure() { # kind(h1|h2) port pid
   if [ "$1" = h1 ]; then
     taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H "X-API-Key: $key" \
       "https://127.0.0.1:$2/v1/companies/stripe" >"$work/out" 2>&1
-    if grep -q "Non-2xx or 3xx\|Socket errors" "$work/out"; then cat "$work/out" >&2; exit 1; fi
+    refuse_errors "$work/out" "port $2"
     n=$(awk '/requests in/ {print $1}' "$work/out")
   else
     taskset -c 1 h2load -t1 -c"$H2_CONNECTIONS" -m"$H2_STREAMS" -D"$DURATION" -H "X-API-Key: $key" \
       "https://127.0.0.1:$2/v1/companies/stripe" >"$work/out" 2>&1
-    if ! grep -q " 0 failed, 0 errored" "$work/out"; then cat "$work/out" >&2; exit 1; fi
+    refuse_errors "$work/out" "port $2"
     n=$(awk '/^requests:/ {print $8}' "$work/out")
   fi
   after=$(ticks "$3")

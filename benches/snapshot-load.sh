@@ -57,7 +57,7 @@ for companies in 2100 10000; do
   "$marks" serve --addr 127.0.0.1:9500 --snapshot "$snap" --keys "$work/keys.toml" --no-access-log \
     --log-level warn >"$work/serve.log" 2>&1 &
   pid=$!
-  for _ in $(seq 1 1200); do (exec 3<>/dev/tcp/127.0.0.1/9500) 2>/dev/null && break; sleep 0.05; done
+  wait_port 9500
   read -r anon file < <(awk '/^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {printf "%.1f %.1f\n", a/1024, f/1024}' "/proc/$pid/status")
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   ratio=$(awk -v l="$load_s" -v c="$cp_s" 'BEGIN { printf "%.2f", l / c }')

@@ -31,7 +31,7 @@ rss_mib() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
   --idle-timeout "$IDLE" --max-connections-per-address $((CONNECTIONS + 10)) --no-access-log \
   --log-level warn >"$work/serve.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/9600) 2>/dev/null && break; sleep 0.05; done
+wait_port 9600
 before=$(rss_mib "$pid")
 hold=$((IDLE * 4))
 target/release/examples/stalled_streams 127.0.0.1:9600 "$CONNECTIONS" "$STREAMS" "$hold" >"$work/client.out" &
