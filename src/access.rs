@@ -10,25 +10,14 @@
 //! flood of addresses cannot grow memory without bound.
 
 use std::net::{IpAddr, Ipv6Addr};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Instant;
 
 use http::header::HeaderValue;
 use http::HeaderMap;
 
 use crate::key_ring::{Caller, RememberedKey};
 use crate::problem::ApiError;
-use crate::ratelimit::Decision;
 use crate::state::State;
-
-/// Why a request got no caller.
-#[derive(Debug)]
-pub struct Refused {
-    pub error: ApiError,
-    /// The address's failed-authentication budget, when that is what refused it.
-    pub throttle: Option<Decision>,
-}
 
 /// The key a request presented: none, one, or several (refused rather than guessing which one
 /// was meant).
@@ -40,38 +29,22 @@ pub enum PresentedKey<'r> {
     Repeated,
 }
 
-/// The caller behind the presented key; a failing attempt spends a unit of its address's
-/// failure budget, and past that budget is refused with 429 instead of 401.
+/// The caller behind the presented key, or why there is none (401). The request path then
+/// spends a unit of the failing address's budget (`service`), which may turn the 401 into 429.
 pub fn authenticate(
     state: &State,
     presented: PresentedKey<'_>,
     remembered: &mut RememberedKey,
-    address: IpAddr,
-    now: Instant,
-) -> Result<Arc<Caller>, Refused> {
-    let error = match presented {
-        PresentedKey::Missing => ApiError::MissingApiKey,
-        PresentedKey::One(value) => match value.to_str() {
-            Ok(key) => match state.keys().authenticate_remembering(key, remembered) {
-                Some(caller) => return Ok(caller),
-                None => ApiError::InvalidApiKey,
-            },
-            Err(_) => ApiError::InvalidApiKey,
-        },
-        PresentedKey::Repeated => ApiError::InvalidApiKey,
-    };
-    let limit = state.settings.auth_failures_per_min;
-    let decision = state.auth_failures.take(&throttle_group(address), limit, now);
-    if decision.allowed {
-        return Err(Refused { error, throttle: None });
+) -> Result<Arc<Caller>, ApiError> {
+    match presented {
+        PresentedKey::Missing => Err(ApiError::MissingApiKey),
+        PresentedKey::One(value) => value
+            .to_str()
+            .ok()
+            .and_then(|key| state.keys().authenticate_remembering(key, remembered))
+            .ok_or(ApiError::InvalidApiKey),
+        PresentedKey::Repeated => Err(ApiError::InvalidApiKey),
     }
-    state.metrics.auth_throttled.fetch_add(1, Relaxed);
-    Err(Refused {
-        error: ApiError::AuthThrottled {
-            retry_after: decision.retry_after,
-        },
-        throttle: Some(decision),
-    })
 }
 
 /// The client's address: the TCP peer, or behind a proxy the last address in the header that

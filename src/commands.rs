@@ -153,6 +153,33 @@ pub fn verify_snapshot(path: &Path, publisher_key: Option<&Path>) -> Result<()> 
     Ok(())
 }
 
+/// `marks publish`: checks the snapshot and publishes it to object storage for replicas run
+/// with `--snapshot-from` (`snapshot_source` describes the layout).
+pub fn publish(snapshot: &Path, to: &str, publisher_key: Option<&Path>) -> Result<()> {
+    let location = crate::snapshot_source::Location::parse(to)?;
+    let options = OpenOptions {
+        publisher_key: publisher_key.map(signing::read_verifying_key).transpose()?,
+    };
+    let started = Instant::now();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let manifest = runtime.block_on(crate::snapshot_source::publish(snapshot, &location, options))?;
+    eprintln!(
+        "published {} to {location} as snapshots/{}.snap (dataset {}, methodology {}, {} bytes) in {:.2}s; \
+         replicas polling it swap at their next look",
+        snapshot.display(),
+        manifest.sha256,
+        manifest.dataset_version,
+        manifest.methodology_version,
+        manifest.size,
+        started.elapsed().as_secs_f64()
+    );
+    println!("{}", manifest.sha256);
+    Ok(())
+}
+
 /// Puts a snapshot in place of the one a server watches, the safe way: checks it as the server
 /// would, copies it to a temporary file beside `live`, fsyncs it and renames it over `live`, so
 /// the server sees the old file or the whole new one and never a partial copy.

@@ -14,8 +14,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use futures_util::future::Either;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -28,7 +29,7 @@ use crate::access;
 use crate::access_log::{AccessLog, Entry};
 use crate::connection_guard::{ConnectionGuard, Deadlines};
 use crate::reload;
-use crate::service::{self, Connection, Response};
+use crate::service::{self, Budgeting, Connection, Response};
 use crate::state::State;
 
 /// Certificate chain and private key, PEM.
@@ -197,6 +198,7 @@ pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningSer
         .max_send_buf_size(config.h2_max_send_buffer);
     let (shutdown, shutdown_rx) = watch::channel(false);
     reload::spawn_watcher(state.clone(), config.watch_interval, shutdown_rx.clone());
+    reload::spawn_source_poller(state.clone(), shutdown_rx.clone());
     let shared = Arc::new(Shared {
         state: state.clone(),
         config,
@@ -333,17 +335,40 @@ async fn serve_connection(
 ) -> Result<(), BoxError> {
     let state = shared.state.clone();
     let access_log = shared.config.access_log.clone();
-    // Requests of one connection are answered one at a time, inside `call`.
+    // The budget step is the one that may wait (for the shared store); everything before it
+    // runs inside `call`, where the connection's remembered key is borrowed.
     let connection = RefCell::new(Connection::default());
     let service = service_fn(move |request: hyper::Request<Incoming>| {
-        let response = respond(
+        let budgeting = if state.shared_budgets.is_some() {
+            Budgeting::Shared
+        } else {
+            Budgeting::Local
+        };
+        let started = Instant::now();
+        let first = service::exchange(
             &state,
             &request,
-            peer,
+            peer.ip(),
             &mut connection.borrow_mut(),
-            access_log.as_ref(),
+            budgeting,
+            started,
         );
-        std::future::ready(Ok::<Response, Infallible>(response))
+        match first {
+            Ok((response, outcome)) => {
+                log_access(&state, &request, peer, &response, &outcome, access_log.as_ref());
+                Either::Left(std::future::ready(Ok::<Response, Infallible>(response)))
+            }
+            Err(ask) => {
+                let state = state.clone();
+                let access_log = access_log.clone();
+                let mut connection = connection.borrow().clone();
+                Either::Right(Box::pin(async move {
+                    let (response, outcome) = answer_with_store(&state, &request, peer, &mut connection, ask).await;
+                    log_access(&state, &request, peer, &response, &outcome, access_log.as_ref());
+                    Ok::<Response, Infallible>(response)
+                }))
+            }
+        }
     });
     let deadlines = Deadlines {
         idle: shared.config.idle_timeout,
@@ -383,33 +408,57 @@ async fn serve_connection(
     }
 }
 
-fn respond(
+/// Answers a request that stopped to ask the shared store, once the store has answered (or
+/// failed to in time).
+async fn answer_with_store(
     state: &State,
     request: &hyper::Request<Incoming>,
     peer: SocketAddr,
     connection: &mut Connection,
-    access_log: Option<&AccessLog>,
-) -> Response {
-    let (response, outcome) = service::handle_with_outcome(state, request, peer.ip(), connection);
-    if let Some(log) = access_log {
-        let entry = Entry {
-            request_id: response
-                .headers()
-                .get("x-request-id")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or(""),
-            key_id: outcome.caller.as_ref().map_or("-", |caller| &caller.key_id),
-            operation: outcome.operation.name(),
-            method: request.method().as_str(),
-            path: request.uri().path(),
-            status: response.status().as_u16(),
-            bytes: outcome.bytes,
-            latency_us: outcome.latency.as_micros() as u64,
-            peer: peer.ip(),
+    mut ask: service::StoreAsk,
+) -> (Response, service::Outcome) {
+    loop {
+        let decision = match &state.shared_budgets {
+            Some(store) => store.spend(&ask.bucket, ask.limit).await,
+            None => None,
         };
-        if !log.record(&entry) {
-            state.metrics.access_log_dropped.fetch_add(1, Relaxed);
+        let budgeting = Budgeting::Answered(ask.bucket, decision);
+        match service::exchange(state, request, peer.ip(), connection, budgeting, ask.started) {
+            Ok(answered) => return answered,
+            // An answered request asks again only if it reached a different bucket (a keys
+            // reload in between): ask for that one.
+            Err(next) => ask = next,
         }
     }
-    response
+}
+
+fn log_access(
+    state: &State,
+    request: &hyper::Request<Incoming>,
+    peer: SocketAddr,
+    response: &Response,
+    outcome: &service::Outcome,
+    access_log: Option<&AccessLog>,
+) {
+    let Some(log) = access_log else {
+        return;
+    };
+    let entry = Entry {
+        request_id: response
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or(""),
+        key_id: outcome.caller.as_ref().map_or("-", |caller| &caller.key_id),
+        operation: outcome.operation.name(),
+        method: request.method().as_str(),
+        path: request.uri().path(),
+        status: response.status().as_u16(),
+        bytes: outcome.bytes,
+        latency_us: outcome.latency.as_micros() as u64,
+        peer: peer.ip(),
+    };
+    if !log.record(&entry) {
+        state.metrics.access_log_dropped.fetch_add(1, Relaxed);
+    }
 }

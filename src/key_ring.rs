@@ -93,7 +93,7 @@ static GENERATION: AtomicU64 = AtomicU64::new(1);
 /// A presented key is compared with it in constant time: a proxy may carry several clients
 /// over one connection, and none may time its way to another's key. A reloaded keys file (a
 /// revoked key) is a new ring, which forgets it.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RememberedKey {
     generation: u64,
     presented: Vec<u8>,

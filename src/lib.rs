@@ -10,6 +10,8 @@
 //! - [`http_server`] puts it behind hyper: the accept loop, TLS, HTTP/2, graceful shutdown,
 //!   with [`connection_guard`] enforcing the per-connection deadlines and [`access_log`]
 //!   writing one line per request;
+//! - [`shared_budgets`] keeps the budgets in Redis when replicas share them;
+//!   [`snapshot_source`] publishes snapshots to object storage and pulls them into replicas;
 //! - [`state`] and [`reload`] hold and swap the snapshot and keys in force, reading new files
 //!   on [`background`] threads; [`key_ring`] is the keys as the server sees them, [`keys_file`]
 //!   the file and the commands that edit it;
@@ -37,4 +39,6 @@ pub mod response_headers;
 pub mod routes;
 pub mod serve_command;
 pub mod service;
+pub mod shared_budgets;
+pub mod snapshot_source;
 pub mod state;

@@ -97,6 +97,20 @@ enum Command {
         #[arg(long, value_name = "PUB")]
         publisher_key: Option<PathBuf>,
     },
+    /// Publish a snapshot to S3-compatible object storage for replicas run with --snapshot-from:
+    /// check it, upload it as PREFIX/snapshots/<sha256>.snap, then point PREFIX/CURRENT at it.
+    /// Endpoint and credentials come from the AWS environment variables (README, "Fleet").
+    Publish {
+        /// The new snapshot file (from `marks build`).
+        #[arg(long, value_name = "FILE")]
+        snapshot: PathBuf,
+        /// Where replicas look: s3://BUCKET/PREFIX.
+        #[arg(long, value_name = "S3_URL")]
+        to: String,
+        /// Refuse to publish a snapshot not signed by this publisher public key (PEM).
+        #[arg(long, value_name = "PUB")]
+        publisher_key: Option<PathBuf>,
+    },
     /// Check a snapshot file offline the way the server does, and print its versions.
     VerifySnapshot {
         /// The snapshot file.
@@ -114,8 +128,32 @@ struct ServeCommand {
     addr: SocketAddr,
     /// Snapshot file to serve; replaced files (rename or re-pointed symlink) are picked up live.
     /// Default: the bundled sample, built on first run.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "snapshot_from")]
     snapshot: Option<PathBuf>,
+    /// Serve the snapshots `marks publish` puts at s3://BUCKET/PREFIX: poll its CURRENT manifest,
+    /// download, check and swap to each new one. AWS environment variables configure the store.
+    #[arg(long, value_name = "S3_URL")]
+    snapshot_from: Option<String>,
+    /// With --snapshot-from: the directory holding the downloaded snapshot (served after a restart
+    /// when the store is unreachable).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "marks-snapshot-cache",
+        requires = "snapshot_from"
+    )]
+    snapshot_cache: PathBuf,
+    /// With --snapshot-from: milliseconds between looks at the manifest.
+    #[arg(long, value_name = "MS", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..))]
+    poll_interval_ms: u64,
+    /// Share per-key budgets (and the failed-authentication throttle) between replicas through
+    /// Redis or Valkey: redis://[USER:PASSWORD@]HOST:PORT[/DB]. Without it, budgets are per process.
+    #[arg(long, value_name = "URL")]
+    budgets: Option<String>,
+    /// With --budgets: milliseconds to wait for the store before metering a request with this
+    /// replica's own buckets.
+    #[arg(long, value_name = "MS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    budgets_timeout_ms: u64,
     /// Keys file (hashes only), reloaded on change. Default: the sample's demo keys.
     #[arg(long, value_name = "FILE")]
     keys: Option<PathBuf>,
@@ -262,6 +300,11 @@ fn serve_args(c: ServeCommand) -> ServeArgs {
     ServeArgs {
         addr: c.addr,
         snapshot: c.snapshot,
+        snapshot_from: c.snapshot_from,
+        snapshot_cache: c.snapshot_cache,
+        poll_interval: Duration::from_millis(c.poll_interval_ms),
+        budgets: c.budgets,
+        budgets_timeout: Duration::from_millis(c.budgets_timeout_ms),
         keys: c.keys,
         public_base_url: c.public_base_url,
         publisher_key: c.publisher_key,
@@ -324,6 +367,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             quiet,
         }),
         Command::Keygen { out } => commands::keygen(&out),
+        Command::Publish {
+            snapshot,
+            to,
+            publisher_key,
+        } => commands::publish(&snapshot, &to, publisher_key.as_deref()),
         Command::Synth {
             companies,
             events,

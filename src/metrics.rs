@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::routes::Operation;
+use crate::shared_budgets::SharedBudgets;
+use crate::snapshot_source::SnapshotSource;
 
 /// The statuses the server produces; anything else is counted as "other".
 const STATUSES: [u16; 13] = [200, 304, 400, 401, 403, 404, 405, 408, 422, 429, 431, 500, 503];
@@ -52,6 +54,10 @@ pub struct Gauges<'a> {
     pub buckets: usize,
     /// Failed-authentication buckets dropped to keep that table under its maximum.
     pub throttle_buckets_dropped: u64,
+    /// With `--budgets`: the shared store's counters and mode.
+    pub budget_store: Option<&'a SharedBudgets>,
+    /// With `--snapshot-from`: the object store's counters.
+    pub snapshot_source: Option<&'a SnapshotSource>,
 }
 
 impl Metrics {
@@ -188,6 +194,76 @@ impl Metrics {
              # TYPE marks_auth_throttle_dropped_total counter\nmarks_auth_throttle_dropped_total {}",
             g.throttle_buckets_dropped
         )?;
+        if let Some(store) = g.budget_store {
+            let counters = &store.counters;
+            let store_counters = [
+                (
+                    "marks_budget_store_calls_total",
+                    "Round trips to the shared budget store (one per metered request it decided).",
+                    &counters.calls,
+                ),
+                (
+                    "marks_budget_store_errors_total",
+                    "Round trips to the shared budget store that failed or timed out.",
+                    &counters.errors,
+                ),
+                (
+                    "marks_budget_fallbacks_total",
+                    "Requests metered by this replica's own buckets because the shared store was unavailable.",
+                    &counters.fallbacks,
+                ),
+                (
+                    "marks_budget_noted_denials_total",
+                    "Requests refused from a recent refusal by the shared store, without a round trip.",
+                    &counters.noted_denials,
+                ),
+            ];
+            for (name, help, counter) in store_counters {
+                writeln!(
+                    out,
+                    "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                    counter.load(Relaxed)
+                )?;
+            }
+            writeln!(
+                out,
+                "# HELP marks_budget_shared 1 while budgets are decided by the shared store, 0 while this replica meters locally.\n\
+                 # TYPE marks_budget_shared gauge\nmarks_budget_shared {}",
+                u8::from(store.is_shared())
+            )?;
+        }
+        if let Some(source) = g.snapshot_source {
+            let counters = &source.counters;
+            let source_counters = [
+                (
+                    "marks_snapshot_source_polls_total",
+                    "Looks at the published manifest (CURRENT) in object storage.",
+                    &counters.polls,
+                ),
+                (
+                    "marks_snapshot_source_errors_total",
+                    "Polls or downloads that could not reach the object store (retried at the next poll).",
+                    &counters.errors,
+                ),
+                (
+                    "marks_snapshot_source_downloads_total",
+                    "Published snapshots downloaded.",
+                    &counters.downloads,
+                ),
+                (
+                    "marks_snapshot_source_refusals_total",
+                    "Published manifests or snapshots refused (wrong hash or size, failed checks).",
+                    &counters.refusals,
+                ),
+            ];
+            for (name, help, counter) in source_counters {
+                writeln!(
+                    out,
+                    "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                    counter.load(Relaxed)
+                )?;
+            }
+        }
         let gauges: [(&str, &str, String); 6] = [
             (
                 "marks_connections_open",

@@ -241,6 +241,14 @@ pub fn readyz(state: &State) -> Representation {
     let keys_refusal = state
         .last_keys_refusal()
         .map(|r| serde_json::json!({ "at": epoch_seconds(r.at), "reason": r.reason }));
+    let budgets = match &state.shared_budgets {
+        None => serde_json::json!({ "mode": "local" }),
+        Some(store) => serde_json::json!({
+            "mode": if store.is_shared() { "shared" } else { "local_fallback" },
+            "store": store.address,
+        }),
+    };
+    let source = state.snapshot_source.as_ref().map(|source| source.readiness());
     let (status, body) = match &loaded {
         Some(loaded) => {
             let header = loaded.snapshot.header();
@@ -255,6 +263,8 @@ pub fn readyz(state: &State) -> Representation {
                     "companies": loaded.snapshot.index().companies.len(),
                     "last_refusal": refusal,
                     "last_keys_refusal": keys_refusal,
+                    "budgets": budgets,
+                    "source": source,
                 }),
             )
         }
@@ -264,6 +274,8 @@ pub fn readyz(state: &State) -> Representation {
                 "status": "not_ready",
                 "last_refusal": refusal,
                 "last_keys_refusal": keys_refusal,
+                "budgets": budgets,
+                "source": source,
             }),
         ),
     };

@@ -114,6 +114,20 @@ pub fn spawn_watcher(state: Arc<State>, interval: Duration, shutdown: watch::Rec
     ));
 }
 
+/// Polls the object store for published snapshots until shutdown (`--snapshot-from`), under a
+/// supervisor like the file watcher.
+pub fn spawn_source_poller(state: Arc<State>, shutdown: watch::Receiver<bool>) {
+    let Some(source) = state.snapshot_source.clone() else {
+        return;
+    };
+    let restarts = state.clone();
+    tokio::spawn(supervise(
+        "snapshot source poller",
+        move || restarts.metrics.watcher_restarts.fetch_add(1, Relaxed),
+        move || crate::snapshot_source::poll_forever(source.clone(), state.clone(), shutdown.clone()),
+    ));
+}
+
 /// Runs the task `start` makes until it returns; when it panics, counts it, logs it and starts
 /// it again, after a pause so a task that panics at once cannot spin.
 pub async fn supervise<F, Fut>(name: &'static str, on_restart: impl Fn() -> u64, mut start: F)
@@ -158,6 +172,9 @@ async fn watch_files(state: Arc<State>, interval: Duration, mut shutdown: watch:
             let now = Instant::now();
             state.limiter.evict_idle(now);
             state.auth_failures.evict_idle(now);
+            if let Some(store) = &state.shared_budgets {
+                store.forget_expired_denials(now);
+            }
             last_sweep = now;
             // What closed connections and dropped buckets freed goes back to the system too
             // (thousands of stalled HTTP/2 streams leave hundreds of megabytes otherwise).

@@ -19,6 +19,8 @@ use crate::commands::{demo_keys_file, ensure_sample_snapshot, sample_snapshot};
 use crate::cursor::CursorKey;
 use crate::http_server::{self, ServerConfig, TlsFiles};
 use crate::reload;
+use crate::shared_budgets::SharedBudgets;
+use crate::snapshot_source::{Location, SnapshotSource};
 use crate::state::{Settings, State};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -31,6 +33,13 @@ pub enum LogFormat {
 pub struct ServeArgs {
     pub addr: SocketAddr,
     pub snapshot: Option<PathBuf>,
+    /// `s3://BUCKET/PREFIX` to pull published snapshots from, instead of `snapshot`.
+    pub snapshot_from: Option<String>,
+    pub snapshot_cache: PathBuf,
+    pub poll_interval: Duration,
+    /// Redis URL of the budgets shared by replicas.
+    pub budgets: Option<String>,
+    pub budgets_timeout: Duration,
     pub keys: Option<PathBuf>,
     pub public_base_url: Option<String>,
     pub publisher_key: Option<PathBuf>,
@@ -84,10 +93,12 @@ fn init_logging(format: LogFormat, level: &str) -> Result<tracing_appender::non_
 
 pub fn run(args: ServeArgs) -> Result<()> {
     let _log_guard = init_logging(args.log_format, &args.log_level)?;
-    let sample = args.snapshot.is_none();
-    let snapshot_path = match &args.snapshot {
-        Some(path) => path.clone(),
-        None => {
+    let source_location = args.snapshot_from.as_deref().map(Location::parse).transpose()?;
+    let sample = args.snapshot.is_none() && source_location.is_none();
+    let snapshot_path = match (&args.snapshot, &source_location) {
+        (Some(path), _) => path.clone(),
+        (None, Some(_)) => SnapshotSource::current_file(&args.snapshot_cache),
+        (None, None) => {
             let path = sample_snapshot();
             ensure_sample_snapshot(&path)?;
             path
@@ -176,7 +187,17 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let access_log = config.access_log.clone();
     let runtime = runtime.enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let state = Arc::new(State::new(settings, cursor_key));
+        let mut state = State::new(settings, cursor_key);
+        if let Some(url) = &args.budgets {
+            let store = SharedBudgets::connect(url, args.budgets_timeout)?;
+            tracing::info!(store = %store.address, timeout_ms = args.budgets_timeout.as_millis() as u64, "budgets shared through the store");
+            state = state.with_shared_budgets(store);
+        }
+        if let Some(location) = source_location {
+            let source = SnapshotSource::new(location, args.snapshot_cache.clone(), args.poll_interval)?;
+            state = state.with_snapshot_source(Arc::new(source));
+        }
+        let state = Arc::new(state);
         // A server that starts without its keys would answer every client 401: refuse to start.
         let keys = state
             .load_keys(&keys_path)
@@ -185,11 +206,12 @@ pub fn run(args: ServeArgs) -> Result<()> {
         background::return_free_memory();
         tracing::info!(path = %keys_path.display(), keys, "keys file loaded and in force");
         // Likewise without a snapshot: a mistyped path would answer 503 to everything.
-        let loader = state.clone();
-        tokio::task::spawn_blocking(move || loader.load_snapshot(&snapshot_path))
-            .await
-            .context("the snapshot load task failed")?
-            .context("cannot start without a valid snapshot")?;
+        match &state.snapshot_source {
+            None => load_at_start(&state, &snapshot_path)
+                .await
+                .context("cannot start without a valid snapshot")?,
+            Some(source) => start_from_source(&state, source, &snapshot_path).await?,
+        }
         let signals = Signals::install(access_log.clone())?;
         let server = http_server::start(state.clone(), config).await?;
         let addr = server.addr;
@@ -221,6 +243,54 @@ pub fn run(args: ServeArgs) -> Result<()> {
         );
         Ok(())
     })
+}
+
+async fn load_at_start(state: &Arc<State>, path: &std::path::Path) -> Result<()> {
+    let loader = state.clone();
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || loader.load_snapshot(&path))
+        .await
+        .context("the snapshot load task failed")??;
+    Ok(())
+}
+
+/// With `--snapshot-from`: the cached snapshot if there is one (so a restart serves at once),
+/// then what the store publishes now. Refuses to start only when neither gives a snapshot.
+async fn start_from_source(state: &Arc<State>, source: &SnapshotSource, cached: &std::path::Path) -> Result<()> {
+    if cached.exists() {
+        match load_at_start(state, cached).await {
+            Ok(()) => {
+                source.remember_cached();
+                tracing::info!(path = %cached.display(), "cached snapshot in force; checking the store for a newer one");
+            }
+            Err(error) => {
+                tracing::warn!(path = %cached.display(), error = %format!("{error:#}"), "cached snapshot not usable")
+            }
+        }
+    }
+    let polled = source.poll(state).await;
+    match (&polled, state.snapshot().is_some()) {
+        (_, true) => {
+            if let Err(error) = polled {
+                tracing::warn!(source = %source.location, error = %format!("{error:#}"), "snapshot source unreachable; serving the cached snapshot until it answers");
+            }
+            Ok(())
+        }
+        (Err(error), false) => anyhow::bail!(
+            "cannot start: {} is unreachable ({error:#}) and {} holds no cached snapshot",
+            source.location,
+            cached.display()
+        ),
+        (Ok(_), false) => anyhow::bail!(
+            "cannot start: {} published no usable snapshot ({}) and {} holds no cached snapshot",
+            source.location,
+            source
+                .status()
+                .last_error
+                .map_or_else(|| "no CURRENT manifest".to_string(), |(_, reason)| reason),
+            cached.display()
+        ),
+    }
 }
 
 /// The signals `marks serve` answers: SIGTERM and SIGINT stop it, SIGHUP reloads both files,

@@ -10,6 +10,12 @@
 //! reaching a valid key spends one unit), snapshot (503), then the operation itself
 //! (`operations`: scope 403, parameters 422, resource 404 or 403 outside the free universe,
 //! conditional request 304), and finally the response (`representation`).
+//!
+//! Budgets are this process's token buckets, or with `--budgets` the shared store's
+//! (`shared_budgets`). Asking the store is the one step that waits, so the request path stays a
+//! plain function: [`exchange`] stops at the budget step with a [`StoreAsk`], the server asks
+//! the store, and the same request is answered again with the store's answer
+//! ([`Budgeting::Answered`]).
 
 use std::net::IpAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -28,6 +34,7 @@ use crate::ratelimit::Decision;
 use crate::representation::{Budget, Metering, Negotiation, Representation};
 use crate::response_headers::{Composed, AUTH_FAILURES_POLICY, MINUTE_POLICY, PROBLEM_JSON, X_REQUEST_ID};
 use crate::routes::{route, Operation};
+use crate::shared_budgets::Bucket;
 use crate::state::{epoch_seconds, LoadedSnapshot, State};
 
 pub use crate::representation::Response;
@@ -68,7 +75,7 @@ impl<'r> Asked<'r> {
 }
 
 /// What the service keeps from one request of a connection to the next.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Connection {
     key: RememberedKey,
 }
@@ -84,6 +91,7 @@ struct Exchange<'a, B> {
     now: Instant,
     operation: Operation,
     caller: Option<Arc<Caller>>,
+    budgeting: Budgeting,
     decision: Option<Decision>,
     /// Set when the client address's failed-authentication budget refused the request.
     auth_throttle: Option<Decision>,
@@ -105,19 +113,62 @@ pub struct Outcome {
     pub latency: std::time::Duration,
 }
 
-/// Answers one request, as the first of its connection.
+/// Where a request's budget is decided.
+#[derive(Clone, Debug, Default)]
+pub enum Budgeting {
+    /// This process's token buckets: without `--budgets`, and while the store is unavailable.
+    #[default]
+    Local,
+    /// The shared store's: the request stops at its budget step with a [`StoreAsk`] (unless a
+    /// recent refusal of the same bucket answers it). Without a store, the same as `Local`.
+    Shared,
+    /// The store's answer for a bucket, for the request answered again; `None`: the store did
+    /// not answer, and this process's buckets decide.
+    Answered(Bucket, Option<Decision>),
+}
+
+/// A request waiting for the shared store to spend a unit of `bucket`.
+#[derive(Debug)]
+pub struct StoreAsk {
+    pub bucket: Bucket,
+    pub limit: u32,
+    /// When the request arrived: its latency counts the wait for the store.
+    pub started: Instant,
+}
+
+/// Answers one request, as the first of its connection, with this process's buckets.
 pub fn handle<B>(state: &State, request: &Request<B>, peer: IpAddr) -> Response {
     handle_with_outcome(state, request, peer, &mut Connection::default()).0
 }
 
-/// Answers one request of `connection` and reports what it was, for the access log.
+/// Answers one request of `connection` with this process's buckets and reports what it was,
+/// for the access log.
 pub fn handle_with_outcome<B>(
     state: &State,
     request: &Request<B>,
     peer: IpAddr,
     connection: &mut Connection,
 ) -> (Response, Outcome) {
+    let mut budgeting = Budgeting::Local;
     let started = Instant::now();
+    loop {
+        match exchange(state, request, peer, connection, budgeting, started) {
+            Ok(answered) => return answered,
+            // Only `Budgeting::Shared` asks; with no store to ask, the local buckets decide.
+            Err(ask) => budgeting = Budgeting::Answered(ask.bucket, None),
+        }
+    }
+}
+
+/// Answers one request of `connection`, or stops at its budget step to ask the shared store.
+pub fn exchange<B>(
+    state: &State,
+    request: &Request<B>,
+    peer: IpAddr,
+    connection: &mut Connection,
+    budgeting: Budgeting,
+    started: Instant,
+) -> Result<(Response, Outcome), StoreAsk> {
     let mut composed = Composed::new();
     let asked = Asked::of(request.headers());
     let request_id = match asked.request_id {
@@ -133,6 +184,7 @@ pub fn handle_with_outcome<B>(
         now: started,
         operation: Operation::Unknown,
         caller: None,
+        budgeting,
         decision: None,
         auth_throttle: None,
         request_id,
@@ -140,7 +192,8 @@ pub fn handle_with_outcome<B>(
     };
     let response = match exchange.answer() {
         Ok(representation) => exchange.respond(representation),
-        Err(error) => exchange.problem(&error),
+        Err(Stop::Problem(error)) => exchange.problem(&error),
+        Err(Stop::AskStore(bucket, limit)) => return Err(StoreAsk { bucket, limit, started }),
     };
     let bytes = hyper::body::Body::size_hint(response.body()).exact().unwrap_or(0) as usize;
     let latency = started.elapsed();
@@ -153,7 +206,20 @@ pub fn handle_with_outcome<B>(
         bytes,
         latency,
     };
-    (response, outcome)
+    Ok((response, outcome))
+}
+
+/// Why a request's steps stopped before its representation.
+enum Stop {
+    Problem(ApiError),
+    /// The budget step needs the shared store's answer for this bucket and limit.
+    AskStore(Bucket, u32),
+}
+
+impl From<ApiError> for Stop {
+    fn from(error: ApiError) -> Stop {
+        Stop::Problem(error)
+    }
 }
 
 /// A client's `X-Request-ID` is echoed when it is 1 to 128 visible ASCII characters.
@@ -163,14 +229,14 @@ fn valid_request_id(value: &HeaderValue) -> bool {
 }
 
 impl<'a, B> Exchange<'a, B> {
-    fn answer(&mut self) -> Result<Representation, ApiError> {
+    fn answer(&mut self) -> Result<Representation, Stop> {
         let request = self.request;
         let route = route(request.uri().path());
         self.operation = route.operation;
         let method = request.method();
         if method != Method::GET && method != Method::HEAD {
             let shown: String = method.as_str().chars().take(32).collect();
-            return Err(ApiError::MethodNotAllowed(shown));
+            return Err(ApiError::MethodNotAllowed(shown).into());
         }
         let negotiation = Negotiation {
             headers: request.headers(),
@@ -182,13 +248,17 @@ impl<'a, B> Exchange<'a, B> {
             Operation::Healthz => Ok(operations::healthz()),
             Operation::Readyz => Ok(operations::readyz(self.state)),
             Operation::Metrics => Ok(operations::metrics(self.state)),
-            Operation::OpenApi => operations::openapi(query, &negotiation),
-            Operation::SigningKeys | Operation::Scorecard => {
-                operations::published(route.operation, &*self.loaded()?, query, &negotiation)
-            }
+            Operation::OpenApi => Ok(operations::openapi(query, &negotiation)?),
+            Operation::SigningKeys | Operation::Scorecard => Ok(operations::published(
+                route.operation,
+                &*self.loaded()?,
+                query,
+                &negotiation,
+            )?),
             Operation::Unknown => Err(ApiError::NotFound(
                 "No resource at this path. The API is under /v1; see /v1/openapi.json.".into(),
-            )),
+            )
+            .into()),
             operation => self.metered(operation, route.slug, &negotiation),
         }
     }
@@ -200,25 +270,24 @@ impl<'a, B> Exchange<'a, B> {
         operation: Operation,
         slug: Option<&str>,
         negotiation: &Negotiation<'_>,
-    ) -> Result<Representation, ApiError> {
+    ) -> Result<Representation, Stop> {
         let state = self.state;
-        let address = access::client_address(state, self.request.headers(), self.peer);
-        let caller = access::authenticate(state, self.asked.api_key, &mut self.connection.key, address, self.now)
-            .map_err(|refused| {
-                self.auth_throttle = refused.throttle;
-                refused.error
-            })?;
-        let decision = state.limiter.take(&caller.key_id, caller.rate_per_min, self.now);
+        let caller = match access::authenticate(state, self.asked.api_key, &mut self.connection.key) {
+            Ok(caller) => caller,
+            Err(error) => return Err(self.failed_authentication(error)),
+        };
         self.caller = Some(caller.clone());
+        let decision = self.spend(BucketOf::Key(&caller.key_id), caller.rate_per_min)?;
         self.decision = Some(decision);
         if !decision.allowed {
             state.metrics.rate_limited.fetch_add(1, Relaxed);
             return Err(ApiError::RateLimited {
                 retry_after: decision.retry_after,
-            });
+            }
+            .into());
         }
         let loaded = self.loaded()?;
-        operations::metered(
+        Ok(operations::metered(
             operation,
             &Call {
                 state,
@@ -228,7 +297,49 @@ impl<'a, B> Exchange<'a, B> {
                 slug,
                 negotiation,
             },
-        )
+        )?)
+    }
+
+    /// A failing attempt spends a unit of its address's failure budget; past that budget it is
+    /// refused with 429 instead of 401 (`access` gives the rule).
+    fn failed_authentication(&mut self, error: ApiError) -> Stop {
+        let state = self.state;
+        let address = access::client_address(state, self.request.headers(), self.peer);
+        let group = access::throttle_group(address);
+        let decision = match self.spend(BucketOf::Address(group), state.settings.auth_failures_per_min) {
+            Ok(decision) => decision,
+            Err(stop) => return stop,
+        };
+        if decision.allowed {
+            return error.into();
+        }
+        state.metrics.auth_throttled.fetch_add(1, Relaxed);
+        self.auth_throttle = Some(decision);
+        ApiError::AuthThrottled {
+            retry_after: decision.retry_after,
+        }
+        .into()
+    }
+
+    /// Spends one unit of a bucket: in this process, or (with `Budgeting::Shared`) by stopping
+    /// to ask the store, unless the store refused the bucket so recently that it cannot have
+    /// refilled.
+    fn spend(&mut self, bucket: BucketOf<'_>, limit: u32) -> Result<Decision, Stop> {
+        let state = self.state;
+        match (&self.budgeting, &state.shared_budgets) {
+            (Budgeting::Shared, Some(store)) => {
+                let bucket = bucket.to_owned();
+                match store.noted_denial(&bucket, self.now) {
+                    Some(decision) => Ok(decision),
+                    None => Err(Stop::AskStore(bucket, limit)),
+                }
+            }
+            (Budgeting::Answered(asked, Some(decision)), _) if bucket.is(asked) => Ok(*decision),
+            _ => Ok(match bucket {
+                BucketOf::Key(key_id) => state.limiter.take(key_id, limit, self.now),
+                BucketOf::Address(group) => state.auth_failures.take(&group, limit, self.now),
+            }),
+        }
     }
 
     fn loaded(&self) -> Result<Arc<LoadedSnapshot>, ApiError> {
@@ -272,6 +383,30 @@ impl<'a, B> Exchange<'a, B> {
             _ => {}
         }
         response
+    }
+}
+
+/// A bucket as the budget step names it, borrowed: the local path never copies a key id.
+#[derive(Clone, Copy)]
+enum BucketOf<'a> {
+    Key(&'a Arc<str>),
+    Address(IpAddr),
+}
+
+impl BucketOf<'_> {
+    fn to_owned(self) -> Bucket {
+        match self {
+            BucketOf::Key(key_id) => Bucket::Key(key_id.clone()),
+            BucketOf::Address(group) => Bucket::Address(group),
+        }
+    }
+
+    fn is(self, bucket: &Bucket) -> bool {
+        match (self, bucket) {
+            (BucketOf::Key(mine), Bucket::Key(theirs)) => mine == theirs,
+            (BucketOf::Address(mine), Bucket::Address(theirs)) => mine == *theirs,
+            _ => false,
+        }
     }
 }
 

@@ -23,6 +23,8 @@ use crate::key_ring::KeyRing;
 use crate::keys_file::KeysError;
 use crate::metrics::{Gauges, Metrics};
 use crate::ratelimit::RateLimiter;
+use crate::shared_budgets::SharedBudgets;
+use crate::snapshot_source::SnapshotSource;
 
 /// Identifies a file's content cheaply, to notice a file replaced (by rename or a re-pointed
 /// symlink) or rewritten in place.
@@ -153,6 +155,11 @@ pub struct State {
     keys: ArcSwap<KeyRing>,
     pub limiter: RateLimiter<Arc<str>>,
     pub auth_failures: RateLimiter<IpAddr>,
+    /// With `--budgets`: the store every replica meters against (`limiter` and `auth_failures`
+    /// are then the fallback while it is unavailable).
+    pub shared_budgets: Option<SharedBudgets>,
+    /// With `--snapshot-from`: where published snapshots come from.
+    pub snapshot_source: Option<Arc<SnapshotSource>>,
     pub cursor_key: CursorKey,
     pub metrics: Metrics,
     pub settings: Settings,
@@ -173,6 +180,8 @@ impl State {
             keys: ArcSwap::from_pointee(KeyRing::default()),
             limiter: RateLimiter::default(),
             auth_failures: RateLimiter::with_max_buckets(settings.max_throttled_addresses),
+            shared_budgets: None,
+            snapshot_source: None,
             cursor_key,
             metrics: Metrics::default(),
             settings,
@@ -183,6 +192,18 @@ impl State {
             request_counter: AtomicU64::new(0),
             request_id_seed: rand::random(),
         }
+    }
+
+    /// Meters budgets against a shared store from now on.
+    pub fn with_shared_budgets(mut self, store: SharedBudgets) -> State {
+        self.shared_budgets = Some(store);
+        self
+    }
+
+    /// Takes published snapshots from object storage from now on.
+    pub fn with_snapshot_source(mut self, source: Arc<SnapshotSource>) -> State {
+        self.snapshot_source = Some(source);
+        self
     }
 
     pub fn snapshot(&self) -> Option<Arc<LoadedSnapshot>> {
@@ -306,6 +327,8 @@ impl State {
             keys: self.keys().len(),
             buckets: self.limiter.len() + self.auth_failures.len(),
             throttle_buckets_dropped: self.auth_failures.dropped(),
+            budget_store: self.shared_budgets.as_ref(),
+            snapshot_source: self.snapshot_source.as_deref(),
         })
     }
 }
