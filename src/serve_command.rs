@@ -277,8 +277,7 @@ async fn start_from_source(state: &Arc<State>, source: &SnapshotSource, cached: 
             Ok(())
         }
         (Err(error), false) => anyhow::bail!(
-            "cannot start: {} is unreachable ({error:#}) and {} holds no cached snapshot",
-            source.location,
+            "cannot start: {error:#}; and {} holds no cached snapshot",
             cached.display()
         ),
         (Ok(_), false) => anyhow::bail!(

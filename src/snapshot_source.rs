@@ -307,6 +307,9 @@ impl SnapshotSource {
         let got = match self.store.get_opts(&self.location.manifest(), options).await {
             Ok(got) => got,
             Err(object_store::Error::NotModified { .. }) => return Ok(Poll::Unchanged),
+            Err(object_store::Error::NotFound { .. }) => {
+                bail!("nothing is published at {} (no CURRENT manifest)", self.location)
+            }
             Err(error) => {
                 return Err(error).with_context(|| format!("cannot read {}/CURRENT", self.location));
             }
