@@ -448,7 +448,19 @@ async fn public_documents_need_no_key() {
     assert_eq!((health.status, health.json()["status"].as_str()), (200, Some("ok")));
     let ready = server.get("/readyz", None).await;
     assert_eq!(ready.status, 200);
-    assert_eq!(ready.json()["dataset_version"], body["meta"]["dataset_version"]);
+    let ready = ready.json();
+    assert_eq!(ready["dataset_version"], body["meta"]["dataset_version"]);
+    assert_eq!(ready["budgets"]["mode"], "local", "{ready}");
+    assert!(ready["source"].is_null(), "{ready}");
+    // Every field /readyz returns is declared in the document, and every required one returned.
+    let schema = &doc["components"]["schemas"]["Readiness"];
+    let declared = schema["properties"].as_object().unwrap();
+    for field in ready.as_object().unwrap().keys() {
+        assert!(declared.contains_key(field), "/readyz returns {field}, undeclared in Readiness");
+    }
+    for field in schema["required"].as_array().unwrap() {
+        assert!(ready.get(field.as_str().unwrap()).is_some(), "/readyz lacks required {field}");
+    }
     assert!(server.get("/metrics", None).await.body.starts_with(b"# HELP"));
 }
 
