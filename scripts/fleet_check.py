@@ -365,6 +365,16 @@ def run(fleet, args):
        f"(at most {allowed}), {150 - granted} answered 429 with Limit 60, Remaining 0 and Retry-After; "
        f"remaining counts fall one by one across replicas")
 
+    # The failed-authentication throttle is shared too: one address, bad keys round robin.
+    started = time.monotonic()
+    statuses = [get(round_robin + "/v1/companies", f"vmk_wrong_{i}")[0] for i in range(45)]
+    refill = int((time.monotonic() - started) * 20 / 60)
+    unauthorized = statuses.count(401)
+    assert set(statuses) == {401, 429}, statuses
+    assert 20 <= unauthorized <= 20 + refill + 1, f"{unauthorized} answered 401, the address may fail 20 times a minute"
+    ok(f"failed authentication from one address, round robin: {unauthorized} of 45 answered 401 "
+       f"(20 a minute across the fleet), the rest 429")
+
     # The shipped balancing by key sends one key to one replica.
     answers, _ = spend(by_key, load_key, 12)
     assert len({h.get("X-Served-By") for _, h in answers}) == 1, "hash $http_x_api_key spread one key"

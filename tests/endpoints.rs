@@ -456,10 +456,16 @@ async fn public_documents_need_no_key() {
     let schema = &doc["components"]["schemas"]["Readiness"];
     let declared = schema["properties"].as_object().unwrap();
     for field in ready.as_object().unwrap().keys() {
-        assert!(declared.contains_key(field), "/readyz returns {field}, undeclared in Readiness");
+        assert!(
+            declared.contains_key(field),
+            "/readyz returns {field}, undeclared in Readiness"
+        );
     }
     for field in schema["required"].as_array().unwrap() {
-        assert!(ready.get(field.as_str().unwrap()).is_some(), "/readyz lacks required {field}");
+        assert!(
+            ready.get(field.as_str().unwrap()).is_some(),
+            "/readyz lacks required {field}"
+        );
     }
     assert!(server.get("/metrics", None).await.body.starts_with(b"# HELP"));
 }
