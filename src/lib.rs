@@ -15,6 +15,7 @@
 //! - [`state`] and [`reload`] hold and swap the snapshot and keys in force, reading new files
 //!   on [`background`] threads; [`key_ring`] is the keys as the server sees them, [`keys_file`]
 //!   the file and the commands that edit it;
+//! - [`mcp`] serves the API's operations as Model Context Protocol tools over stdio;
 //! - [`serve_command`] turns `marks serve` flags into a running server; [`commands`] runs the
 //!   other subcommands.
 
@@ -28,6 +29,7 @@ pub mod http_server;
 pub mod key_ring;
 pub mod keys_file;
 pub mod list;
+pub mod mcp;
 pub mod metrics;
 pub mod operations;
 pub mod problem;
@@ -42,3 +44,9 @@ pub mod service;
 pub mod shared_budgets;
 pub mod snapshot_source;
 pub mod state;
+
+/// Makes `ring` the process's TLS provider for outbound HTTPS (object storage, `marks mcp`),
+/// as for the server's own TLS. Harmless when one is installed already.
+pub fn use_ring_for_outbound_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -111,6 +111,13 @@ enum Command {
         #[arg(long, value_name = "PUB")]
         publisher_key: Option<PathBuf>,
     },
+    /// Serve the API's operations as Model Context Protocol tools over stdio, for LLM agents; the
+    /// tools call the API at --base-url with the key in MARKS_API_KEY.
+    Mcp {
+        /// The API to call, e.g. https://api.example.com or http://127.0.0.1:8080.
+        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
+        base_url: String,
+    },
     /// Check a snapshot file offline the way the server does, and print its versions.
     VerifySnapshot {
         /// The snapshot file.
@@ -367,6 +374,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             quiet,
         }),
         Command::Keygen { out } => commands::keygen(&out),
+        Command::Mcp { base_url } => marks::mcp::run(&base_url),
         Command::Publish {
             snapshot,
             to,

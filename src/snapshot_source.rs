@@ -109,8 +109,7 @@ impl std::fmt::Display for Location {
 
 /// The store at `location`, configured from the AWS environment variables.
 fn open_store(location: &Location) -> Result<Arc<dyn ObjectStore>> {
-    // reqwest's rustls takes the process's crypto provider: the same `ring` the server's TLS uses.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::use_ring_for_outbound_tls();
     let store = AmazonS3Builder::from_env()
         .with_bucket_name(&location.bucket)
         .build()

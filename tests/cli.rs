@@ -23,6 +23,8 @@ fn help_explains_every_subcommand_and_flag() {
         "keygen",
         "synth",
         "verify-snapshot",
+        "publish",
+        "mcp",
     ] {
         assert!(help.contains(command), "{command} missing from --help");
     }
@@ -47,6 +49,11 @@ fn help_explains_every_subcommand_and_flag() {
         "--max-throttled-addresses",
         "--shutdown-grace",
         "--log-format",
+        "--snapshot-from",
+        "--snapshot-cache",
+        "--poll-interval-ms",
+        "--budgets",
+        "--budgets-timeout-ms",
     ] {
         let lines: Vec<&str> = serve.lines().collect();
         let at = lines
@@ -68,6 +75,8 @@ fn help_explains_every_subcommand_and_flag() {
         &["keygen"],
         &["synth"],
         &["verify-snapshot"],
+        &["publish"],
+        &["mcp"],
         &["keys", "issue"],
         &["keys", "revoke"],
         &["keys", "suspend"],
