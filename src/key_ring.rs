@@ -100,6 +100,18 @@ pub struct RememberedKey {
     caller: Option<Arc<Caller>>,
 }
 
+impl RememberedKey {
+    /// The caller remembered for `presented`, if it was accepted by the ring numbered
+    /// `generation`: what a keep-alive connection's every request after its first needs,
+    /// without loading the ring in force.
+    pub fn caller_for(&self, presented: &str, generation: u64) -> Option<Arc<Caller>> {
+        if self.generation != generation || !constant_time_eq::constant_time_eq(&self.presented, presented.as_bytes()) {
+            return None;
+        }
+        self.caller.clone()
+    }
+}
+
 /// Result of looking a presented key up.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Authentication<'a> {
@@ -205,12 +217,16 @@ impl KeyRing {
         })
     }
 
+    /// This ring's number, distinct for every ring this process builds.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// [`Self::authenticate`], answered from `remembered` when it holds this key accepted by
     /// this ring, and otherwise remembering the key if it is valid.
     pub fn authenticate_remembering(&self, presented: &str, remembered: &mut RememberedKey) -> Option<Arc<Caller>> {
-        let same_key = || constant_time_eq::constant_time_eq(&remembered.presented, presented.as_bytes());
-        if remembered.generation == self.generation && same_key() {
-            return remembered.caller.clone();
+        if let Some(caller) = remembered.caller_for(presented, self.generation) {
+            return Some(caller);
         }
         match self.authenticate(presented) {
             Authentication::Valid(caller) => {

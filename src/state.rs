@@ -153,6 +153,9 @@ pub struct Settings {
 pub struct State {
     snapshot: ArcSwapOption<LoadedSnapshot>,
     keys: ArcSwap<KeyRing>,
+    /// The generation of the ring in force, stored after the ring is: a connection's
+    /// remembered key is checked against it without loading the ring.
+    keys_generation: AtomicU64,
     pub limiter: RateLimiter<Arc<str>>,
     pub auth_failures: RateLimiter<IpAddr>,
     /// With `--budgets`: the store every replica meters against (`limiter` and `auth_failures`
@@ -178,6 +181,7 @@ impl State {
         State {
             snapshot: ArcSwapOption::empty(),
             keys: ArcSwap::from_pointee(KeyRing::default()),
+            keys_generation: AtomicU64::new(0),
             limiter: RateLimiter::default(),
             auth_failures: RateLimiter::with_max_buckets(settings.max_throttled_addresses),
             shared_budgets: None,
@@ -212,6 +216,11 @@ impl State {
 
     pub fn keys(&self) -> arc_swap::Guard<Arc<KeyRing>> {
         self.keys.load()
+    }
+
+    /// The generation of the keys in force ([`KeyRing::generation`]).
+    pub fn keys_generation(&self) -> u64 {
+        self.keys_generation.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Copies, maps and checks a snapshot file, then publishes it. Blocking: call it off the
@@ -272,7 +281,10 @@ impl State {
         match KeyRing::load(path) {
             Ok(ring) => {
                 let count = ring.len();
+                let generation = ring.generation();
                 let replaced = self.keys.swap(Arc::new(ring));
+                self.keys_generation
+                    .store(generation, std::sync::atomic::Ordering::Release);
                 drop(replaced);
                 self.metrics.keys_reloads.fetch_add(1, Relaxed);
                 if let Ok(mut known) = self.keys_identity.lock() {
