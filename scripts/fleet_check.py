@@ -141,6 +141,10 @@ class Fleet:
             "--snapshot-cache", os.path.join(self.work, f"cache-{index}"),
             "--poll-interval-ms", str(POLL_MS),
             "--budgets", f"redis://127.0.0.1:{self.ports['redis']}",
+            # The exact counts must not depend on the machine's speed: on a loaded 2-core box a
+            # process can stall past the 5 ms default, and a replica would then meter locally.
+            # A stopped Redis still fails at once (connection refused), so fallback is tested.
+            "--budgets-timeout-ms", "1000",
             "--client-ip-header", "X-Forwarded-For",
             "--max-connections-per-address", "100000",
             "--keys", self.keys, "--cursor-key", self.cursor_key,
