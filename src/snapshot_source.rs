@@ -26,9 +26,9 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{anyhow, bail, Context, Result};
 use futures_util::StreamExt;
 use marks_builder::{OpenOptions, Snapshot};
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as StorePath;
-use object_store::{GetOptions, ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ClientConfigKey, GetOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
@@ -110,8 +110,20 @@ impl std::fmt::Display for Location {
 /// The store at `location`, configured from the AWS environment variables.
 fn open_store(location: &Location) -> Result<Arc<dyn ObjectStore>> {
     crate::use_ring_for_outbound_tls();
+    // A poll that fails is retried at the next poll anyway: a few quick retries, not the
+    // default ten over up to three minutes. A download may take long (a multi-GB snapshot),
+    // so the whole request gets an hour, and a stalled one is caught by the read timeout.
+    let retry = RetryConfig {
+        max_retries: 3,
+        retry_timeout: Duration::from_secs(30),
+        ..RetryConfig::default()
+    };
+    let client = |key| AmazonS3ConfigKey::Client(key);
     let store = AmazonS3Builder::from_env()
         .with_bucket_name(&location.bucket)
+        .with_retry(retry)
+        .with_config(client(ClientConfigKey::Timeout), "1h")
+        .with_config(client(ClientConfigKey::ReadTimeout), "30s")
         .build()
         .with_context(|| format!("cannot configure the object store for {location}"))?;
     Ok(Arc::new(store))
