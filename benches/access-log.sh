@@ -41,7 +41,6 @@ for _ in $(seq 1 "$ROUNDS"); do
   run text --access-log "$work/access.log"
   run json --access-log "$work/access.log" --log-format json
 done
-median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 none=$(median "$work/none.rps")
 {
   echo "| access log | requests/s (median of $ROUNDS) | vs no access log |"

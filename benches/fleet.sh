@@ -66,7 +66,6 @@ for _ in $(seq 1 "$ROUNDS"); do
   run local
   run shared --budgets redis://127.0.0.1:9711
 done
-median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 base=$(median "$work/local.rps")
 {
   echo "| budgets | requests/s (median of $ROUNDS) | vs local | server CPU µs/request | Redis CPU µs/request | Redis round trips/request |"

@@ -149,7 +149,6 @@ results="$work/results.md"
   echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 } >"$results"
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 port=9100
 side_rows=()

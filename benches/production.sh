@@ -106,7 +106,6 @@ for kind in h1 h2; do
   done
 done
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 {
   echo "| protocol (TLS, access log on) | marks req/s | nginx req/s | bare hyper req/s | marks / nginx | marks / bare | marks CPU us/req | nginx CPU us/req | bare CPU us/req |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"

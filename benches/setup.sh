@@ -34,6 +34,9 @@ refuse_errors() { # output-file what
   fi
 }
 
+# The median of numbers, one per line, read from the named files or from stdin.
+median() { sort -n "$@" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
 # Sets $marks, $reference and $key; leaves $work/sample.snap and $work/keys.toml.
 prepare_sample() {
   mkdir -p "$work"

@@ -38,7 +38,6 @@ seconds() { # command... -> wall seconds
   start=$(date +%s.%N); "$@" >/dev/null 2>&1; end=$(date +%s.%N)
   awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", e - s }'
 }
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 results="$work/results.md"
 {

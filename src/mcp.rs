@@ -104,7 +104,8 @@ impl MarksTools {
                        sector, status, latest_mark, delta_30d_pct, observations}."
     )]
     async fn get_company(&self, Parameters(args): Parameters<CompanyArgs>) -> Result<CallToolResult, ErrorData> {
-        self.get(&format!("/v1/companies/{}", path_segment(&args.slug))).await
+        self.get(&format!("/v1/companies/{}", encode_argument(&args.slug)))
+            .await
     }
 
     #[tool(
@@ -113,8 +114,11 @@ impl MarksTools {
     )]
     async fn get_mark_series(&self, Parameters(args): Parameters<SeriesArgs>) -> Result<CallToolResult, ErrorData> {
         let coverage = args.coverage.map_or_else(String::new, |c| format!("?coverage={c}"));
-        self.get(&format!("/v1/companies/{}/marks{coverage}", path_segment(&args.slug)))
-            .await
+        self.get(&format!(
+            "/v1/companies/{}/marks{coverage}",
+            encode_argument(&args.slug)
+        ))
+        .await
     }
 
     #[tool(
@@ -123,7 +127,7 @@ impl MarksTools {
                        valuation_usd, source_url, note}]}. Pro tier and above."
     )]
     async fn get_mark_events(&self, Parameters(args): Parameters<CompanyArgs>) -> Result<CallToolResult, ErrorData> {
-        self.get(&format!("/v1/companies/{}/events", path_segment(&args.slug)))
+        self.get(&format!("/v1/companies/{}/events", encode_argument(&args.slug)))
             .await
     }
 
@@ -134,7 +138,7 @@ impl MarksTools {
                        Enterprise tier."
     )]
     async fn get_resolution(&self, Parameters(args): Parameters<CompanyArgs>) -> Result<CallToolResult, ErrorData> {
-        self.get(&format!("/v1/companies/{}/resolution", path_segment(&args.slug)))
+        self.get(&format!("/v1/companies/{}/resolution", encode_argument(&args.slug)))
             .await
     }
 
@@ -230,16 +234,16 @@ const ARGUMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERI
     .remove(b'_')
     .remove(b'~');
 
-/// A slug as one path segment (or a query value): a tool argument cannot reach another path
-/// or add a parameter.
-fn path_segment(text: &str) -> String {
+/// A tool argument as one path segment or one query value: it cannot reach another path or
+/// add a parameter.
+fn encode_argument(text: &str) -> String {
     percent_encoding::utf8_percent_encode(text, ARGUMENT).to_string()
 }
 
 fn url_query(pairs: &[(&str, Option<String>)]) -> String {
     pairs
         .iter()
-        .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}={}", path_segment(v))))
+        .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}={}", encode_argument(v))))
         .collect::<Vec<_>>()
         .join("&")
 }
@@ -250,8 +254,8 @@ mod tests {
 
     #[test]
     fn arguments_cannot_leave_their_path_segment_or_query_value() {
-        assert_eq!(path_segment("stripe"), "stripe");
-        assert_eq!(path_segment("../usage"), "%2E%2E%2Fusage");
+        assert_eq!(encode_argument("stripe"), "stripe");
+        assert_eq!(encode_argument("../usage"), "%2E%2E%2Fusage");
         assert_eq!(
             url_query(&[
                 ("sort", Some("-value_usd".into())),

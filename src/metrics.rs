@@ -181,18 +181,13 @@ impl Metrics {
                 &self.watcher_restarts,
             ),
         ];
-        for (name, help, counter) in counters {
-            writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                counter.load(Relaxed)
-            )?;
-        }
-        writeln!(
+        write_counters(out, &counters)?;
+        write_metric(
             out,
-            "# HELP marks_auth_throttle_dropped_total Failed-authentication buckets dropped (least recently used first) to keep that table under its maximum.\n\
-             # TYPE marks_auth_throttle_dropped_total counter\nmarks_auth_throttle_dropped_total {}",
-            g.throttle_buckets_dropped
+            "marks_auth_throttle_dropped_total",
+            "Failed-authentication buckets dropped (least recently used first) to keep that table under its maximum.",
+            "counter",
+            g.throttle_buckets_dropped,
         )?;
         if let Some(store) = g.budget_store {
             let counters = &store.counters;
@@ -218,18 +213,13 @@ impl Metrics {
                     &counters.noted_denials,
                 ),
             ];
-            for (name, help, counter) in store_counters {
-                writeln!(
-                    out,
-                    "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                    counter.load(Relaxed)
-                )?;
-            }
-            writeln!(
+            write_counters(out, &store_counters)?;
+            write_metric(
                 out,
-                "# HELP marks_budget_shared 1 while budgets are decided by the shared store, 0 while this replica meters locally.\n\
-                 # TYPE marks_budget_shared gauge\nmarks_budget_shared {}",
-                u8::from(store.is_shared())
+                "marks_budget_shared",
+                "1 while budgets are decided by the shared store, 0 while this replica meters locally.",
+                "gauge",
+                u8::from(store.is_shared()),
             )?;
         }
         if let Some(source) = g.snapshot_source {
@@ -256,13 +246,7 @@ impl Metrics {
                     &counters.refusals,
                 ),
             ];
-            for (name, help, counter) in source_counters {
-                writeln!(
-                    out,
-                    "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                    counter.load(Relaxed)
-                )?;
-            }
+            write_counters(out, &source_counters)?;
         }
         let gauges: [(&str, &str, String); 6] = [
             (
@@ -293,7 +277,7 @@ impl Metrics {
             ),
         ];
         for (name, help, value) in gauges {
-            writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}")?;
+            write_metric(out, name, help, "gauge", value)?;
         }
         writeln!(
             out,
@@ -308,4 +292,23 @@ impl Metrics {
         }
         Ok(())
     }
+}
+
+/// One metric in the text exposition format: its HELP and TYPE lines, then its value.
+fn write_metric(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    kind: &str,
+    value: impl std::fmt::Display,
+) -> std::fmt::Result {
+    writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}")
+}
+
+/// Counters by name, help and value.
+fn write_counters(out: &mut String, counters: &[(&str, &str, &AtomicU64)]) -> std::fmt::Result {
+    for (name, help, counter) in counters {
+        write_metric(out, name, help, "counter", counter.load(Relaxed))?;
+    }
+    Ok(())
 }

@@ -171,7 +171,8 @@ async fn upload(store: &dyn ObjectStore, object: &StorePath, file: &FsPath) -> R
     let mut reader = tokio::fs::File::open(file).await?;
     let length = reader.metadata().await?.len();
     if length <= PART as u64 {
-        let bytes = tokio::fs::read(file).await?;
+        let mut bytes = Vec::with_capacity(length as usize);
+        tokio::io::AsyncReadExt::read_to_end(&mut reader, &mut bytes).await?;
         store.put(object, PutPayload::from(bytes)).await?;
         return Ok(());
     }
