@@ -432,12 +432,13 @@ impl SnapshotSource {
     }
 
     fn refuse(&self, etag: Option<String>, reason: String) {
-        self.counters.refusals.fetch_add(1, Relaxed);
         tracing::error!(source = %self.location, "{reason}; still serving the previous snapshot");
         if let Ok(mut status) = self.status.lock() {
             status.last_error = Some((SystemTime::now(), reason));
         }
         self.handled(etag);
+        // Counted last: whoever sees the count go up finds the reason in `/readyz` already.
+        self.counters.refusals.fetch_add(1, Relaxed);
     }
 
     /// `/readyz`'s `source` object.

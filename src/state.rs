@@ -256,7 +256,6 @@ impl State {
                 Ok(loaded)
             }
             Err(err) => {
-                self.metrics.snapshot_refusals.fetch_add(1, Relaxed);
                 if let Ok(mut refusal) = self.snapshot_refusal.lock() {
                     *refusal = Some(Refusal {
                         at: SystemTime::now(),
@@ -264,6 +263,9 @@ impl State {
                         reason: err.to_string(),
                     });
                 }
+                // Counted after the reason is recorded: a count seen going up has its reason
+                // in `/readyz` already.
+                self.metrics.snapshot_refusals.fetch_add(1, Relaxed);
                 Err(LoadError::Refused(err))
             }
         }
@@ -293,7 +295,6 @@ impl State {
                 Ok(count)
             }
             Err(err) => {
-                self.metrics.keys_refusals.fetch_add(1, Relaxed);
                 if let Ok(mut refusal) = self.keys_refusal.lock() {
                     *refusal = Some(Refusal {
                         at: SystemTime::now(),
@@ -301,6 +302,9 @@ impl State {
                         reason: err.to_string(),
                     });
                 }
+                // Counted after the reason is recorded: a count seen going up has its reason
+                // in `/readyz` already.
+                self.metrics.keys_refusals.fetch_add(1, Relaxed);
                 if let Ok(mut known) = self.keys_identity.lock() {
                     // Do not retry the same bad file every poll; retry when it changes.
                     *known = identity;
