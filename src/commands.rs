@@ -213,7 +213,16 @@ pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
         .filter_map(|f| std::fs::metadata(sample_dir().join(f)).and_then(|m| m.modified()).ok())
         .max();
     let built = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    if matches!((built, newest_source), (Some(built), Some(source)) if built >= source) {
+    // A sample built by an older version of this program is rebuilt too, not refused.
+    let current_format = || {
+        let mut header = [0u8; marks_builder::format::HEADER_LEN];
+        std::fs::File::open(path)
+            .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut header))
+            .ok()
+            .and_then(|()| marks_builder::format::Header::decode(&header).ok())
+            .is_some_and(|h| h.format_version == marks_builder::format::FORMAT_VERSION)
+    };
+    if matches!((built, newest_source), (Some(built), Some(source)) if built >= source) && current_format() {
         return Ok(());
     }
     eprintln!(

@@ -5,8 +5,9 @@
 //! - [`service::handle`] is the whole request path as a plain function, its steps in order:
 //!   [`access`] (who is asking, and the throttle on failed authentication), [`operations`]
 //!   (what each endpoint answers), [`representation`] (how an answer becomes a response:
-//!   conditional requests, encodings, caching, headers), with [`response_headers`] holding
-//!   the header names, values and prebuilt blocks;
+//!   conditional requests, encodings, ranges, caching, headers), with [`response_headers`]
+//!   holding the header names, values and prebuilt blocks and [`response_body`] the bodies;
+//!   [`list`] and [`changes`] assemble the paginated answers;
 //! - [`http_server`] puts it behind hyper: the accept loop, TLS, HTTP/2, graceful shutdown,
 //!   with [`connection_guard`] enforcing the per-connection deadlines and [`access_log`]
 //!   writing one line per request;
@@ -22,6 +23,8 @@
 pub mod access;
 pub mod access_log;
 pub mod background;
+pub mod byte_ranges;
+pub mod changes;
 pub mod commands;
 pub mod connection_guard;
 pub mod cursor;
@@ -37,6 +40,7 @@ pub mod query;
 pub mod ratelimit;
 pub mod reload;
 pub mod representation;
+pub mod response_body;
 pub mod response_headers;
 pub mod routes;
 pub mod serve_command;

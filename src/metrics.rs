@@ -13,7 +13,9 @@ use crate::shared_budgets::SharedBudgets;
 use crate::snapshot_source::SnapshotSource;
 
 /// The statuses the server produces; anything else is counted as "other".
-const STATUSES: [u16; 13] = [200, 304, 400, 401, 403, 404, 405, 408, 422, 429, 431, 500, 503];
+const STATUSES: [u16; 15] = [
+    200, 206, 304, 400, 401, 403, 404, 405, 408, 416, 422, 429, 431, 500, 503,
+];
 /// Latency bucket upper bounds, in seconds.
 const BUCKETS: [f64; 12] = [
     0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.1, 0.5, 1.0,

@@ -3,8 +3,9 @@
 //!
 //! No keys, budgets or response headers here: who is asking and whether they may is settled
 //! before (`service`, `access`), and the response is written after (`representation`). Data
-//! bodies are slices of the mapped snapshot; only list pages, `/readyz`, `/metrics` and a
-//! custom-budget usage body are assembled per request.
+//! bodies are slices of the mapped snapshot; only list and change pages, `/readyz`,
+//! `/metrics` and a custom-budget usage body are assembled per request (and an export is
+//! decoded as it is sent for a client that does not accept gzip).
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -16,6 +17,7 @@ use marks_builder::format::{ArchivedCompanyEntry, UNIVERSE_ALL, UNIVERSE_FREE};
 use marks_builder::tiers::{Scope, Tier};
 use marks_builder::writer::etag_of;
 
+use crate::changes::{self, ChangesQuery, CHANGES_PARAMS};
 use crate::cursor::CursorKey;
 use crate::key_ring::Caller;
 use crate::list;
@@ -81,8 +83,44 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                 .stored(call.loaded, &company.resolution, Cache::Private))
         }
         Operation::GetUsage => usage(call),
+        Operation::GetChanges => changes(call),
+        Operation::GetExport => {
+            require(call.caller, Scope::ExportRead)?;
+            no_parameters(call.query)?;
+            let exports = &call.loaded.snapshot.index().exports;
+            call.negotiation
+                .export(call.loaded, &exports.companies, &call.state.export_decoders)
+        }
+        Operation::GetSeriesExport => {
+            require(call.caller, Scope::ExportRead)?;
+            let params = Params::parse(call.query, &["coverage"])?;
+            let coverage = query::coverage(&params)?;
+            if coverage == 95 {
+                require(call.caller, Scope::Marks95)?;
+            }
+            let exports = &call.loaded.snapshot.index().exports;
+            let export = if coverage == 95 {
+                &exports.series_95
+            } else {
+                &exports.series_80
+            };
+            call.negotiation
+                .export(call.loaded, export, &call.state.export_decoders)
+        }
         _ => Err(ApiError::Internal),
     }
+}
+
+fn changes(call: &Call<'_>) -> Result<Representation, ApiError> {
+    require(call.caller, Scope::ChangesRead)?;
+    let params = Params::parse(call.query, CHANGES_PARAMS)?;
+    let query = ChangesQuery::from_params(&params)?;
+    let cursor_key = &call.state.cursor_key;
+    let page = changes::Page::place(call.loaded, &query, cursor_key)?;
+    let etag = page_etag(call.loaded, cursor_key, b"changes", call.query.unwrap_or(""));
+    Ok(call
+        .negotiation
+        .conditional(&etag, header_value(&etag), Cache::Private, || page.render(cursor_key)))
 }
 
 fn list_companies(call: &Call<'_>) -> Result<Representation, ApiError> {
@@ -102,7 +140,7 @@ fn list_companies(call: &Call<'_>) -> Result<Representation, ApiError> {
     };
     let cursor_key = &call.state.cursor_key;
     let page = list::Page::place(call.loaded, &query, universe, cursor_key)?;
-    let etag = list_etag(call.loaded, cursor_key, universe, call.query.unwrap_or(""));
+    let etag = page_etag(call.loaded, cursor_key, &[universe], call.query.unwrap_or(""));
     Ok(call
         .negotiation
         .conditional(&etag, header_value(&etag), Cache::Private, || {
@@ -176,13 +214,13 @@ fn no_parameters(query: Option<&str>) -> Result<(), ApiError> {
     Params::parse(query, &[]).map(|_| ())
 }
 
-/// A list page's ETag: its bytes are a function of the snapshot, the cursor key (its
-/// `next_cursor`), the universe and the query string, so hashing those names them without
-/// rendering the page.
-fn list_etag(loaded: &LoadedSnapshot, cursor_key: &CursorKey, universe: u8, query: &str) -> String {
+/// A page's ETag: its bytes are a function of the snapshot, the cursor key (its
+/// `next_cursor`), which list it pages (`list`: the operation, or the universe of
+/// listCompanies) and the query string, so hashing those names them without rendering it.
+fn page_etag(loaded: &LoadedSnapshot, cursor_key: &CursorKey, list: &[u8], query: &str) -> String {
     let mut hasher = xxhash_rust::xxh3::Xxh3::with_seed(loaded.etag_seed);
     hasher.update(&cursor_key.fingerprint().to_le_bytes());
-    hasher.update(&[universe]);
+    hasher.update(list);
     hasher.update(query.as_bytes());
     format!("\"{:016x}\"", hasher.digest())
 }

@@ -30,6 +30,10 @@ pub enum ApiError {
         retry_after: u64,
     },
     MethodNotAllowed(String),
+    /// A byte range that starts past the end of a representation of `length` bytes.
+    RangeNotSatisfiable {
+        length: u64,
+    },
     Internal,
     Unavailable(String),
 }
@@ -65,6 +69,7 @@ impl ApiError {
             | ApiError::InvalidParameter { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -82,6 +87,7 @@ impl ApiError {
             ApiError::InvalidParameter { .. } => "invalid_parameter",
             ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } => "rate_limited",
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
+            ApiError::RangeNotSatisfiable { .. } => "range_not_satisfiable",
             ApiError::Internal => "internal_error",
             ApiError::Unavailable(_) => "unavailable",
         }
@@ -100,6 +106,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "Rate limit exceeded",
             ApiError::AuthThrottled { .. } => "Too many failed authentications",
             ApiError::MethodNotAllowed(_) => "Method not allowed",
+            ApiError::RangeNotSatisfiable { .. } => "Range not satisfiable",
             ApiError::Internal => "Internal error",
             ApiError::Unavailable(_) => "Service unavailable",
         }
@@ -127,6 +134,9 @@ impl ApiError {
             ApiError::MethodNotAllowed(method) => {
                 format!("Method {method} is not allowed; this API is read-only: use GET or HEAD.")
             }
+            ApiError::RangeNotSatisfiable { length } => format!(
+                "The range starts past the end of the representation, which is {length} bytes; Content-Range gives its length."
+            ),
             ApiError::Internal => "The request could not be completed; it has been logged.".into(),
         }
     }

@@ -85,16 +85,7 @@ pub const LIST_PARAMS: &[&str] = &["limit", "cursor", "sector", "status", "sort"
 
 impl<'a> ListQuery<'a> {
     pub fn from_params(params: &'a Params<'a>) -> Result<ListQuery<'a>, ApiError> {
-        let limit = match params.get("limit") {
-            None => PAGE_SIZE_DEFAULT,
-            Some(text) => text
-                .parse::<u32>()
-                .ok()
-                .filter(|n| (1..=PAGE_SIZE_MAX).contains(n) && text.bytes().all(|b| b.is_ascii_digit()))
-                .ok_or_else(|| {
-                    ApiError::invalid_parameter("limit", &format!("must be an integer from 1 to {PAGE_SIZE_MAX}"))
-                })?,
-        };
+        let limit = limit(params)?;
         let status = match params.get("status") {
             None => 0,
             Some("private") => STATUS_PRIVATE,
@@ -123,7 +114,21 @@ impl<'a> ListQuery<'a> {
     }
 }
 
-/// The coverage of getMarkSeries: 80 unless 95 is asked for.
+/// The page size of a paginated operation: `limit`, 1 to 200, 50 when not given.
+pub fn limit(params: &Params<'_>) -> Result<u32, ApiError> {
+    match params.get("limit") {
+        None => Ok(PAGE_SIZE_DEFAULT),
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=PAGE_SIZE_MAX).contains(n) && text.bytes().all(|b| b.is_ascii_digit()))
+            .ok_or_else(|| {
+                ApiError::invalid_parameter("limit", &format!("must be an integer from 1 to {PAGE_SIZE_MAX}"))
+            }),
+    }
+}
+
+/// The coverage of getMarkSeries and the series export: 80 unless 95 is asked for.
 pub fn coverage(params: &Params<'_>) -> Result<u32, ApiError> {
     match params.get("coverage") {
         None | Some("80") => Ok(80),

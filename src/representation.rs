@@ -4,24 +4,27 @@
 //! response carries, the request's own (its id, the rate-limit headers of the budget it was
 //! metered against) included.
 //!
-//! Conditional requests (`If-None-Match`) and content negotiation (`Accept-Encoding`) are
-//! decided here too, by [`Negotiation`], so a handler only says which body it answers with.
+//! Conditional requests (`If-None-Match`), content negotiation (`Accept-Encoding`) and, for the
+//! exports, range requests are decided here too, by [`Negotiation`], so a handler only says
+//! which body it answers with.
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode};
-use http_body_util::Full;
-use marks_builder::format::ArchivedBody;
+use marks_builder::format::{ArchivedBody, ArchivedExport};
 
+use crate::byte_ranges::{self, Asked};
 use crate::key_ring::Caller;
+use crate::problem::ApiError;
+use crate::response_body::{Decoders, Payload, ResponseBody};
 use crate::response_headers::{
-    MeteredValues, GZIP, JSON, NO_STORE, PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, RATELIMIT, RATELIMIT_POLICY,
-    VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET,
-    X_REQUEST_ID,
+    MeteredValues, BYTES, GZIP, JSON, NDJSON, NO_STORE, PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, RATELIMIT,
+    RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
+    X_RATELIMIT_RESET, X_REQUEST_ID,
 };
 use crate::state::LoadedSnapshot;
 
-pub type Response = http::Response<Full<Bytes>>;
+pub type Response = http::Response<ResponseBody>;
 
 /// How a response may be cached, and what it varies on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +42,7 @@ pub enum Cache {
 pub struct Representation {
     pub status: StatusCode,
     /// Empty for a 304.
-    pub body: Bytes,
+    pub body: Payload,
     pub content_type: HeaderValue,
     pub etag: Option<HeaderValue>,
     pub cache: Cache,
@@ -47,6 +50,10 @@ pub struct Representation {
     pub vary_encoding: bool,
     /// The body is the gzip variant.
     pub gzip: bool,
+    /// Ranges of it may be asked for (`Accept-Ranges: bytes`).
+    pub ranges: bool,
+    /// For a 206: which bytes of the representation the body is.
+    pub content_range: Option<HeaderValue>,
 }
 
 impl Representation {
@@ -54,12 +61,14 @@ impl Representation {
     pub fn uncached(status: StatusCode, body: Bytes, content_type: HeaderValue) -> Representation {
         Representation {
             status,
-            body,
+            body: Payload::Bytes(body),
             content_type,
             etag: None,
             cache: Cache::NoStore,
             vary_encoding: false,
             gzip: false,
+            ranges: false,
+            content_range: None,
         }
     }
 }
@@ -97,10 +106,16 @@ impl Representation {
             cache,
             vary_encoding,
             gzip,
+            ranges,
+            content_range,
         } = self;
         let length = body.len();
         let with_body = status != StatusCode::NOT_MODIFIED && !head;
-        let mut response = Response::new(Full::new(if with_body { body } else { Bytes::new() }));
+        let mut response = Response::new(if with_body {
+            ResponseBody::new(body)
+        } else {
+            ResponseBody::empty()
+        });
         *response.status_mut() = status;
         let headers = response.headers_mut();
         let Metering {
@@ -159,8 +174,14 @@ impl Representation {
                 }
             }
         }
-        if gzip && status == StatusCode::OK {
+        if gzip && (status == StatusCode::OK || status == StatusCode::PARTIAL_CONTENT) {
             headers.insert(header::CONTENT_ENCODING, GZIP);
+        }
+        if ranges {
+            headers.insert(header::ACCEPT_RANGES, BYTES);
+        }
+        if let Some(content_range) = content_range {
+            headers.insert(header::CONTENT_RANGE, content_range);
         }
         if head && status != StatusCode::NOT_MODIFIED {
             // What a GET would have sent.
@@ -200,6 +221,61 @@ impl Negotiation<'_> {
         representation
     }
 
+    /// A stored export: its gzip bytes as stored for a client that accepts gzip, else its
+    /// text decoded as it is sent (one of `decoders`' places, or 503 while all are taken); 304
+    /// when `If-None-Match` matches, and the single byte range asked for (206, or 416).
+    pub fn export(
+        &self,
+        loaded: &LoadedSnapshot,
+        export: &ArchivedExport,
+        decoders: &Decoders,
+    ) -> Result<Representation, ApiError> {
+        let gzip = self.accept_encoding && accepts_gzip(self.headers);
+        let (etag, len) = if gzip {
+            (export.gzip_etag.as_str(), export.gzip.len.to_native())
+        } else {
+            (export.identity_etag.as_str(), export.identity_len.to_native())
+        };
+        let etag_value = HeaderValue::from_maybe_shared(loaded.snapshot.file_slice(etag.as_bytes()))
+            .unwrap_or_else(|_| header_value(etag));
+        let mut representation = self.conditional(etag, etag_value, Cache::Private, Bytes::new);
+        representation.content_type = NDJSON;
+        representation.vary_encoding = true;
+        representation.gzip = gzip;
+        representation.ranges = true;
+        if representation.status == StatusCode::NOT_MODIFIED {
+            return Ok(representation);
+        }
+        let (first, last) = match byte_ranges::asked(self.headers, etag, len) {
+            Asked::Whole => (0, len.saturating_sub(1)),
+            Asked::Unsatisfiable => return Err(ApiError::RangeNotSatisfiable { length: len }),
+            Asked::Part { first, last } => {
+                representation.status = StatusCode::PARTIAL_CONTENT;
+                representation.content_range = Some(header_value(&format!("bytes {first}-{last}/{len}")));
+                (first, last)
+            }
+        };
+        let part_len = if len == 0 { 0 } else { last - first + 1 };
+        representation.body = if gzip {
+            let stored = loaded.snapshot.body(&export.gzip);
+            Payload::Bytes(stored.slice(first as usize..(first + part_len) as usize))
+        } else {
+            let permit = decoders.try_acquire().ok_or_else(|| {
+                ApiError::Unavailable(format!(
+                    "{} exports are being decoded for clients that do not accept gzip; retry shortly, or send Accept-Encoding: gzip, which is always served.",
+                    decoders.active()
+                ))
+            })?;
+            Payload::Gunzip {
+                gzip: loaded.snapshot.body(&export.gzip),
+                skip: first,
+                len: part_len,
+                permit,
+            }
+        };
+        Ok(representation)
+    }
+
     /// 200 with the body, or 304 when `If-None-Match` matches its ETag, in which case the body
     /// is never made (a list page is not rendered to be revalidated).
     pub fn conditional(
@@ -216,12 +292,14 @@ impl Negotiation<'_> {
         };
         Representation {
             status,
-            body,
+            body: Payload::Bytes(body),
             content_type: JSON,
             etag: Some(etag_value),
             cache,
             vary_encoding: false,
             gzip: false,
+            ranges: false,
+            content_range: None,
         }
     }
 }

@@ -30,7 +30,9 @@ pub const AUTH_FAILURES_POLICY: &[u8] = b"\"auth-failures\"";
 
 pub const JSON: HeaderValue = HeaderValue::from_static("application/json");
 pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
+pub const NDJSON: HeaderValue = HeaderValue::from_static("application/x-ndjson");
 pub const GZIP: HeaderValue = HeaderValue::from_static("gzip");
+pub const BYTES: HeaderValue = HeaderValue::from_static("bytes");
 pub const PRIVATE_NO_CACHE: HeaderValue = HeaderValue::from_static("private, no-cache");
 pub const PUBLIC_MAX_AGE_60: HeaderValue = HeaderValue::from_static("public, max-age=60");
 pub const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");

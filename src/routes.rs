@@ -10,6 +10,9 @@ pub enum Operation {
     GetMarkEvents,
     GetResolution,
     GetUsage,
+    GetChanges,
+    GetExport,
+    GetSeriesExport,
     SigningKeys,
     Scorecard,
     OpenApi,
@@ -21,13 +24,16 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 13] = [
+    pub const ALL: [Operation; 16] = [
         Operation::ListCompanies,
         Operation::GetCompany,
         Operation::GetMarkSeries,
         Operation::GetMarkEvents,
         Operation::GetResolution,
         Operation::GetUsage,
+        Operation::GetChanges,
+        Operation::GetExport,
+        Operation::GetSeriesExport,
         Operation::SigningKeys,
         Operation::Scorecard,
         Operation::OpenApi,
@@ -46,6 +52,9 @@ impl Operation {
             Operation::GetMarkEvents => "getMarkEvents",
             Operation::GetResolution => "getResolution",
             Operation::GetUsage => "getUsage",
+            Operation::GetChanges => "getChanges",
+            Operation::GetExport => "getExport",
+            Operation::GetSeriesExport => "getSeriesExport",
             Operation::SigningKeys => "getSigningKeys",
             Operation::Scorecard => "getScorecard",
             Operation::OpenApi => "getOpenApi",
@@ -73,6 +82,9 @@ pub fn route(path: &str) -> Route<'_> {
     match path {
         "/v1/companies" => return plain(Operation::ListCompanies),
         "/v1/usage" => return plain(Operation::GetUsage),
+        "/v1/changes" => return plain(Operation::GetChanges),
+        "/v1/export" => return plain(Operation::GetExport),
+        "/v1/export/series" => return plain(Operation::GetSeriesExport),
         "/v1/signing-keys" => return plain(Operation::SigningKeys),
         "/v1/scorecard" => return plain(Operation::Scorecard),
         "/v1/openapi.json" => return plain(Operation::OpenApi),
@@ -108,6 +120,7 @@ mod tests {
     #[test]
     fn paths_map_to_operations() {
         assert_eq!(route("/v1/companies").operation, Operation::ListCompanies);
+        assert_eq!(route("/v1/export/series").operation, Operation::GetSeriesExport);
         let marks = route("/v1/companies/openai/marks");
         assert_eq!(
             (marks.operation, marks.slug),

@@ -380,6 +380,10 @@ impl<'a, B> Exchange<'a, B> {
             ApiError::RateLimited { retry_after } | ApiError::AuthThrottled { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
+            ApiError::RangeNotSatisfiable { length } => {
+                let unsatisfied = format!("bytes */{length}");
+                headers.insert(header::CONTENT_RANGE, crate::representation::header_value(&unsatisfied));
+            }
             _ => {}
         }
         response

@@ -23,6 +23,7 @@ use crate::key_ring::KeyRing;
 use crate::keys_file::KeysError;
 use crate::metrics::{Gauges, Metrics};
 use crate::ratelimit::RateLimiter;
+use crate::response_body::Decoders;
 use crate::shared_budgets::SharedBudgets;
 use crate::snapshot_source::SnapshotSource;
 
@@ -149,6 +150,10 @@ pub struct Settings {
     pub keys_path: PathBuf,
 }
 
+/// Exports decoded at once for clients that do not accept gzip: each costs a core for as long
+/// as it streams (a gzip client costs nothing of the kind), so a few at a time.
+pub const EXPORT_DECODERS: usize = 4;
+
 #[derive(Debug)]
 pub struct State {
     snapshot: ArcSwapOption<LoadedSnapshot>,
@@ -164,6 +169,8 @@ pub struct State {
     /// With `--snapshot-from`: where published snapshots come from.
     pub snapshot_source: Option<Arc<SnapshotSource>>,
     pub cursor_key: CursorKey,
+    /// Exports being decoded for clients that do not accept gzip.
+    pub export_decoders: Decoders,
     pub metrics: Metrics,
     pub settings: Settings,
     snapshot_refusal: Mutex<Option<Refusal>>,
@@ -187,6 +194,7 @@ impl State {
             shared_budgets: None,
             snapshot_source: None,
             cursor_key,
+            export_decoders: Decoders::new(EXPORT_DECODERS),
             metrics: Metrics::default(),
             settings,
             snapshot_refusal: Mutex::new(None),

@@ -14,12 +14,15 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::changes;
 use crate::dataset::{Company, Dataset, DatasetError, Status};
+use crate::export::Spool;
 use crate::format::{
-    compare_rows, CompanyEntry, EventFingerprint, Index, ListEntry, RowKey, FREE_UNIVERSE_SIZE, SORTS,
-    STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
+    compare_rows, ArchivedIndex, CompanyEntry, EventFingerprint, Exports, Index, LatestBands, ListEntry, RowKey,
+    FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
 };
-use crate::methodology::{usd, Coverage, Fit, Params, METHODOLOGY_VERSION};
+use crate::gzip::{self, Piece};
+use crate::methodology::{usd, Band, Coverage, Fit, Params, METHODOLOGY_VERSION};
 use crate::render;
 use crate::signing::{self, KeyError};
 use crate::snapshot::{OpenOptions, Snapshot, SnapshotError};
@@ -40,7 +43,8 @@ pub struct BuildOptions {
     pub previous: Option<PathBuf>,
     /// Signs the snapshot header, for servers that require a publisher.
     pub publisher_key: Option<SigningKey>,
-    /// 1-9, or 0 to store no compressed variants.
+    /// 1-9, or 0 to store no compressed variants of single bodies (the exports are always
+    /// compressed, at level 1 then).
     pub gzip_level: u32,
     pub progress: bool,
 }
@@ -57,6 +61,8 @@ pub enum BuildError {
     Write(#[from] WriteError),
     #[error(transparent)]
     Key(#[from] KeyError),
+    #[error("cannot compress: {0}")]
+    Compress(#[from] std::io::Error),
 }
 
 /// What a build produced, for the command line and the benches.
@@ -78,12 +84,17 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
     let started = Instant::now();
     let dataset = Dataset::load(&options.source)?;
     let mut published_keys = vec![options.signing_key.verifying_key()];
-    if let Some(path) = &options.previous {
-        let previous = Snapshot::open(path, &OpenOptions::default()).map_err(|source| BuildError::Previous {
-            path: path.clone(),
-            source,
-        })?;
-        check_append_only(&dataset, &previous, &options.source)?;
+    let previous = match &options.previous {
+        Some(path) => Some(
+            Snapshot::open(path, &OpenOptions::default()).map_err(|source| BuildError::Previous {
+                path: path.clone(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
+    if let Some(previous) = &previous {
+        check_append_only(&dataset, previous, &options.source)?;
         let index = previous.index();
         let jwks = previous.body_slice(&index.signing_keys.identity);
         published_keys.extend(signing::parse_jwks(jwks).into_iter().map(|(_, key)| key));
@@ -95,7 +106,8 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
     let fit_time = started.elapsed();
 
     let started = Instant::now();
-    let report = write_snapshot(&dataset, &fit, &published_keys, options)?;
+    let previous = previous.as_ref().map(Snapshot::index);
+    let report = write_snapshot(&dataset, &fit, &published_keys, previous, options)?;
     Ok(BuildReport {
         load_time,
         fit_time,
@@ -105,13 +117,19 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
     })
 }
 
-/// Every body of one company, rendered.
+/// Every body of one company, rendered, and its lines of the exports, deflated.
 struct Rendered {
     list_item: Vec<u8>,
     bodies: [(Vec<u8>, Option<Vec<u8>>); 5],
     value_usd: u64,
+    latest_bands: LatestBands,
     delta_30d_pct: Option<f64>,
     series_points: usize,
+    /// The companies export's line.
+    export_line: (Vec<u8>, Piece),
+    /// The series bodies past their `meta` (`render::series_prefix`), deflated: the same text
+    /// makes each series body's gzip variant and its line of a series export.
+    series_rest: [Piece; 2],
 }
 
 fn gzip(bytes: &[u8], level: u32) -> Option<Vec<u8>> {
@@ -124,6 +142,40 @@ fn gzip(bytes: &[u8], level: u32) -> Option<Vec<u8>> {
     encoder.finish().ok()
 }
 
+/// What every company's compressed bodies and export lines share, deflated once per build.
+struct Deflating {
+    /// For single bodies; 0: none.
+    gzip_level: u32,
+    export_level: u32,
+    /// `render::series_prefix`, as text and deflated.
+    series_prefix: (Vec<u8>, Piece),
+    /// What a series export line adds around a series body's rest: `{` before, a newline after.
+    open: Piece,
+    newline: Piece,
+}
+
+impl Deflating {
+    fn new(meta: &[u8], gzip_level: u32) -> std::io::Result<Deflating> {
+        let export_level = gzip_level.max(1);
+        let prefix = render::series_prefix(meta);
+        Ok(Deflating {
+            gzip_level,
+            export_level,
+            series_prefix: (prefix.clone(), Piece::of(&prefix, export_level)?),
+            open: Piece::of(b"{", export_level)?,
+            newline: Piece::of(b"\n", export_level)?,
+        })
+    }
+
+    /// A series body, its gzip variant, and its text past the prefix deflated.
+    fn series(&self, body: Vec<u8>) -> std::io::Result<((Vec<u8>, Option<Vec<u8>>), Piece)> {
+        let rest = Piece::of(&body[self.series_prefix.0.len()..], self.export_level)?;
+        let gzip = (self.gzip_level > 0 && body.len() >= GZIP_MIN_BYTES)
+            .then(|| gzip::member(&[&self.series_prefix.1, &rest]));
+        Ok(((body, gzip), rest))
+    }
+}
+
 fn render_company(
     company: &Company,
     dataset: &Dataset,
@@ -131,41 +183,87 @@ fn render_company(
     meta: &[u8],
     key: &SigningKey,
     kid: &str,
-    gzip_level: u32,
-) -> Result<Rendered, KeyError> {
+    deflating: &Deflating,
+) -> Result<Rendered, BuildError> {
     let marks = fit.marks(company);
     let record = render::resolution_record(meta, &dataset.info, company, &marks, kid)
         .ok_or_else(|| KeyError::Canonical(format!("{} has no mark to resolve", company.slug)))?;
     let dates = render::series_dates(&marks.series);
     let with_gzip = |body: Vec<u8>| {
-        let compressed = gzip(&body, gzip_level);
+        let compressed = gzip(&body, deflating.gzip_level);
         (body, compressed)
     };
+    let series = |coverage| deflating.series(render::series(meta, &company.slug, coverage, &marks.series, &dates));
+    let (marks_80, rest_80) = series(Coverage::C80)?;
+    let (marks_95, rest_95) = series(Coverage::C95)?;
+    let resolution = signing::sign_record(record, key)?;
+    let export_line = render::export_company(company, &marks, &resolution);
+    let export_piece = Piece::of(&export_line, deflating.export_level)?;
+    let latest = marks.latest();
+    let band = |coverage| latest.map_or(Band { lower: 0, upper: 0 }, |m| Band::of(m.band(coverage)));
+    let (band_80, band_95) = (band(Coverage::C80), band(Coverage::C95));
     Ok(Rendered {
         list_item: render::list_item(company, &marks),
         bodies: [
             with_gzip(render::profile(meta, company, &marks)),
-            with_gzip(render::series(
-                meta,
-                &company.slug,
-                Coverage::C80,
-                &marks.series,
-                &dates,
-            )),
-            with_gzip(render::series(
-                meta,
-                &company.slug,
-                Coverage::C95,
-                &marks.series,
-                &dates,
-            )),
+            marks_80,
+            marks_95,
             with_gzip(render::events(meta, company)),
-            with_gzip(signing::sign_record(record, key)?),
+            with_gzip(resolution),
         ],
-        value_usd: marks.latest().map_or(0, |m| usd(m.mark)),
+        value_usd: latest.map_or(0, |m| usd(m.mark)),
+        latest_bands: LatestBands {
+            lower_80: band_80.lower,
+            upper_80: band_80.upper,
+            lower_95: band_95.lower,
+            upper_95: band_95.upper,
+        },
         delta_30d_pct: marks.delta_30d_pct,
         series_points: marks.series.len(),
+        export_line: (export_line, export_piece),
+        series_rest: [rest_80, rest_95],
     })
+}
+
+/// The three export documents being spooled: companies, series at 80%, series at 95%.
+struct Spools([Spool; 3]);
+
+impl Spools {
+    fn create(dir: &Path, meta: &[u8], companies: usize, level: u32) -> std::io::Result<Spools> {
+        let header = |export, coverage| render::export_header(meta, export, coverage, companies);
+        Ok(Spools([
+            Spool::create(dir, &header("companies", None), level)?,
+            Spool::create(dir, &header("series", Some(Coverage::C80)), level)?,
+            Spool::create(dir, &header("series", Some(Coverage::C95)), level)?,
+        ]))
+    }
+
+    /// A company's lines: as rendered for the companies export; for the series, its series
+    /// bodies past their prefix, between `{` and a newline.
+    fn push(&mut self, rendered: &Rendered, deflating: &Deflating) -> std::io::Result<()> {
+        let [companies, series_80, series_95] = &mut self.0;
+        companies.push(&rendered.export_line.0, &rendered.export_line.1)?;
+        let prefix = deflating.series_prefix.0.len();
+        for (spool, (body, rest)) in [series_80, series_95].into_iter().zip(
+            [&rendered.bodies[1].0, &rendered.bodies[2].0]
+                .into_iter()
+                .zip(&rendered.series_rest),
+        ) {
+            spool.push(b"{", &deflating.open)?;
+            spool.push(&body[prefix..], rest)?;
+            spool.push(b"\n", &deflating.newline)?;
+        }
+        Ok(())
+    }
+
+    fn finish(self, writer: &mut SnapshotWriter, target: &Path) -> Result<Exports, WriteError> {
+        let [companies, series_80, series_95] = self.0;
+        Ok(Exports {
+            companies: companies.finish(writer, target)?,
+            series_80: series_80.finish(writer, target)?,
+            series_95: series_95.finish(writer, target)?,
+        })
+    }
 }
 
 fn progress_bar(len: usize, enabled: bool) -> ProgressBar {
@@ -188,10 +286,18 @@ fn write_snapshot(
     dataset: &Dataset,
     fit: &Fit,
     published_keys: &[VerifyingKey],
+    previous: Option<&ArchivedIndex>,
     options: &BuildOptions,
 ) -> Result<BuildReport, BuildError> {
     let meta = render::meta_json(&dataset.info);
     let kid = signing::kid(&options.signing_key.verifying_key());
+    let deflating = Deflating::new(&meta, options.gzip_level)?;
+    let out_dir = options
+        .out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut spools = Spools::create(out_dir, &meta, dataset.companies.len(), deflating.export_level)?;
     let mut writer = SnapshotWriter::create(&options.out)?;
     let meta_json = writer.append(&meta)?;
     let sectors = sector_table(dataset);
@@ -199,30 +305,32 @@ fn write_snapshot(
     // Rendering (parallel) and writing (sequential, in slug order) overlap: a writer thread
     // takes rendered chunks through a short queue while the next chunk renders.
     let (chunks, queue) = std::sync::mpsc::sync_channel::<(usize, Vec<Rendered>)>(2);
-    let (companies, series_points, mut writer) = std::thread::scope(|scope| {
+    let (companies, series_points, mut writer, spools) = std::thread::scope(|scope| {
         let sectors = &sectors;
+        let deflating = &deflating;
         let consumer = scope.spawn(move || -> Result<_, BuildError> {
             let mut companies = Vec::with_capacity(dataset.companies.len());
             let mut series_points = 0;
             for (start, rendered) in queue {
                 for (company, r) in dataset.companies[start..].iter().zip(rendered) {
                     series_points += r.series_points;
+                    spools.push(&r, deflating)?;
                     companies.push(write_company(&mut writer, company, sectors, r)?);
                 }
             }
-            Ok((companies, series_points, writer))
+            Ok((companies, series_points, writer, spools))
         });
         for (number, chunk) in dataset.companies.chunks(CHUNK).enumerate() {
-            let rendered: Result<Vec<Rendered>, KeyError> = chunk
+            let rendered: Result<Vec<Rendered>, BuildError> = chunk
                 .par_iter()
-                .map(|c| render_company(c, dataset, fit, &meta, &options.signing_key, &kid, options.gzip_level))
+                .map(|c| render_company(c, dataset, fit, &meta, &options.signing_key, &kid, deflating))
                 .collect();
             let sent = match rendered {
                 Ok(rendered) => chunks.send((number * CHUNK, rendered)).is_ok(),
                 Err(err) => {
                     drop(chunks);
                     let _ = consumer.join();
-                    return Err(BuildError::from(err));
+                    return Err(err);
                 }
             };
             if !sent {
@@ -244,6 +352,8 @@ fn write_snapshot(
     let signing_keys = writer.append_body(&signing::jwks_body(published_keys), None)?;
     let scorecard = render::scorecard(&meta, fit);
     let scorecard = writer.append_body(&scorecard, gzip(&scorecard, options.gzip_level).as_deref())?;
+    let exports = spools.finish(&mut writer, &options.out)?;
+    let changes = changes::change_log(dataset, &companies, previous);
     let dataset_version = dataset.info.dataset_version.to_string();
     let index = Index {
         dataset_version: dataset_version.clone(),
@@ -258,6 +368,8 @@ fn write_snapshot(
         signing_keys,
         scorecard,
         events: fingerprints(dataset),
+        exports,
+        changes,
     };
     let header = writer.finish(&index, options.publisher_key.as_ref())?;
     Ok(BuildReport {
@@ -292,6 +404,7 @@ fn write_company(
             Status::IpoCompleted => STATUS_IPO_COMPLETED,
         },
         value_usd: rendered.value_usd,
+        latest_bands: rendered.latest_bands,
         delta_30d_pct: rendered.delta_30d_pct,
         profile: body(profile)?,
         marks_80: body(marks_80)?,

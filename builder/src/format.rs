@@ -14,9 +14,10 @@
 //! through the digest. XXH3 is fast but not cryptographic (anyone can make other bytes with the
 //! same checksum), so the signature covers the BLAKE3 digest, which nobody can forge; the
 //! digest is verified whenever the file is signed. The bodies region holds final JSON bytes
-//! (and their gzip variants); the index is an rkyv archive of small records that locate bodies
-//! by offset and carry their ETags, the sort permutations and list indexes, and the event
-//! fingerprints for the append-only check.
+//! (and their gzip variants) and the bulk exports (gzip only); the index is an rkyv archive of
+//! small records that locate bodies by offset and carry their ETags, the sort permutations and
+//! list indexes, the event fingerprints for the append-only check, and the change log that
+//! tells a client what changed since an earlier dataset version.
 //!
 //! Bodies live outside the archive so that the builder can stream gigabytes of them to disk
 //! without holding them in memory; the archive stays small enough to validate at load.
@@ -26,11 +27,13 @@ use rkyv::{Archive, Deserialize, Serialize};
 /// "VMSNAP" + 0x00 + 0x01: identifies a Valuation Marks snapshot.
 pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// The format this code writes. Version 2 added the BLAKE3 content digest under the publisher
-/// signature (version 1 signed only the XXH3 checksum).
-pub const FORMAT_VERSION: u32 = 2;
-/// The oldest format this code still reads: a version 1 file's signature proves nothing about
-/// its content, so it is refused and must be rebuilt.
-pub const OLDEST_READABLE_VERSION: u32 = 2;
+/// signature (version 1 signed only the XXH3 checksum); version 3 added the bulk exports, the
+/// change log and each company's latest bands.
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest format this code still reads. Version 3 changed the index's layout, so older
+/// files are refused and must be rebuilt from their dataset (a version 1 file's signature
+/// proved nothing about its content anyway).
+pub const OLDEST_READABLE_VERSION: u32 = 3;
 /// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
 pub const HEADER_LEN: usize = 256;
 /// Alignment of the index archive within the file.
@@ -183,6 +186,16 @@ pub struct Body {
     pub gzip: Option<Encoded>,
 }
 
+/// The bands of a company's latest mark, in whole dollars as published: what the next build
+/// compares to tell whether the mark changed.
+#[derive(Archive, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct LatestBands {
+    pub lower_80: u64,
+    pub upper_80: u64,
+    pub lower_95: u64,
+    pub upper_95: u64,
+}
+
 /// One company: its sort keys and every body about it.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct CompanyEntry {
@@ -192,7 +205,9 @@ pub struct CompanyEntry {
     pub sector: u16,
     /// `STATUS_PRIVATE` or `STATUS_IPO_COMPLETED`.
     pub status: u8,
+    /// The latest mark, whole dollars (0 for a company written off).
     pub value_usd: u64,
+    pub latest_bands: LatestBands,
     /// As published (two decimals), so sorting agrees with what clients see.
     pub delta_30d_pct: Option<f64>,
     /// The CompanyListItem JSON object, spliced into list pages.
@@ -305,6 +320,62 @@ pub struct EventFingerprint {
     pub text_hash: u64,
 }
 
+/// One bulk export document: NDJSON stored only as a gzip member, with what it decompresses
+/// to, so that clients that do not accept gzip are answered by decoding it as it is sent.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Export {
+    pub gzip: BodyRef,
+    /// Strong ETag of the gzip bytes.
+    pub gzip_etag: String,
+    /// Length and strong ETag of the NDJSON text.
+    pub identity_len: u64,
+    pub identity_etag: String,
+}
+
+/// `GET /v1/export` and `GET /v1/export/series?coverage=80|95`.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Exports {
+    pub companies: Export,
+    pub series_80: Export,
+    pub series_95: Export,
+}
+
+/// What changed for a company, as bits of `ChangeRow::kinds`.
+pub const CHANGE_ADDED: u8 = 1;
+pub const CHANGE_EVENTS: u8 = 2;
+pub const CHANGE_MARK: u8 = 4;
+pub const CHANGE_STATUS: u8 = 8;
+/// The names of the change bits, in bit order, as the API reports them.
+pub const CHANGE_KINDS: [(u8, &str); 4] = [
+    (CHANGE_ADDED, "added"),
+    (CHANGE_EVENTS, "events"),
+    (CHANGE_MARK, "mark"),
+    (CHANGE_STATUS, "status"),
+];
+
+/// A company that changed since some earlier dataset version.
+#[derive(Archive, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[rkyv(derive(Debug))]
+pub struct ChangeRow {
+    /// Position in `Index::companies`.
+    pub company: u32,
+    /// `CHANGE_*` bits.
+    pub kinds: u8,
+    /// Events added to its history since then.
+    pub events_added: u32,
+}
+
+/// What changed between each of the last dataset versions and this snapshot's, carried from
+/// snapshot to snapshot by `marks build --previous`.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct ChangeLog {
+    /// The chain of dataset versions, oldest first, ending with this snapshot's own.
+    pub versions: Vec<String>,
+    /// `since[i]`: the companies changed from `versions[i]` to this snapshot, sorted by
+    /// company position; one entry per version but the last.
+    pub since: Vec<Vec<ChangeRow>>,
+}
+
 /// The root of the index archive.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Index {
@@ -328,6 +399,8 @@ pub struct Index {
     pub scorecard: Body,
     /// Sorted by event_id.
     pub events: Vec<EventFingerprint>,
+    pub exports: Exports,
+    pub changes: ChangeLog,
 }
 
 impl ArchivedIndex {
@@ -377,11 +450,25 @@ impl ArchivedIndex {
                 .chain(of(&c.events))
                 .chain(of(&c.resolution))
         });
+        let exports = &self.exports;
         std::iter::once(&self.meta_json)
             .chain(companies)
             .chain(self.usage.iter().flat_map(of))
             .chain(of(&self.signing_keys))
             .chain(of(&self.scorecard))
+            .chain([
+                &exports.companies.gzip,
+                &exports.series_80.gzip,
+                &exports.series_95.gzip,
+            ])
+    }
+
+    /// The changes from dataset version `since` to this snapshot's: `None` when the log does
+    /// not hold that version; an empty list for this snapshot's own version.
+    pub fn changes_since(&self, since: &str) -> Option<&[ArchivedChangeRow]> {
+        let versions = self.changes.versions.as_slice();
+        let position = versions.iter().position(|v| v.as_str() == since)?;
+        Some(self.changes.since.get(position).map_or(&[][..], |rows| rows.as_slice()))
     }
 }
 

@@ -9,14 +9,19 @@
 //! - [`methodology`] computes marks, bands, confidence and the scorecard (v0.3.0, with the
 //!   previous method and two baselines as comparison forecasters);
 //! - [`render`] and [`signing`] turn them into response bodies and signed records;
+//! - [`export`] spools the bulk exports, compressed in pieces by [`gzip`]; [`changes`] keeps the
+//!   change log carried from one snapshot to the next;
 //! - [`format`](mod@format), [`writer`] and [`snapshot`] define, write and read the file;
 //! - [`build`](mod@build) runs the pipeline; [`synth`] makes synthetic datasets; [`tiers`] is the access
 //!   table shared with the server.
 
 pub mod atomic_file;
 pub mod build;
+pub mod changes;
 pub mod dataset;
+pub mod export;
 pub mod format;
+pub mod gzip;
 pub mod methodology;
 pub mod render;
 pub mod signing;

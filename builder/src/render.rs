@@ -161,12 +161,14 @@ pub fn series_dates(series: &[MarkDay]) -> Vec<[u8; 10]> {
 /// SPEC 2.8 MarkSeriesResponse. Written by hand rather than through serde because series are
 /// most of a large build's bytes (tens of millions of points); the output is plain JSON that
 /// the tests parse back. `dates` comes from `series_dates`.
+///
+/// The body is `series_prefix(meta)` followed by text that does not depend on `meta`, which the
+/// series export reuses (`build`).
 pub fn series(meta: &[u8], slug: &str, coverage: Coverage, series: &[MarkDay], dates: &[[u8; 10]]) -> Vec<u8> {
     let mut out = Vec::with_capacity(meta.len() + 64 + series.len() * 96);
     let mut number = itoa::Buffer::new();
-    out.extend_from_slice(b"{\"meta\":");
-    out.extend_from_slice(meta);
-    out.extend_from_slice(b",\"slug\":");
+    out.extend_from_slice(&series_prefix(meta));
+    out.extend_from_slice(b"\"slug\":");
     out.extend_from_slice(&to_json(&slug));
     out.extend_from_slice(b",\"coverage\":");
     out.extend_from_slice(number.format(coverage.percent()).as_bytes());
@@ -190,17 +192,40 @@ pub fn series(meta: &[u8], slug: &str, coverage: Coverage, series: &[MarkDay], d
     out
 }
 
+/// An element of MarkEventsResponse.events.
+#[derive(Serialize)]
+struct EventJson<'a> {
+    event_id: &'a str,
+    occurred_on: Day,
+    event_type: EventType,
+    valuation_usd: u64,
+    source_url: &'a str,
+    note: &'a str,
+}
+
+/// A company's whole append-only history, oldest first.
+fn event_history(company: &Company) -> Vec<EventJson<'_>> {
+    company
+        .events
+        .iter()
+        .map(|e| EventJson {
+            event_id: &e.event_id,
+            occurred_on: e.occurred_on,
+            event_type: e.event_type,
+            valuation_usd: e.valuation_usd,
+            source_url: &e.source_url,
+            note: &e.note,
+        })
+        .collect()
+}
+
+/// What every MarkSeriesResponse body starts with: `{"meta":{...},`.
+pub fn series_prefix(meta: &[u8]) -> Vec<u8> {
+    [&b"{\"meta\":"[..], meta, b","].concat()
+}
+
 /// SPEC 2.9 MarkEventsResponse: the company's whole append-only history, oldest first.
 pub fn events(meta: &[u8], company: &Company) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct EventJson<'a> {
-        event_id: &'a str,
-        occurred_on: Day,
-        event_type: EventType,
-        valuation_usd: u64,
-        source_url: &'a str,
-        note: &'a str,
-    }
     #[derive(Serialize)]
     struct Events<'a> {
         meta: &'a RawValue,
@@ -210,19 +235,79 @@ pub fn events(meta: &[u8], company: &Company) -> Vec<u8> {
     to_json(&Events {
         meta: raw(meta),
         slug: &company.slug,
-        events: company
-            .events
-            .iter()
-            .map(|e| EventJson {
-                event_id: &e.event_id,
-                occurred_on: e.occurred_on,
-                event_type: e.event_type,
-                valuation_usd: e.valuation_usd,
-                source_url: &e.source_url,
-                note: &e.note,
-            })
-            .collect(),
+        events: event_history(company),
     })
+}
+
+/// The first line of an export document: `meta`, which document it is, and how many company
+/// lines follow.
+pub fn export_header(meta: &[u8], export: &str, coverage: Option<Coverage>, companies: usize) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Header<'a> {
+        meta: &'a RawValue,
+        export: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        coverage: Option<u32>,
+        companies: usize,
+    }
+    let mut line = to_json(&Header {
+        meta: raw(meta),
+        export,
+        coverage: coverage.map(Coverage::percent),
+        companies,
+    });
+    line.push(b'\n');
+    line
+}
+
+/// One line of the companies export: the company with its latest mark and both bands, its
+/// whole event history and its signed resolution record (`resolution`, the exact bytes served
+/// by getResolution, so its signature verifies as it stands).
+pub fn export_company(company: &Company, marks: &CompanyMarks, resolution: &[u8]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct BandUsd {
+        lower_usd: u64,
+        upper_usd: u64,
+    }
+    #[derive(Serialize)]
+    struct LatestMark {
+        #[serde(flatten)]
+        point: MarkPoint,
+        band_95: BandUsd,
+    }
+    #[derive(Serialize)]
+    struct Line<'a> {
+        slug: &'a str,
+        name: &'a str,
+        sector: Sector,
+        status: Status,
+        latest_mark: Option<LatestMark>,
+        delta_30d_pct: Option<f64>,
+        events: Vec<EventJson<'a>>,
+        resolution: &'a RawValue,
+    }
+    let latest_mark = marks.latest().map(|day| {
+        let Band { lower, upper } = Band::of(day.band95);
+        LatestMark {
+            point: MarkPoint::of(day),
+            band_95: BandUsd {
+                lower_usd: lower,
+                upper_usd: upper,
+            },
+        }
+    });
+    let mut line = to_json(&Line {
+        slug: &company.slug,
+        name: &company.name,
+        sector: company.sector,
+        status: company.status,
+        latest_mark,
+        delta_30d_pct: marks.delta_30d_pct,
+        events: event_history(company),
+        resolution: raw(resolution),
+    });
+    line.push(b'\n');
+    line
 }
 
 /// The unsigned resolution record of SPEC 2.10 with DESIGN 4's versioned identifiers: the mark

@@ -360,10 +360,39 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
         .flat_map(|c| [&c.profile, &c.marks_80, &c.marks_95, &c.events, &c.resolution])
         .chain(index.usage.iter())
         .chain([&index.signing_keys, &index.scorecard]);
+    let valid = |tag: &str| tag.len() >= 2 && tag.bytes().all(|b| (0x21..0x7f).contains(&b));
     for body in tags {
-        let valid = |tag: &str| tag.len() >= 2 && tag.bytes().all(|b| (0x21..0x7f).contains(&b));
         if !valid(body.etag.as_str()) || body.gzip.as_ref().is_some_and(|g| !valid(g.etag.as_str())) {
             return fail("an ETag is not a valid header value".into());
+        }
+    }
+    let exports = &index.exports;
+    for export in [&exports.companies, &exports.series_80, &exports.series_95] {
+        if !valid(export.gzip_etag.as_str()) || !valid(export.identity_etag.as_str()) {
+            return fail("an export's ETag is not a valid header value".into());
+        }
+    }
+    check_change_log(index)
+}
+
+/// The change log names this snapshot's version last, has one list per earlier version, and
+/// every list names real companies in order.
+fn check_change_log(index: &ArchivedIndex) -> Result<(), SnapshotError> {
+    let fail = |what: &str| Err(SnapshotError::Inconsistent(format!("change log: {what}")));
+    let log = &index.changes;
+    if log.versions.last().map(|v| v.as_str()) != Some(index.dataset_version.as_str()) {
+        return fail("it does not end with this snapshot's dataset version");
+    }
+    if log.since.len() + 1 != log.versions.len() {
+        return fail("it does not hold one list per earlier version");
+    }
+    let companies = index.companies.len();
+    for rows in log.since.iter() {
+        if rows.iter().any(|row| row.company.to_native() as usize >= companies) {
+            return fail("a row names no company");
+        }
+        if rows.windows(2).any(|w| w[0].company >= w[1].company) {
+            return fail("a list is not sorted by company");
         }
     }
     Ok(())

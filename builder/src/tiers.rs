@@ -26,6 +26,10 @@ pub enum Scope {
     EventsRead,
     ResolutionRead,
     UsageRead,
+    /// `GET /v1/changes`.
+    ChangesRead,
+    /// `GET /v1/export` and `/v1/export/series`.
+    ExportRead,
 }
 
 impl Scope {
@@ -38,6 +42,8 @@ impl Scope {
             Scope::EventsRead => "events:read",
             Scope::ResolutionRead => "resolution:read",
             Scope::UsageRead => "usage:read",
+            Scope::ChangesRead => "changes:read",
+            Scope::ExportRead => "export:read",
         }
     }
 }
@@ -81,7 +87,15 @@ impl Tier {
             // rate-limit headers of every answer.
             Tier::Free => &[CompaniesList, CompaniesRead],
             Tier::Research => &[CompaniesList, CompaniesRead, Marks80, UsageRead],
-            Tier::Pro | Tier::Business => &[CompaniesList, CompaniesRead, Marks80, Marks95, EventsRead, UsageRead],
+            Tier::Pro | Tier::Business => &[
+                CompaniesList,
+                CompaniesRead,
+                Marks80,
+                Marks95,
+                EventsRead,
+                UsageRead,
+                ChangesRead,
+            ],
             Tier::Enterprise => &[
                 CompaniesList,
                 CompaniesRead,
@@ -90,6 +104,8 @@ impl Tier {
                 EventsRead,
                 ResolutionRead,
                 UsageRead,
+                ChangesRead,
+                ExportRead,
             ],
         }
     }

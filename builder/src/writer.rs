@@ -19,7 +19,12 @@ use crate::format::{
 
 /// The strong ETag of a body: its XXH3-64, quoted.
 pub fn etag_of(bytes: &[u8]) -> String {
-    format!("\"{:016x}\"", xxh3_64(bytes))
+    quoted(xxh3_64(bytes))
+}
+
+/// The ETag of bytes whose XXH3-64 was computed piece by piece.
+pub fn quoted(xxh3: u64) -> String {
+    format!("\"{xxh3:016x}\"")
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +107,30 @@ impl SnapshotWriter {
             None => None,
         };
         Ok(Body { identity, etag, gzip })
+    }
+
+    /// Appends everything `reader` yields (a spooled export) to the bodies region; returns
+    /// where it is and its strong ETag.
+    pub fn append_stream(&mut self, mut reader: impl io::Read) -> Result<(BodyRef, String), WriteError> {
+        let offset = self.bodies_len;
+        let mut etag = Xxh3::new();
+        let mut buffer = vec![0u8; 1 << 20];
+        loop {
+            let n = match reader.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.io_error(e)),
+            };
+            etag.update(&buffer[..n]);
+            self.write_hashed(&buffer[..n])?;
+            self.bodies_len += n as u64;
+        }
+        let body = BodyRef {
+            offset,
+            len: self.bodies_len - offset,
+        };
+        Ok((body, quoted(etag.digest())))
     }
 
     /// Writes the index and header, makes the file durable and moves it into place.

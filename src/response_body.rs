@@ -1,0 +1,200 @@
+//! The body of every response: bytes (a slice of the mapped snapshot, or made for the
+//! request), or a stored export decoded from gzip as it is sent, for a client that does not
+//! accept gzip.
+//!
+//! Exports are stored only compressed; decoding one costs CPU for as long as it streams, so
+//! the number decoded at once is capped ([`Decoders`]), and a client that accepts gzip, which
+//! every HTTP library does, is always served the stored bytes without a copy.
+
+use std::io::{self, Read};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use hyper::body::{Frame, SizeHint};
+
+/// Bytes of decoded text handed to hyper at a time.
+const DECODED_CHUNK: usize = 64 * 1024;
+
+/// What a response carries.
+#[derive(Debug)]
+pub enum Payload {
+    Bytes(Bytes),
+    /// A gzip member whose text is sent from byte `skip`, `len` bytes of it.
+    Gunzip {
+        gzip: Bytes,
+        skip: u64,
+        len: u64,
+        permit: DecodePermit,
+    },
+}
+
+impl Payload {
+    /// Bytes of the body as sent (its `Content-Length`).
+    pub fn len(&self) -> u64 {
+        match self {
+            Payload::Bytes(bytes) => bytes.len() as u64,
+            Payload::Gunzip { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The exports being decoded at once, and how many may be.
+#[derive(Debug)]
+pub struct Decoders {
+    active: Arc<AtomicUsize>,
+    limit: usize,
+}
+
+/// One decode's place among [`Decoders`], given back when its body is dropped.
+#[derive(Debug)]
+pub struct DecodePermit(Arc<AtomicUsize>);
+
+impl Decoders {
+    pub fn new(limit: usize) -> Decoders {
+        Decoders {
+            active: Arc::new(AtomicUsize::new(0)),
+            limit,
+        }
+    }
+
+    /// A place, unless `limit` decodes are running.
+    pub fn try_acquire(&self) -> Option<DecodePermit> {
+        self.active
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.limit).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| DecodePermit(self.active.clone()))
+    }
+
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for DecodePermit {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The `hyper` body of a response.
+#[derive(Debug)]
+pub struct ResponseBody {
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    Bytes(Option<Bytes>),
+    Gunzip(Box<Decoding>),
+}
+
+struct Decoding {
+    decoder: flate2::bufread::GzDecoder<io::Cursor<Bytes>>,
+    skip: u64,
+    left: u64,
+    _permit: DecodePermit,
+}
+
+impl std::fmt::Debug for Decoding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoding").field("left", &self.left).finish()
+    }
+}
+
+impl ResponseBody {
+    pub fn new(payload: Payload) -> ResponseBody {
+        let state = match payload {
+            Payload::Bytes(bytes) => State::Bytes((!bytes.is_empty()).then_some(bytes)),
+            Payload::Gunzip { len: 0, .. } => State::Bytes(None),
+            Payload::Gunzip {
+                gzip,
+                skip,
+                len,
+                permit,
+            } => State::Gunzip(Box::new(Decoding {
+                decoder: flate2::bufread::GzDecoder::new(io::Cursor::new(gzip)),
+                skip,
+                left: len,
+                _permit: permit,
+            })),
+        };
+        ResponseBody { state }
+    }
+
+    pub fn empty() -> ResponseBody {
+        ResponseBody {
+            state: State::Bytes(None),
+        }
+    }
+}
+
+impl Decoding {
+    /// The next piece of text, past the bytes to skip.
+    fn next_chunk(&mut self) -> io::Result<Bytes> {
+        while self.skip > 0 {
+            let mut sink = [0u8; 16 * 1024];
+            let want = (self.skip as usize).min(sink.len());
+            let n = self.decoder.read(&mut sink[..want])?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "export ends before its range",
+                ));
+            }
+            self.skip -= n as u64;
+        }
+        let want = (self.left as usize).min(DECODED_CHUNK);
+        let mut chunk = BytesMut::zeroed(want);
+        let mut filled = 0;
+        while filled < want {
+            let n = self.decoder.read(&mut chunk[filled..])?;
+            if n == 0 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "export ends early"));
+            }
+            filled += n;
+        }
+        self.left -= want as u64;
+        Ok(chunk.freeze())
+    }
+}
+
+impl hyper::body::Body for ResponseBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        let this = self.get_mut();
+        match &mut this.state {
+            State::Bytes(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            State::Gunzip(decoding) => {
+                let chunk = decoding.next_chunk();
+                if decoding.left == 0 || chunk.is_err() {
+                    // Done (or broken): the decoder and its permit go now, not when hyper
+                    // drops the body.
+                    this.state = State::Bytes(None);
+                }
+                Poll::Ready(Some(chunk.map(Frame::data)))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.state, State::Bytes(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.state {
+            State::Bytes(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
+            State::Gunzip(decoding) => SizeHint::with_exact(decoding.left),
+        }
+    }
+}
