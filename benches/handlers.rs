@@ -126,9 +126,10 @@ fn operations(c: &mut Criterion) {
         let body = {
             use http_body_util::BodyExt;
             let response = handle(&state, &req, PEER);
-            futures_executor_block_on(response.into_body().collect())
-                .unwrap_or_else(|never| match never {})
-                .to_bytes()
+            match futures_executor_block_on(response.into_body().collect()) {
+                Ok(collected) => collected.to_bytes(),
+                Err(error) => panic!("{name}: the body did not collect: {error}"),
+            }
         };
         group.throughput(Throughput::Elements(1));
         // A keep-alive client's steady state: a later request of the same connection.

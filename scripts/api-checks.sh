@@ -27,7 +27,19 @@ trap cleanup EXIT
 # A key with a budget large enough that schemathesis measures the API, not the rate limiter.
 cp snapshots/sample/demo-keys.toml "$work/keys.toml"
 ci_key=$("$marks" keys issue --keys "$work/keys.toml" --tier enterprise --tenant ci --rate-per-min 1000000 2>/dev/null)
-"$marks" build --source snapshots/sample --out "$work/sample.snap" \
+# The sample, then its next version (a day later, one more event) built with --previous, so
+# the server's change log has something to say since the first.
+"$marks" build --source snapshots/sample --out "$work/previous.snap" \
+  --signing-key snapshots/sample/demo-signing-key.pem --quiet >/dev/null
+previous_version=$(sed -n 's/^dataset_version = "\(.*\)"/\1/p' snapshots/sample/dataset.toml)
+next_version=$(python3 -c 'import datetime, sys; print(datetime.date.fromisoformat(sys.argv[1]) + datetime.timedelta(days=1))' "$previous_version")
+mkdir "$work/next"
+cp snapshots/sample/companies.csv snapshots/sample/events.csv "$work/next/"
+sed -e "s/^dataset_version = .*/dataset_version = \"$next_version\"/" -e "s/^as_of = .*/as_of = \"$next_version\"/" \
+  snapshots/sample/dataset.toml >"$work/next/dataset.toml"
+echo "e9001,stripe,tender_offer,$next_version,91000000000,https://example.com/api-checks,a later version for the checks" \
+  >>"$work/next/events.csv"
+"$marks" build --source "$work/next" --previous "$work/previous.snap" --out "$work/sample.snap" \
   --signing-key snapshots/sample/demo-signing-key.pem --quiet >/dev/null
 
 "$marks" serve --addr 127.0.0.1:0 --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
@@ -56,11 +68,14 @@ generated=target/generated-client
 rm -rf "$generated"; mkdir -p "$generated"
 curl -sf "$base/v1/openapi.json" -o "$work/openapi.json"
 "$venv/bin/openapi-python-client" generate --path "$work/openapi.json" --meta none \
+  --config scripts/openapi-python-client.yaml \
   --output-path "$generated/marks_client" >"$work/generate.log" 2>&1 || { cat "$work/generate.log"; exit 1; }
-PYTHONPATH="$generated" "$venv/bin/python" scripts/generated_client_check.py --base-url "$base" --api-key "$ci_key"
+PYTHONPATH="$generated" "$venv/bin/python" scripts/generated_client_check.py --base-url "$base" --api-key "$ci_key" \
+  --since "$previous_version"
 
 echo "--- marks mcp through the official Python MCP client, over stdio"
-"$venv/bin/python" scripts/mcp_check.py --marks "$marks" --base-url "$base" --api-key "$ci_key"
+"$venv/bin/python" scripts/mcp_check.py --marks "$marks" --base-url "$base" --api-key "$ci_key" \
+  --since "$previous_version"
 
 echo "--- signature test vector, offline"
 "$venv/bin/python" examples/python/verify_test_vector.py examples/python/test_vector.json

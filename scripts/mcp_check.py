@@ -2,7 +2,7 @@
 wrote): initialise, list the tools, call every tool against a live server, check the results
 carry `meta`, and that a problem comes back as a tool error with its code.
 
-    python scripts/mcp_check.py --marks target/debug/marks --base-url URL --api-key KEY
+    python scripts/mcp_check.py --marks target/debug/marks --base-url URL --api-key KEY --since EARLIER_VERSION
 """
 
 import argparse
@@ -12,7 +12,8 @@ import os
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-TOOLS = {"list_companies", "get_company", "get_mark_series", "get_mark_events", "get_resolution", "get_usage"}
+TOOLS = {"list_companies", "get_company", "get_mark_series", "get_mark_events", "get_resolution", "get_usage",
+         "get_changes"}
 
 
 def ok(message):
@@ -64,8 +65,14 @@ async def run(args):
         assert record["slug"] == slug and record["signature"], record.keys()
         usage = check_meta("get_usage", await session.call_tool("get_usage", {}))
         assert usage["tier"] == "enterprise", usage
+        version = usage["meta"]["dataset_version"]
+        unchanged = check_meta("get_changes", await session.call_tool("get_changes", {"since": version}))
+        assert unchanged["versions"] == [version] and unchanged["changes"] == [], unchanged
+        changes = check_meta("get_changes", await session.call_tool("get_changes", {"since": args.since, "limit": 5}))
+        assert changes["versions"] == [args.since, version] and changes["changes"], changes
+        assert changes["page"]["has_more"] and len(changes["changes"]) == 5, changes["page"]
         ok(f"every tool answered with meta: two pages by -value_usd, {slug}'s profile, {len(series['series'])} "
-           f"points at 95, {len(events['events'])} events, a signed record, usage")
+           f"points at 95, {len(events['events'])} events, a signed record, usage, changes since {args.since}")
 
         missing = await session.call_tool("get_company", {"slug": "no-such-company"})
         assert missing.is_error and missing.structured_content["code"] == "not_found", missing
@@ -74,8 +81,12 @@ async def run(args):
         assert sneaky.is_error and sneaky.structured_content["code"] == "not_found", sneaky
         bad_sort = await session.call_tool("list_companies", {"sort": "price"})
         assert bad_sort.is_error and bad_sort.structured_content["code"] == "invalid_sort", bad_sort
+        too_old = await session.call_tool("get_changes", {"since": "2001-01-01"})
+        assert too_old.is_error and too_old.structured_content["code"] == "invalid_parameter", too_old
+        assert "/v1/export" in too_old.structured_content["detail"], too_old
         ok(f"problems come back as tool errors: {missing.structured_content['code']} (404), "
-           f"{bad_sort.structured_content['code']} (422); a slug cannot leave its path segment")
+           f"{bad_sort.structured_content['code']} (422), {too_old.structured_content['code']} for a version "
+           f"older than the change log (422); a slug cannot leave its path segment")
 
 
 def main():
@@ -83,6 +94,7 @@ def main():
     parser.add_argument("--marks", required=True)
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--api-key", required=True)
+    parser.add_argument("--since", required=True, help="a dataset version before the one served")
     asyncio.run(run(parser.parse_args()))
 
 

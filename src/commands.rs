@@ -150,6 +150,24 @@ pub fn verify_snapshot(path: &Path, publisher_key: Option<&Path>) -> Result<()> 
             None => "unsigned".into(),
         }
     );
+    let exports = &index.exports;
+    for (name, export) in [
+        ("companies", &exports.companies),
+        ("series 80", &exports.series_80),
+        ("series 95", &exports.series_95),
+    ] {
+        println!(
+            "  export {name}: {} bytes gzip, {} bytes of NDJSON",
+            export.gzip.len, export.identity_len
+        );
+    }
+    let versions = index.changes.versions.as_slice();
+    println!(
+        "  change log: {} versions, {} to {}",
+        versions.len(),
+        versions.first().map_or("", |v| v.as_str()),
+        versions.last().map_or("", |v| v.as_str())
+    );
     Ok(())
 }
 

@@ -50,6 +50,18 @@ pub struct SeriesArgs {
     pub coverage: Option<u32>,
 }
 
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ChangesArgs {
+    #[schemars(
+        description = "The dataset version your copy holds: meta.dataset_version of the data you synced (YYYY-MM-DD)"
+    )]
+    pub since: String,
+    #[schemars(description = "Changed companies per page, 1 to 200 (default 50)")]
+    pub limit: Option<u32>,
+    #[schemars(description = "page.next_cursor of the previous page, with the same since")]
+    pub cursor: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct MarksTools {
     http: reqwest::Client,
@@ -85,16 +97,13 @@ impl MarksTools {
         &self,
         Parameters(args): Parameters<ListCompaniesArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut query = url_query(&[
+        let query = url_query(&[
             ("limit", args.limit.map(|l| l.to_string())),
             ("cursor", args.cursor),
             ("sector", args.sector),
             ("status", args.status),
             ("sort", args.sort),
         ]);
-        if !query.is_empty() {
-            query.insert(0, '?');
-        }
         self.get(&format!("/v1/companies{query}")).await
     }
 
@@ -149,6 +158,22 @@ impl MarksTools {
     async fn get_usage(&self) -> Result<CallToolResult, ErrorData> {
         self.get("/v1/usage").await
     }
+
+    #[tool(
+        description = "Which companies changed since a dataset version you already hold: added, new events (with how \
+                       many), a new latest mark or bands, a new status; each with the company as list_companies shows \
+                       it now. Returns {meta, since, dataset_version, versions, changes: [{slug, changes, events_added, \
+                       company}], page: {next_cursor, has_more}}. A version too old for the change log is a tool error \
+                       (invalid_parameter): start again from a full listing. Pro tier and above."
+    )]
+    async fn get_changes(&self, Parameters(args): Parameters<ChangesArgs>) -> Result<CallToolResult, ErrorData> {
+        let query = url_query(&[
+            ("since", Some(args.since)),
+            ("limit", args.limit.map(|l| l.to_string())),
+            ("cursor", args.cursor),
+        ]);
+        self.get(&format!("/v1/changes{query}")).await
+    }
 }
 
 impl MarksTools {
@@ -199,7 +224,7 @@ impl ServerHandler for MarksTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
             "Valuation marks for private companies: latest marks with 80%/95% intervals, daily series, valuation \
-             events and signed resolution records. Every result carries meta: the data is illustrative, from a \
+             events, signed resolution records, and what changed since a dataset version. Every result carries meta: the data is illustrative, from a \
              backtest; indicative valuations, not transactable prices, not investment advice. Say so when you use it.",
         )
     }
@@ -240,12 +265,17 @@ fn encode_argument(text: &str) -> String {
     percent_encoding::utf8_percent_encode(text, ARGUMENT).to_string()
 }
 
+/// `?name=value&...` of the arguments given, or nothing when none is.
 fn url_query(pairs: &[(&str, Option<String>)]) -> String {
-    pairs
+    let given: Vec<String> = pairs
         .iter()
         .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}={}", encode_argument(v))))
-        .collect::<Vec<_>>()
-        .join("&")
+        .collect();
+    if given.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", given.join("&"))
+    }
 }
 
 #[cfg(test)]
@@ -262,7 +292,8 @@ mod tests {
                 ("sector", None),
                 ("cursor", Some("a&b=c".into()))
             ]),
-            "sort=-value_usd&cursor=a%26b%3Dc"
+            "?sort=-value_usd&cursor=a%26b%3Dc"
         );
+        assert_eq!(url_query(&[("sector", None)]), "");
     }
 }

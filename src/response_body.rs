@@ -198,3 +198,28 @@ impl hyper::body::Body for ResponseBody {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoders_are_capped_and_a_dropped_body_gives_its_place_back() {
+        let decoders = Decoders::new(2);
+        let first = decoders.try_acquire().unwrap();
+        let second = decoders.try_acquire().unwrap();
+        assert!(decoders.try_acquire().is_none());
+        drop(first);
+        let third = decoders.try_acquire().unwrap();
+        let body = ResponseBody::new(Payload::Gunzip {
+            gzip: Bytes::new(),
+            skip: 0,
+            len: 10,
+            permit: third,
+        });
+        assert_eq!(decoders.active(), 2);
+        drop(body);
+        drop(second);
+        assert_eq!(decoders.active(), 0);
+    }
+}

@@ -15,3 +15,4 @@ mod operations;
 mod pagination;
 mod protocol;
 mod resilience;
+mod sync;

@@ -117,10 +117,13 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
     })
 }
 
+/// A body and its gzip variant, if it has one.
+type WithGzip = (Vec<u8>, Option<Vec<u8>>);
+
 /// Every body of one company, rendered, and its lines of the exports, deflated.
 struct Rendered {
     list_item: Vec<u8>,
-    bodies: [(Vec<u8>, Option<Vec<u8>>); 5],
+    bodies: [WithGzip; 5],
     value_usd: u64,
     latest_bands: LatestBands,
     delta_30d_pct: Option<f64>,
@@ -168,7 +171,7 @@ impl Deflating {
     }
 
     /// A series body, its gzip variant, and its text past the prefix deflated.
-    fn series(&self, body: Vec<u8>) -> std::io::Result<((Vec<u8>, Option<Vec<u8>>), Piece)> {
+    fn series(&self, body: Vec<u8>) -> std::io::Result<(WithGzip, Piece)> {
         let rest = Piece::of(&body[self.series_prefix.0.len()..], self.export_level)?;
         let gzip = (self.gzip_level > 0 && body.len() >= GZIP_MIN_BYTES)
             .then(|| gzip::member(&[&self.series_prefix.1, &rest]));
@@ -394,7 +397,7 @@ fn write_company(
     rendered: Rendered,
 ) -> Result<CompanyEntry, WriteError> {
     let [profile, marks_80, marks_95, events, resolution] = rendered.bodies;
-    let mut body = |(identity, gzip): (Vec<u8>, Option<Vec<u8>>)| writer.append_body(&identity, gzip.as_deref());
+    let mut body = |(identity, gzip): WithGzip| writer.append_body(&identity, gzip.as_deref());
     Ok(CompanyEntry {
         slug: company.slug.clone(),
         name: company.name.clone(),

@@ -45,7 +45,7 @@ pub enum SnapshotError {
     )]
     Version { got: u32, oldest: u32, newest: u32 },
     #[error(
-        "snapshot format version {got} is older than this server reads (versions {oldest} to {newest}: format 2 signs a BLAKE3 digest of the content); rebuild it with this version's `marks build`"
+        "snapshot format version {got} is older than this server reads (versions {oldest} to {newest}); rebuild it from its dataset with this version's `marks build`"
     )]
     TooOld { got: u32, oldest: u32, newest: u32 },
     #[error("snapshot content does not match the digest in its header: the content was replaced after it was signed; rebuild it")]

@@ -347,6 +347,21 @@ pub fn metric(text: &str, series: &str) -> Option<f64> {
 /// A small synthetic dataset and `versions` successors, each one day newer with one more
 /// event, built as a chain with `--previous` (so every step also passes the append-only check).
 pub fn build_versions(dir: &Path, versions: usize) -> Vec<(String, PathBuf)> {
+    build_chain(dir, versions, |v, source, version| {
+        append_line(
+            &source.join("events.csv"),
+            &format!(
+                "v{v:04},synth-000001,tender_offer,{version},{},https://example.com/v,",
+                1_000_000_000 + v
+            ),
+        )
+    })
+}
+
+/// A chain of `versions` builds of a 30-company synthetic dataset, each one day newer than the
+/// last (dataset_version and as_of both), each built with `--previous`. Before each build but
+/// the first, `edit(v, source_dir, version)` changes the source as that version should.
+pub fn build_chain(dir: &Path, versions: usize, edit: impl Fn(usize, &Path, &str)) -> Vec<(String, PathBuf)> {
     let source = dir.join("source");
     let mut options = marks_builder::synth::SynthOptions::new(30, 3);
     options.events = 150;
@@ -365,23 +380,20 @@ pub fn build_versions(dir: &Path, versions: usize) -> Vec<(String, PathBuf)> {
             .replace("as_of = \"2026-06-30\"", &format!("as_of = \"{version}\""));
         std::fs::write(source.join("dataset.toml"), text).unwrap();
         if v > 0 {
-            let mut events = std::fs::OpenOptions::new()
-                .append(true)
-                .open(source.join("events.csv"))
-                .unwrap();
-            use std::io::Write;
-            writeln!(
-                events,
-                "v{v:04},synth-000001,tender_offer,{version},{},https://example.com/v,",
-                1_000_000_000 + v
-            )
-            .unwrap();
+            edit(v, &source, &version);
         }
         let out = dir.join(format!("v{v:02}.snap"));
         try_build(&source, &out, built.last().map(|(_, p)| p.as_path())).unwrap();
         built.push((version, out));
     }
     built
+}
+
+/// Appends one line to a text file.
+pub fn append_line(path: &Path, line: &str) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    writeln!(file, "{line}").unwrap();
 }
 
 /// Starts the real binary on a free port; returns the child and its address.

@@ -1,0 +1,529 @@
+//! Mirroring and syncing: the bulk export (`GET /v1/export`, `/v1/export/series`) against the
+//! per-company endpoints it stands for, its conditional and range requests, and the change log
+//! (`GET /v1/changes?since=`) against what a client sees change from one version to the next.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(bytes).read_to_end(&mut text).unwrap();
+    text
+}
+
+/// An export's lines, parsed: the header line, then one value per company.
+fn ndjson(text: &[u8]) -> (Value, Vec<Value>) {
+    let text = std::str::from_utf8(text).unwrap();
+    assert!(text.ends_with('\n'), "every line ends with a newline");
+    let mut lines = text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let header = lines.next().expect("a header line");
+    (header, lines.collect())
+}
+
+async fn gzip_export(server: &TestServer, path: &str) -> Reply {
+    server
+        .get_with(path, &[("x-api-key", ENTERPRISE), ("accept-encoding", "gzip")])
+        .await
+}
+
+#[tokio::test]
+async fn the_export_is_every_company_with_its_mark_bands_events_and_signed_record() {
+    let server = TestServer::start().await;
+    let reply = gzip_export(&server, "/v1/export").await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("application/x-ndjson"));
+    assert_eq!(reply.header("content-encoding"), Some("gzip"));
+    assert_eq!(reply.header("vary"), Some("X-API-Key, Accept-Encoding"));
+    assert_eq!(reply.header("accept-ranges"), Some("bytes"));
+    assert_eq!(reply.header("cache-control"), Some("private, no-cache"));
+    assert!(reply.header("etag").is_some_and(|t| t.starts_with('"')));
+    // A fresh key's first request leaves its budget one short: one request, one unit.
+    assert_eq!(reply.header_u64("x-ratelimit-remaining"), 5999);
+
+    let (header, lines) = ndjson(&gunzip(&reply.body));
+    let usage = server.get("/v1/usage", Some(ENTERPRISE)).await.json();
+    assert_eq!(header["meta"], usage["meta"]);
+    assert_eq!(header["export"], "companies");
+    let mut slugs: Vec<String> = sample_csv("companies.csv")
+        .into_iter()
+        .map(|row| row[0].clone())
+        .collect();
+    slugs.sort();
+    assert_eq!(header["companies"], slugs.len());
+    let exported: Vec<&str> = lines.iter().map(|l| l["slug"].as_str().unwrap()).collect();
+    assert_eq!(exported, slugs, "one line per company, in slug order");
+
+    let keys = marks_builder::signing::parse_jwks(&server.get("/v1/signing-keys", None).await.body);
+    for line in &lines {
+        let slug = line["slug"].as_str().unwrap();
+        let profile = server
+            .get(&format!("/v1/companies/{slug}"), Some(ENTERPRISE))
+            .await
+            .json();
+        for field in ["name", "sector", "status", "delta_30d_pct"] {
+            assert_eq!(line[field], profile[field], "{slug} {field}");
+        }
+        let mut latest = line["latest_mark"].clone();
+        let band_95 = latest.as_object_mut().unwrap().remove("band_95").expect("band_95");
+        assert_eq!(
+            latest, profile["latest_mark"],
+            "{slug}: the same latest mark as getCompany"
+        );
+        let series_95 = server
+            .get(&format!("/v1/companies/{slug}/marks?coverage=95"), Some(ENTERPRISE))
+            .await
+            .json();
+        let last = series_95["series"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(
+            (band_95["lower_usd"].clone(), band_95["upper_usd"].clone()),
+            (last["lower_usd"].clone(), last["upper_usd"].clone()),
+            "{slug}: band_95 is the last point of the 95% series"
+        );
+        let events = server
+            .get(&format!("/v1/companies/{slug}/events"), Some(ENTERPRISE))
+            .await
+            .json();
+        assert_eq!(line["events"], events["events"], "{slug}");
+        let resolution = server
+            .get(&format!("/v1/companies/{slug}/resolution"), Some(ENTERPRISE))
+            .await;
+        assert_eq!(line["resolution"], resolution.json(), "{slug}");
+        let record = serde_json::to_vec(&line["resolution"]).unwrap();
+        assert_eq!(marks_builder::signing::verify_record(&record, &keys), Ok(()), "{slug}");
+    }
+}
+
+#[tokio::test]
+async fn the_series_exports_hold_every_company_series_at_their_coverage() {
+    let server = TestServer::start().await;
+    for (query, coverage) in [("", 80), ("?coverage=80", 80), ("?coverage=95", 95)] {
+        let reply = gzip_export(&server, &format!("/v1/export/series{query}")).await;
+        assert_eq!(reply.status, 200, "{query}");
+        let (header, lines) = ndjson(&gunzip(&reply.body));
+        assert_eq!(
+            (header["export"].as_str(), header["coverage"].as_u64()),
+            (Some("series"), Some(coverage))
+        );
+        assert_eq!(header["companies"], lines.len());
+        for line in lines.iter().step_by(7) {
+            let slug = line["slug"].as_str().unwrap();
+            let mut body = server
+                .get(
+                    &format!("/v1/companies/{slug}/marks?coverage={coverage}"),
+                    Some(ENTERPRISE),
+                )
+                .await
+                .json();
+            body.as_object_mut().unwrap().remove("meta");
+            assert_eq!(*line, body, "{slug}: the line is getMarkSeries without meta");
+        }
+    }
+    let bad = server.get("/v1/export/series?coverage=90", Some(ENTERPRISE)).await;
+    bad.assert_problem(422, "invalid_coverage");
+    let unknown = server.get("/v1/export?since=2026-01-01", Some(ENTERPRISE)).await;
+    unknown.assert_problem(422, "invalid_parameter");
+    for key in [FREE, RESEARCH, PRO, BUSINESS] {
+        for path in ["/v1/export", "/v1/export/series"] {
+            let refused = server.get(path, Some(key)).await;
+            let body = refused.assert_problem(403, "tier_forbidden");
+            assert!(body["detail"].as_str().unwrap().contains("enterprise tier"), "{body}");
+        }
+    }
+    server
+        .get("/v1/export", None)
+        .await
+        .assert_problem(401, "missing_api_key");
+}
+
+#[tokio::test]
+async fn a_client_without_gzip_gets_the_same_text_decoded() {
+    let server = TestServer::start().await;
+    for path in ["/v1/export", "/v1/export/series?coverage=95"] {
+        let gzip = gzip_export(&server, path).await;
+        let plain = server.get(path, Some(ENTERPRISE)).await;
+        assert_eq!(plain.status, 200);
+        assert_eq!(plain.header("content-encoding"), None);
+        assert_eq!(plain.header_u64("content-length"), plain.body.len() as u64);
+        assert_eq!(plain.body, gunzip(&gzip.body), "{path}");
+        assert_ne!(
+            plain.header("etag"),
+            gzip.header("etag"),
+            "each representation has its own tag"
+        );
+        let refused = server
+            .get_with(path, &[("x-api-key", ENTERPRISE), ("accept-encoding", "gzip;q=0, br")])
+            .await;
+        assert_eq!(
+            (refused.header("content-encoding"), refused.body.len()),
+            (None, plain.body.len())
+        );
+        let head = request(server.addr, http::Method::HEAD, path, &[("x-api-key", ENTERPRISE)]).await;
+        assert_eq!(head.status, 200);
+        assert!(head.body.is_empty());
+        assert_eq!(head.header_u64("content-length"), plain.body.len() as u64);
+    }
+}
+
+#[tokio::test]
+async fn a_broken_download_resumes_with_range_and_if_range() {
+    let server = TestServer::start().await;
+    for encoding in ["gzip", "identity"] {
+        let full = server
+            .get_with(
+                "/v1/export",
+                &[("x-api-key", ENTERPRISE), ("accept-encoding", encoding)],
+            )
+            .await;
+        let etag = full.header("etag").unwrap().to_string();
+        let len = full.body.len();
+        let cut = len / 3;
+        // The first part arrived before the connection broke; the rest is asked for by range.
+        let rest = server
+            .get_with(
+                "/v1/export",
+                &[
+                    ("x-api-key", ENTERPRISE),
+                    ("accept-encoding", encoding),
+                    ("range", &format!("bytes={cut}-")),
+                    ("if-range", &etag),
+                ],
+            )
+            .await;
+        assert_eq!(rest.status, 206, "{encoding}");
+        assert_eq!(
+            rest.header("content-range"),
+            Some(format!("bytes {cut}-{}/{len}", len - 1).as_str())
+        );
+        assert_eq!(rest.header("etag"), Some(etag.as_str()));
+        assert_eq!(rest.header_u64("content-length"), (len - cut) as u64);
+        let resumed = [&full.body[..cut], &rest.body[..]].concat();
+        assert_eq!(resumed, full.body, "{encoding}: the two parts make the whole");
+
+        let middle = server
+            .get_with(
+                "/v1/export",
+                &[
+                    ("x-api-key", ENTERPRISE),
+                    ("accept-encoding", encoding),
+                    ("range", "bytes=10-19"),
+                ],
+            )
+            .await;
+        assert_eq!((middle.status, &middle.body[..]), (206, &full.body[10..20]));
+        let suffix = server
+            .get_with(
+                "/v1/export",
+                &[
+                    ("x-api-key", ENTERPRISE),
+                    ("accept-encoding", encoding),
+                    ("range", "bytes=-5"),
+                ],
+            )
+            .await;
+        assert_eq!((suffix.status, &suffix.body[..]), (206, &full.body[len - 5..]));
+
+        // A partial copy of another version of the export gets the whole current one.
+        let stale = server
+            .get_with(
+                "/v1/export",
+                &[
+                    ("x-api-key", ENTERPRISE),
+                    ("accept-encoding", encoding),
+                    ("range", &format!("bytes={cut}-")),
+                    ("if-range", "\"0000000000000000\""),
+                ],
+            )
+            .await;
+        assert_eq!((stale.status, stale.body.len()), (200, len));
+        // Several ranges at once are not served: the whole is.
+        let several = server
+            .get_with(
+                "/v1/export",
+                &[
+                    ("x-api-key", ENTERPRISE),
+                    ("accept-encoding", encoding),
+                    ("range", "bytes=0-1,5-6"),
+                ],
+            )
+            .await;
+        assert_eq!((several.status, several.body.len()), (200, len));
+
+        let past = server
+            .get_with(
+                "/v1/export",
+                &[
+                    ("x-api-key", ENTERPRISE),
+                    ("accept-encoding", encoding),
+                    ("range", &format!("bytes={len}-")),
+                ],
+            )
+            .await;
+        past.assert_problem(416, "range_not_satisfiable");
+        assert_eq!(past.header("content-range"), Some(format!("bytes */{len}").as_str()));
+
+        let unchanged = server
+            .get_with(
+                "/v1/export",
+                &[
+                    ("x-api-key", ENTERPRISE),
+                    ("accept-encoding", encoding),
+                    ("if-none-match", &etag),
+                ],
+            )
+            .await;
+        assert_eq!((unchanged.status, unchanged.body.len()), (304, 0));
+        assert_eq!(unchanged.header("etag"), Some(etag.as_str()));
+    }
+}
+
+/// What an export says of each company, for telling what changed between two versions the way
+/// a client mirroring the data would.
+#[derive(Debug, PartialEq)]
+struct Mirrored {
+    latest_mark: Value,
+    status: Value,
+    events: usize,
+}
+
+async fn mirror(server: &TestServer) -> BTreeMap<String, Mirrored> {
+    let reply = gzip_export(server, "/v1/export").await;
+    assert_eq!(reply.status, 200);
+    let (_, lines) = ndjson(&gunzip(&reply.body));
+    lines
+        .into_iter()
+        .map(|line| {
+            let mut mark = line["latest_mark"].clone();
+            // Confidence is derived from the bands; the log compares the published amounts.
+            mark.as_object_mut().unwrap().remove("confidence");
+            mark.as_object_mut().unwrap().remove("as_of_date");
+            (
+                line["slug"].as_str().unwrap().to_string(),
+                Mirrored {
+                    latest_mark: mark,
+                    status: line["status"].clone(),
+                    events: line["events"].as_array().unwrap().len(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// Every change since `since`, walked page by page.
+async fn changes_since(server: &TestServer, since: &str, limit: usize) -> (Value, BTreeMap<String, Value>) {
+    let mut cursor: Option<String> = None;
+    let mut seen = BTreeMap::new();
+    let mut first = None;
+    loop {
+        let mut path = format!("/v1/changes?since={since}&limit={limit}");
+        if let Some(cursor) = &cursor {
+            path.push_str(&format!("&cursor={cursor}"));
+        }
+        let reply = server.get(&path, Some(PRO)).await;
+        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+        let body = reply.json();
+        let changes = body["changes"].as_array().unwrap();
+        assert!(changes.len() <= limit);
+        for change in changes {
+            let slug = change["slug"].as_str().unwrap().to_string();
+            assert!(
+                seen.insert(slug.clone(), change.clone()).is_none(),
+                "{slug} listed twice"
+            );
+        }
+        cursor = body["page"]["next_cursor"].as_str().map(str::to_string);
+        assert_eq!(body["page"]["has_more"], cursor.is_some());
+        first.get_or_insert(body);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let slugs: Vec<&String> = seen.keys().collect();
+    let mut sorted = slugs.clone();
+    sorted.sort();
+    assert_eq!(slugs, sorted, "in slug order");
+    (first.unwrap(), seen)
+}
+
+#[tokio::test]
+async fn changes_since_each_earlier_version_are_what_a_mirror_saw_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let versions = build_chain(dir.path(), 4, |v, source, version| match v {
+        // New events for one company.
+        1 => append_line(
+            &source.join("events.csv"),
+            &format!("c0001,synth-000001,tender_offer,{version},1500000000,https://example.com/t,"),
+        ),
+        // A new company.
+        2 => {
+            append_line(
+                &source.join("companies.csv"),
+                "synth-new,Synthetic Newcomer,fintech,private",
+            );
+            append_line(
+                &source.join("events.csv"),
+                &format!("c0002,synth-new,primary_round,{version},800000000,https://example.com/n,"),
+            );
+        }
+        // A listing: a new event and a new status.
+        _ => {
+            let companies = std::fs::read_to_string(source.join("companies.csv")).unwrap();
+            let line = companies.lines().find(|l| l.starts_with("synth-000002,")).unwrap();
+            let listed = line.replace(",private", ",ipo_completed");
+            std::fs::write(source.join("companies.csv"), companies.replace(line, &listed)).unwrap();
+            append_line(
+                &source.join("events.csv"),
+                &format!("c0003,synth-000002,ipo,{version},2500000000,https://example.com/i,"),
+            );
+        }
+    });
+    let server = TestServer::start_with(Options {
+        snapshot: Some(versions[0].1.clone()),
+        ..Options::default()
+    })
+    .await;
+    let mut mirrors = Vec::new();
+    for (version, path) in &versions {
+        server.publish(path);
+        server.wait_for_dataset(version).await;
+        mirrors.push(mirror(&server).await);
+    }
+    let all: Vec<&str> = versions.iter().map(|(v, _)| v.as_str()).collect();
+    let now = mirrors.last().unwrap();
+    let listed = server.get("/v1/companies?limit=200", Some(PRO)).await.json();
+    let listed = listed["companies"].as_array().unwrap();
+    for (k, since) in all.iter().enumerate() {
+        let (first_page, changes) = changes_since(&server, since, 7).await;
+        assert_eq!(first_page["since"], *since);
+        assert_eq!(first_page["dataset_version"], *all.last().unwrap());
+        assert_eq!(
+            first_page["versions"],
+            serde_json::json!(all[k..]),
+            "the chain in between"
+        );
+        assert_eq!(first_page["meta"]["dataset_version"], *all.last().unwrap());
+        let then = &mirrors[k];
+        let mut expected = BTreeMap::new();
+        for (slug, current) in now {
+            let kinds: Vec<&str> = match then.get(slug) {
+                None => vec!["added"],
+                Some(old) => [
+                    ("events", old.events != current.events),
+                    ("mark", old.latest_mark != current.latest_mark),
+                    ("status", old.status != current.status),
+                ]
+                .into_iter()
+                .filter(|(_, changed)| *changed)
+                .map(|(kind, _)| kind)
+                .collect(),
+            };
+            if !kinds.is_empty() {
+                let added = current.events - then.get(slug).map_or(0, |old| old.events);
+                expected.insert(slug.clone(), (serde_json::json!(kinds), added));
+            }
+        }
+        let reported: BTreeMap<String, (Value, usize)> = changes
+            .iter()
+            .map(|(slug, c)| {
+                (
+                    slug.clone(),
+                    (c["changes"].clone(), c["events_added"].as_u64().unwrap() as usize),
+                )
+            })
+            .collect();
+        assert_eq!(reported, expected, "since {since}");
+        if k + 1 == all.len() {
+            assert!(changes.is_empty(), "nothing changed since the version served");
+        }
+        for (slug, change) in &changes {
+            let item = listed.iter().find(|c| c["slug"] == *slug).unwrap();
+            assert_eq!(
+                change["company"], *item,
+                "{slug}: the company as listCompanies shows it now"
+            );
+        }
+    }
+    let (_, since_first) = changes_since(&server, all[0], 200).await;
+    assert_eq!(since_first["synth-new"]["changes"], serde_json::json!(["added"]));
+    assert_eq!(
+        since_first["synth-000002"]["changes"],
+        serde_json::json!(["events", "mark", "status"])
+    );
+    assert_eq!(since_first["synth-000001"]["events_added"], 1);
+}
+
+#[tokio::test]
+async fn a_since_the_log_cannot_answer_is_refused_with_the_way_to_resync() {
+    let dir = tempfile::tempdir().unwrap();
+    let versions = build_versions(dir.path(), 3);
+    let server = TestServer::start_with(Options {
+        snapshot: Some(versions[2].1.clone()),
+        ..Options::default()
+    })
+    .await;
+    for since in [
+        "2026-06-29",
+        "2026-07-15",
+        "2026-06-30T00:00:00Z",
+        "yesterday",
+        "2026-13-01",
+        "",
+    ] {
+        let reply = server.get(&format!("/v1/changes?since={since}"), Some(PRO)).await;
+        let body = reply.assert_problem(422, "invalid_parameter");
+        assert!(body["detail"].as_str().unwrap().contains("since"), "{body}");
+    }
+    for since in ["2026-06-29", "2026-07-15"] {
+        let body = server
+            .get(&format!("/v1/changes?since={since}"), Some(PRO))
+            .await
+            .json();
+        assert!(body["detail"].as_str().unwrap().contains("/v1/export"), "{body}");
+    }
+    let missing = server.get("/v1/changes", Some(PRO)).await;
+    assert!(missing.assert_problem(422, "invalid_parameter")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("required"));
+    server
+        .get("/v1/changes?since=2026-06-30&limit=0", Some(PRO))
+        .await
+        .assert_problem(422, "invalid_parameter");
+    server
+        .get("/v1/changes?since=2026-06-30&sort=slug", Some(PRO))
+        .await
+        .assert_problem(422, "invalid_parameter");
+    server
+        .get("/v1/changes?since=2026-06-30", Some(RESEARCH))
+        .await
+        .assert_problem(403, "tier_forbidden");
+    for key in [PRO, BUSINESS, ENTERPRISE] {
+        assert_eq!(server.get("/v1/changes?since=2026-07-02", Some(key)).await.status, 200);
+    }
+
+    // A cursor is bound to the version it counts from, and revalidation works as everywhere.
+    let page = server.get("/v1/changes?since=2026-06-30&limit=2", Some(PRO)).await;
+    let cursor = page.json()["page"]["next_cursor"].as_str().unwrap().to_string();
+    server
+        .get(
+            &format!("/v1/changes?since=2026-07-01&limit=2&cursor={cursor}"),
+            Some(PRO),
+        )
+        .await
+        .assert_problem(422, "bad_cursor");
+    server
+        .get("/v1/changes?since=2026-06-30&limit=2&cursor=AAAA", Some(PRO))
+        .await
+        .assert_problem(422, "bad_cursor");
+    let etag = page.header("etag").unwrap().to_string();
+    let again = server
+        .get_with(
+            "/v1/changes?since=2026-06-30&limit=2",
+            &[("x-api-key", PRO), ("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!((again.status, again.body.len()), (304, 0));
+}
