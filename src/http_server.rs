@@ -4,7 +4,8 @@
 //! Connection hygiene: at most `max_connections` at once (further clients wait in the listen
 //! backlog), a maximum header size per request, and per connection the deadlines of
 //! [`ConnectionGuard`] (idle, and one request head arriving too slowly), plus a TLS handshake
-//! timeout.
+//! timeout. HTTP/2 streams are each held to a stall deadline, and the server to a budget of
+//! them ([`crate::h2_streams`]).
 //! Shutdown: stop accepting, let in-flight requests finish within a bound, then return.
 
 use std::cell::RefCell;
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::Either;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
@@ -28,7 +29,9 @@ use tokio::task::JoinHandle;
 use crate::access;
 use crate::access_log::{AccessLog, Entry};
 use crate::connection_guard::{ConnectionGuard, Deadlines};
+use crate::h2_streams::WatchingExecutor;
 use crate::reload;
+use crate::response_body::ResponseBody;
 use crate::service::{self, Budgeting, Connection, Response};
 use crate::state::State;
 
@@ -60,6 +63,11 @@ pub struct ServerConfig {
     pub h2_max_concurrent_streams: u32,
     /// Bytes HTTP/2 may buffer per stream for a peer that does not read.
     pub h2_max_send_buffer: usize,
+    /// How long an HTTP/2 stream may go without its response making progress (a piece of at
+    /// most 16 KiB taken by the peer) before it is reset.
+    pub h2_stream_timeout: Duration,
+    /// HTTP/2 streams the whole server holds at once; past it new ones get 503.
+    pub max_h2_streams: usize,
     /// PING and SETTINGS frames an HTTP/2 peer may send per second.
     pub control_frames_per_sec: u32,
     pub shutdown_grace: Duration,
@@ -84,6 +92,8 @@ impl Default for ServerConfig {
             listen_backlog: 4096,
             h2_max_concurrent_streams: 100,
             h2_max_send_buffer: 64 * 1024,
+            h2_stream_timeout: Duration::from_secs(10),
+            max_h2_streams: 20_000,
             control_frames_per_sec: 50,
             shutdown_grace: Duration::from_secs(10),
             watch_interval: Duration::from_millis(500),
@@ -156,8 +166,8 @@ struct Shared {
     config: ServerConfig,
     tls: Option<tokio_rustls::TlsAcceptor>,
     http1: hyper::server::conn::http1::Builder,
-    http2: hyper::server::conn::http2::Builder<TokioExecutor>,
-    auto: hyper_util::server::conn::auto::Builder<TokioExecutor>,
+    http2: hyper::server::conn::http2::Builder<WatchingExecutor>,
+    auto: hyper_util::server::conn::auto::Builder<WatchingExecutor>,
 }
 
 /// Binds and starts serving on the current runtime, with the reload watcher running.
@@ -178,7 +188,9 @@ pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningSer
         .header_read_timeout(None)
         .max_buf_size(config.max_header_bytes.max(8192))
         .keep_alive(true);
-    let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    state.h2_streams.set_limit(config.max_h2_streams);
+    let streams = WatchingExecutor::new(state.h2_streams.clone(), config.h2_stream_timeout);
+    let mut http2 = hyper::server::conn::http2::Builder::new(streams.clone());
     http2
         .timer(TokioTimer::new())
         .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX))
@@ -186,7 +198,7 @@ pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningSer
         .keep_alive_interval(None)
         .max_concurrent_streams(config.h2_max_concurrent_streams)
         .max_send_buf_size(config.h2_max_send_buffer);
-    let mut auto = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut auto = hyper_util::server::conn::auto::Builder::new(streams);
     auto.http1()
         .header_read_timeout(None)
         .max_buf_size(config.max_header_bytes.max(8192));
@@ -353,10 +365,20 @@ async fn serve_connection(
             budgeting,
             started,
         );
+        // Over HTTP/2 a body is handed over in paced pieces, the progress its stream's stall
+        // deadline watches for.
+        let h2 = request.version() == http::Version::HTTP_2;
+        let sent = move |response: Response| {
+            if h2 {
+                response.map(ResponseBody::paced)
+            } else {
+                response
+            }
+        };
         match first {
             Ok((response, outcome)) => {
                 log_access(&state, &request, peer, &response, &outcome, access_log.as_ref());
-                Either::Left(std::future::ready(Ok::<Response, Infallible>(response)))
+                Either::Left(std::future::ready(Ok::<Response, Infallible>(sent(response))))
             }
             Err(ask) => {
                 let state = state.clone();
@@ -365,7 +387,7 @@ async fn serve_connection(
                 Either::Right(Box::pin(async move {
                     let (response, outcome) = answer_with_store(&state, &request, peer, &mut connection, ask).await;
                     log_access(&state, &request, peer, &response, &outcome, access_log.as_ref());
-                    Ok::<Response, Infallible>(response)
+                    Ok::<Response, Infallible>(sent(response))
                 }))
             }
         }

@@ -9,8 +9,9 @@
 //!   holding the header names, values and prebuilt blocks and [`response_body`] the bodies;
 //!   [`list`] and [`changes`] assemble the paginated answers;
 //! - [`http_server`] puts it behind hyper: the accept loop, TLS, HTTP/2, graceful shutdown,
-//!   with [`connection_guard`] enforcing the per-connection deadlines and [`access_log`]
-//!   writing one line per request;
+//!   with [`connection_guard`] enforcing the per-connection deadlines, [`h2_streams`] the
+//!   per-stream one and the server's budget of HTTP/2 streams, and [`access_log`] writing one
+//!   line per request;
 //! - [`shared_budgets`] keeps the budgets in Redis when replicas share them;
 //!   [`snapshot_source`] publishes snapshots to object storage and pulls them into replicas;
 //! - [`state`] and [`reload`] hold and swap the snapshot and keys in force, reading new files
@@ -28,6 +29,7 @@ pub mod changes;
 pub mod commands;
 pub mod connection_guard;
 pub mod cursor;
+pub mod h2_streams;
 pub mod http_server;
 pub mod key_ring;
 pub mod keys_file;

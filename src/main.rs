@@ -210,6 +210,14 @@ struct ServeCommand {
     /// Bytes HTTP/2 may hold per stream for a peer that does not read its response.
     #[arg(long, value_name = "BYTES", default_value_t = 65536, value_parser = clap::value_parser!(u64).range(1024..))]
     h2_max_send_buffer: u64,
+    /// Seconds an HTTP/2 stream may go without its response making progress (the peer taking a
+    /// piece of at most 16 KiB) before it is reset; other streams of its connection go on.
+    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    h2_stream_timeout: u64,
+    /// HTTP/2 streams the whole server holds at once (about 2 KB each while stalled); past it,
+    /// new HTTP/2 requests get 503 with Retry-After until streams end or are reset.
+    #[arg(long, value_name = "N", default_value_t = 20000, value_parser = clap::value_parser!(u64).range(1..))]
+    max_h2_streams: u64,
     /// PING and SETTINGS frames an HTTP/2 peer may send per second before its connection is closed.
     #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     max_control_frames_per_sec: u32,
@@ -327,6 +335,8 @@ fn serve_args(c: ServeCommand) -> ServeArgs {
         listen_backlog: c.listen_backlog,
         h2_max_concurrent_streams: c.h2_max_concurrent_streams,
         h2_max_send_buffer: usize::try_from(c.h2_max_send_buffer).unwrap_or(usize::MAX),
+        h2_stream_timeout: Duration::from_secs(c.h2_stream_timeout),
+        max_h2_streams: usize::try_from(c.max_h2_streams).unwrap_or(usize::MAX),
         control_frames_per_sec: c.max_control_frames_per_sec,
         shutdown_grace: Duration::from_secs(c.shutdown_grace),
         watch_interval: Duration::from_millis(c.watch_interval_ms.max(10)),

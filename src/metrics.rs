@@ -8,6 +8,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use crate::h2_streams::StreamBudget;
 use crate::routes::Operation;
 use crate::shared_budgets::SharedBudgets;
 use crate::snapshot_source::SnapshotSource;
@@ -60,6 +61,8 @@ pub struct Gauges<'a> {
     pub budget_store: Option<&'a SharedBudgets>,
     /// With `--snapshot-from`: the object store's counters.
     pub snapshot_source: Option<&'a SnapshotSource>,
+    /// The server's HTTP/2 streams: open, reset when stalled, refused past the budget.
+    pub h2_streams: Option<&'a StreamBudget>,
 }
 
 impl Metrics {
@@ -184,6 +187,28 @@ impl Metrics {
             ),
         ];
         write_counters(out, &counters)?;
+        if let Some(streams) = g.h2_streams {
+            let stream_counters = [
+                (
+                    "marks_h2_streams_stalled_total",
+                    "HTTP/2 streams reset because their response made no progress for the stream deadline.",
+                    &streams.stalled,
+                ),
+                (
+                    "marks_h2_streams_refused_total",
+                    "HTTP/2 requests answered 503 because the server held its budget of streams.",
+                    &streams.refused,
+                ),
+            ];
+            write_counters(out, &stream_counters)?;
+            write_metric(
+                out,
+                "marks_h2_streams_open",
+                "HTTP/2 streams whose response is being sent now.",
+                "gauge",
+                streams.open(),
+            )?;
+        }
         write_metric(
             out,
             "marks_auth_throttle_dropped_total",

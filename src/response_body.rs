@@ -5,6 +5,11 @@
 //! Exports are stored only compressed; decoding one costs CPU for as long as it streams, so
 //! the number decoded at once is capped ([`Decoders`]), and a client that accepts gzip, which
 //! every HTTP library does, is always served the stored bytes without a copy.
+//!
+//! Over HTTP/1.1 a body is handed to hyper whole. Over HTTP/2 it is paced
+//! ([`ResponseBody::paced`]): handed over a piece at a time, each piece a sign of progress for
+//! the stream's stall deadline, and its end only when asked for after the last piece
+//! (`h2_streams` says why).
 
 use std::io::{self, Read};
 use std::pin::Pin;
@@ -14,6 +19,8 @@ use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Frame, SizeHint};
+
+use crate::h2_streams::{note_progress, PIECE};
 
 /// Bytes of decoded text handed to hyper at a time.
 const DECODED_CHUNK: usize = 64 * 1024;
@@ -89,6 +96,10 @@ impl Drop for DecodePermit {
 #[derive(Debug)]
 pub struct ResponseBody {
     state: State,
+    /// HTTP/2: handed over a piece at a time, progress noted.
+    paced: bool,
+    /// Paced, the last piece handed over: the end is owed at the next poll.
+    end_owed: bool,
 }
 
 #[derive(Debug)]
@@ -127,19 +138,35 @@ impl ResponseBody {
                 _permit: permit,
             })),
         };
-        ResponseBody { state }
+        ResponseBody {
+            state,
+            paced: false,
+            end_owed: false,
+        }
     }
 
     pub fn empty() -> ResponseBody {
-        ResponseBody {
-            state: State::Bytes(None),
+        ResponseBody::new(Payload::Bytes(Bytes::new()))
+    }
+
+    /// The same body, sent the HTTP/2 way: pieces of at most [`PIECE`] bytes, each noted as
+    /// progress of its stream, the end withheld until asked for once more.
+    pub fn paced(self) -> ResponseBody {
+        ResponseBody { paced: true, ..self }
+    }
+
+    fn piece(&self) -> usize {
+        if self.paced {
+            PIECE
+        } else {
+            DECODED_CHUNK
         }
     }
 }
 
 impl Decoding {
-    /// The next piece of text, past the bytes to skip.
-    fn next_chunk(&mut self) -> io::Result<Bytes> {
+    /// The next `most` bytes (or fewer, at the end) of text, past the bytes to skip.
+    fn next_chunk(&mut self, most: usize) -> io::Result<Bytes> {
         while self.skip > 0 {
             let mut sink = [0u8; 16 * 1024];
             let want = (self.skip as usize).min(sink.len());
@@ -152,7 +179,7 @@ impl Decoding {
             }
             self.skip -= n as u64;
         }
-        let want = (self.left as usize).min(DECODED_CHUNK);
+        let want = (self.left as usize).min(most);
         let mut chunk = BytesMut::zeroed(want);
         let mut filled = 0;
         while filled < want {
@@ -173,22 +200,36 @@ impl hyper::body::Body for ResponseBody {
 
     fn poll_frame(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
         let this = self.get_mut();
-        match &mut this.state {
-            State::Bytes(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+        let most = this.piece();
+        let piece = match &mut this.state {
+            State::Bytes(None) => {
+                if this.end_owed {
+                    this.end_owed = false;
+                    note_progress();
+                }
+                return Poll::Ready(None);
+            }
+            State::Bytes(Some(bytes)) if this.paced && bytes.len() > PIECE => Ok(bytes.split_to(PIECE)),
+            State::Bytes(bytes) => Ok(bytes.take().unwrap_or_default()),
             State::Gunzip(decoding) => {
-                let chunk = decoding.next_chunk();
+                let chunk = decoding.next_chunk(most);
                 if decoding.left == 0 || chunk.is_err() {
                     // Done (or broken): the decoder and its permit go now, not when hyper
                     // drops the body.
                     this.state = State::Bytes(None);
                 }
-                Poll::Ready(Some(chunk.map(Frame::data)))
+                chunk
             }
+        };
+        if this.paced {
+            this.end_owed = matches!(this.state, State::Bytes(None));
+            note_progress();
         }
+        Poll::Ready(Some(piece.map(Frame::data)))
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self.state, State::Bytes(None))
+        matches!(self.state, State::Bytes(None)) && !self.end_owed
     }
 
     fn size_hint(&self) -> SizeHint {

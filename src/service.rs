@@ -5,7 +5,8 @@
 //! renders a stored body again.
 //!
 //! The steps of a request, in order, all in `Exchange::answer` and `Exchange::metered`:
-//! method (405), route (404; the unmetered documents are answered here), key (`access`: 401,
+//! the server's budget of HTTP/2 streams (503), method (405), route (404; the unmetered
+//! documents are answered here), key (`access`: 401,
 //! or 429 when a failing attempt's address has failed too often), budget (429; every request
 //! reaching a valid key spends one unit), snapshot (503), then the operation itself
 //! (`operations`: scope 403, parameters 422, resource 404 or 403 outside the free universe,
@@ -233,6 +234,13 @@ impl<'a, B> Exchange<'a, B> {
         let request = self.request;
         let route = route(request.uri().path());
         self.operation = route.operation;
+        if request.version() == http::Version::HTTP_2 && self.state.h2_streams.refuses_another() {
+            return Err(ApiError::Unavailable(format!(
+                "The server holds its limit of {} HTTP/2 streams; retry shortly.",
+                self.state.h2_streams.limit()
+            ))
+            .into());
+        }
         let method = request.method();
         if method != Method::GET && method != Method::HEAD {
             let shown: String = method.as_str().chars().take(32).collect();
@@ -379,6 +387,11 @@ impl<'a, B> Exchange<'a, B> {
             }
             ApiError::RateLimited { retry_after } | ApiError::AuthThrottled { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            // Every cause of a 503 passes within moments: a snapshot loading, a stream or
+            // decoder freed.
+            ApiError::Unavailable(_) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             ApiError::RangeNotSatisfiable { length } => {
                 let unsatisfied = format!("bytes */{length}");

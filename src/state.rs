@@ -19,6 +19,7 @@ use ed25519_dalek::VerifyingKey;
 use marks_builder::{OpenOptions, Snapshot, SnapshotError};
 
 use crate::cursor::CursorKey;
+use crate::h2_streams::StreamBudget;
 use crate::key_ring::KeyRing;
 use crate::keys_file::KeysError;
 use crate::metrics::{Gauges, Metrics};
@@ -171,6 +172,8 @@ pub struct State {
     pub cursor_key: CursorKey,
     /// Exports being decoded for clients that do not accept gzip.
     pub export_decoders: Decoders,
+    /// HTTP/2 stream tasks alive across the server, and how many may be.
+    pub h2_streams: Arc<StreamBudget>,
     pub metrics: Metrics,
     pub settings: Settings,
     snapshot_refusal: Mutex<Option<Refusal>>,
@@ -195,6 +198,7 @@ impl State {
             snapshot_source: None,
             cursor_key,
             export_decoders: Decoders::new(EXPORT_DECODERS),
+            h2_streams: Arc::new(StreamBudget::new(usize::MAX)),
             metrics: Metrics::default(),
             settings,
             snapshot_refusal: Mutex::new(None),
@@ -353,6 +357,7 @@ impl State {
             throttle_buckets_dropped: self.auth_failures.dropped(),
             budget_store: self.shared_budgets.as_ref(),
             snapshot_source: self.snapshot_source.as_deref(),
+            h2_streams: Some(&self.h2_streams),
         })
     }
 }

@@ -122,6 +122,142 @@ async fn a_ping_flood_closes_its_connection() {
     assert_eq!(server.get("/v1/companies/openai", Some(PRO)).await.status, 200);
 }
 
+/// An HTTP/2 connection that reads what it is sent and whose connection window is never the
+/// limit: each stream's own window decides.
+async fn reading_h2(addr: SocketAddr) -> h2::client::SendRequest<Bytes> {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (sender, connection) = h2::client::Builder::new()
+        .initial_connection_window_size(64 << 20)
+        .handshake(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    sender
+}
+
+/// A response's body read to its end, releasing window as it goes: its bytes, or how it broke.
+async fn read_body(mut body: h2::RecvStream) -> Result<usize, h2::Error> {
+    let mut read = 0;
+    while let Some(data) = body.data().await {
+        let data = data?;
+        read += data.len();
+        let _ = body.flow_control().release_capacity(data.len());
+    }
+    Ok(read)
+}
+
+/// One stream of a connection stops reading: it is reset at the stream deadline while the
+/// other streams of the same connection go on being answered, so the connection stays busy
+/// and its idle deadline never comes.
+#[tokio::test]
+async fn a_stalled_http2_stream_is_reset_while_its_connection_keeps_working() {
+    let stall = Duration::from_millis(500);
+    let server = TestServer::start_with(with(ServerConfig {
+        http2: true,
+        h2_stream_timeout: stall,
+        ..Options::default().config
+    }))
+    .await;
+    let whole = server.get("/v1/openapi.json", None).await.body.len();
+    assert!(whole > 2 * 65_535, "the document outgrows a stream's first window");
+    let mut sender = reading_h2(server.addr).await;
+    sender = sender.ready().await.unwrap();
+    let (stalled, _) = sender.send_request(openapi_request(server.addr), true).unwrap();
+    // Never read: its window stays at the first 64 KiB.
+    let stalled = stalled.await.unwrap().into_body();
+    let started = Instant::now();
+    let mut answered = 0;
+    while started.elapsed() < stall * 4 {
+        sender = sender.ready().await.unwrap();
+        let (response, _) = sender.send_request(openapi_request(server.addr), true).unwrap();
+        let response = response.await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(read_body(response.into_body()).await.unwrap(), whole);
+        answered += 1;
+    }
+    assert!(answered > 1);
+    let broken = read_body(stalled)
+        .await
+        .expect_err("the stalled stream was answered whole");
+    assert_eq!(broken.reason(), Some(h2::Reason::CANCEL), "{broken}");
+    let metrics = server.get("/metrics", None).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert_eq!(metric(&text, "marks_h2_streams_stalled_total"), Some(1.0), "{text}");
+    // The same connection still answers.
+    sender = sender.ready().await.unwrap();
+    let (response, _) = sender.send_request(openapi_request(server.addr), true).unwrap();
+    assert_eq!(read_body(response.await.unwrap().into_body()).await.unwrap(), whole);
+}
+
+/// Past the server's budget of HTTP/2 streams new requests get 503 at once; when the stalled
+/// streams holding the budget are reset at their deadline, requests are answered again.
+#[tokio::test]
+async fn past_the_stream_budget_requests_get_503_until_stalled_streams_are_reset() {
+    let server = TestServer::start_with(with(ServerConfig {
+        http2: true,
+        h2_stream_timeout: Duration::from_millis(500),
+        max_h2_streams: 5,
+        ..Options::default().config
+    }))
+    .await;
+    let (mut stalled_sender, connection) = stalled_h2(server.addr).await;
+    tokio::spawn(connection);
+    let mut stalled = Vec::new();
+    for _ in 0..5 {
+        stalled_sender = stalled_sender.ready().await.unwrap();
+        stalled.push(
+            stalled_sender
+                .send_request(openapi_request(server.addr), true)
+                .unwrap()
+                .0,
+        );
+    }
+    for _ in 0..200 {
+        if server.state.h2_streams.open() == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(server.state.h2_streams.open(), 5, "five streams held");
+    let mut sender = reading_h2(server.addr).await;
+    let get = |path: &str| {
+        http::Request::builder()
+            .uri(format!("http://{}{path}", server.addr))
+            .body(())
+            .unwrap()
+    };
+    sender = sender.ready().await.unwrap();
+    let (refused, _) = sender.send_request(get("/v1/companies/openai"), true).unwrap();
+    let refused = refused.await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let mut answered = None;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(20) {
+        sender = sender.ready().await.unwrap();
+        let (response, _) = sender.send_request(get("/healthz"), true).unwrap();
+        if response.await.unwrap().status() == 200 {
+            answered = Some(started.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        answered.is_some(),
+        "never answered again after the stalled streams' deadline"
+    );
+    for response in stalled {
+        let body = response.await.unwrap().into_body();
+        assert_eq!(read_body(body).await.unwrap_err().reason(), Some(h2::Reason::CANCEL));
+    }
+    let text = String::from_utf8_lossy(&server.get("/metrics", None).await.body).into_owned();
+    assert!(
+        metric(&text, "marks_h2_streams_refused_total").is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+    assert_eq!(metric(&text, "marks_h2_streams_stalled_total"), Some(5.0), "{text}");
+}
+
 /// A socket bound to a chosen loopback address, so one test can be several clients.
 async fn connect_from(local: [u8; 4], server: SocketAddr) -> TcpStream {
     let socket = TcpSocket::new_v4().unwrap();
