@@ -9,10 +9,11 @@
 //! - [`WatchingExecutor`] runs every stream task inside [`Watched`], which drops the task when
 //!   it has made no progress for the stall deadline; h2 then resets the stream (RST_STREAM
 //!   CANCEL) and frees what it queued. Progress is the response body handing over a piece
-//!   ([`note_progress`]): HTTP/2 bodies are paced (`ResponseBody::paced`), sent in pieces of at
-//!   most [`PIECE`] bytes, each asked for by hyper only once the window has room beyond what is
-//!   queued, and their end only once everything before it has room. So a stream's task lives
-//!   until its response is as good as sent, and a reader must take a piece per deadline.
+//!   ([`note_progress`]): HTTP/2 bodies are paced (`ResponseBody::paced`), handed over in
+//!   pieces of at most [`PIECE`] bytes and the last byte alone. hyper gives h2 a piece only
+//!   once the stream's window has room beyond what h2 already holds, then asks for the next;
+//!   so a stream's task lives until everything but its last byte has room, and a reader must
+//!   take a piece per deadline.
 //! - [`StreamBudget`] counts those tasks across the server; past its limit, new HTTP/2
 //!   requests are answered 503 at once, before any key or budget is looked at.
 

@@ -8,8 +8,7 @@
 //!
 //! Over HTTP/1.1 a body is handed to hyper whole. Over HTTP/2 it is paced
 //! ([`ResponseBody::paced`]): handed over a piece at a time, each piece a sign of progress for
-//! the stream's stall deadline, and its end only when asked for after the last piece
-//! (`h2_streams` says why).
+//! the stream's stall deadline, its last byte on its own (`h2_streams` says why).
 
 use std::io::{self, Read};
 use std::pin::Pin;
@@ -98,8 +97,6 @@ pub struct ResponseBody {
     state: State,
     /// HTTP/2: handed over a piece at a time, progress noted.
     paced: bool,
-    /// Paced, the last piece handed over: the end is owed at the next poll.
-    end_owed: bool,
 }
 
 #[derive(Debug)]
@@ -138,11 +135,7 @@ impl ResponseBody {
                 _permit: permit,
             })),
         };
-        ResponseBody {
-            state,
-            paced: false,
-            end_owed: false,
-        }
+        ResponseBody { state, paced: false }
     }
 
     pub fn empty() -> ResponseBody {
@@ -150,17 +143,23 @@ impl ResponseBody {
     }
 
     /// The same body, sent the HTTP/2 way: pieces of at most [`PIECE`] bytes, each noted as
-    /// progress of its stream, the end withheld until asked for once more.
+    /// progress of its stream, the last byte a piece of its own.
     pub fn paced(self) -> ResponseBody {
         ResponseBody { paced: true, ..self }
     }
 
-    fn piece(&self) -> usize {
-        if self.paced {
-            PIECE
-        } else {
-            DECODED_CHUNK
-        }
+
+}
+
+/// How much of the `left` bytes to hand over next. hyper gives h2 a piece only once the
+/// stream's window has room beyond what h2 already holds for it, and asks for the next at once:
+/// so the last byte, paced alone, is given to h2 only when everything before it has room, and
+/// the stream's task (and its deadline) lasts until then.
+fn next_piece(paced: bool, left: usize) -> usize {
+    match (paced, left) {
+        (false, left) => left,
+        (true, 0 | 1) => left,
+        (true, left) => PIECE.min(left - 1),
     }
 }
 
@@ -200,19 +199,16 @@ impl hyper::body::Body for ResponseBody {
 
     fn poll_frame(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
         let this = self.get_mut();
-        let most = this.piece();
+        let paced = this.paced;
         let piece = match &mut this.state {
-            State::Bytes(None) => {
-                if this.end_owed {
-                    this.end_owed = false;
-                    note_progress();
-                }
-                return Poll::Ready(None);
+            State::Bytes(None) => return Poll::Ready(None),
+            State::Bytes(Some(bytes)) if next_piece(paced, bytes.len()) < bytes.len() => {
+                Ok(bytes.split_to(next_piece(paced, bytes.len())))
             }
-            State::Bytes(Some(bytes)) if this.paced && bytes.len() > PIECE => Ok(bytes.split_to(PIECE)),
-            State::Bytes(bytes) => Ok(bytes.take().unwrap_or_default()),
+            State::Bytes(last) => Ok(last.take().unwrap_or_default()),
             State::Gunzip(decoding) => {
-                let chunk = decoding.next_chunk(most);
+                let left = usize::try_from(decoding.left).unwrap_or(usize::MAX);
+                let chunk = decoding.next_chunk(next_piece(paced, left).min(DECODED_CHUNK));
                 if decoding.left == 0 || chunk.is_err() {
                     // Done (or broken): the decoder and its permit go now, not when hyper
                     // drops the body.
@@ -221,15 +217,14 @@ impl hyper::body::Body for ResponseBody {
                 chunk
             }
         };
-        if this.paced {
-            this.end_owed = matches!(this.state, State::Bytes(None));
+        if paced {
             note_progress();
         }
         Poll::Ready(Some(piece.map(Frame::data)))
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self.state, State::Bytes(None)) && !self.end_owed
+        matches!(self.state, State::Bytes(None))
     }
 
     fn size_hint(&self) -> SizeHint {

@@ -189,6 +189,41 @@ async fn a_stalled_http2_stream_is_reset_while_its_connection_keeps_working() {
     assert_eq!(read_body(response.await.unwrap().into_body()).await.unwrap(), whole);
 }
 
+/// A response small enough to hand over in one piece is held to the deadline too: its end is
+/// sent only once the peer's window has room for it all, so a peer that opens too little
+/// window leaves its stream to be reset, not queued for ever.
+#[tokio::test]
+async fn a_small_response_the_peer_never_makes_room_for_is_reset_too() {
+    let server = TestServer::start_with(with(ServerConfig {
+        http2: true,
+        h2_stream_timeout: Duration::from_millis(300),
+        ..Options::default().config
+    }))
+    .await;
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let (mut sender, connection) = h2::client::Builder::new()
+        .initial_window_size(100)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    sender = sender.ready().await.unwrap();
+    let request = http::Request::builder()
+        .uri(format!("http://{}/v1/signing-keys", server.addr))
+        .body(())
+        .unwrap();
+    let (response, _) = sender.send_request(request, true).unwrap();
+    let mut body = response.await.unwrap().into_body();
+    // The first 100 bytes arrive; they are not released, so the window stays shut.
+    let first = body.data().await.unwrap().unwrap();
+    assert_eq!(first.len(), 100);
+    let rest = tokio::time::timeout(Duration::from_secs(10), body.data())
+        .await
+        .expect("the stream was neither sent nor reset");
+    let error = rest.expect("a reset, not the end").expect_err("a reset, not more data");
+    assert_eq!(error.reason(), Some(h2::Reason::CANCEL));
+}
+
 /// Past the server's budget of HTTP/2 streams new requests get 503 at once; when the stalled
 /// streams holding the budget are reset at their deadline, requests are answered again.
 #[tokio::test]
