@@ -15,7 +15,10 @@
 //!   so a stream's task lives until everything but its last byte has room, and a reader must
 //!   take a piece per deadline.
 //! - [`StreamBudget`] counts those tasks across the server; past its limit, new HTTP/2
-//!   requests are answered 503 at once, before any key or budget is looked at.
+//!   requests are answered 503 at once, before any key or budget is looked at. Those answers
+//!   are streams too, and a peer that never reads can stall them as well: past the limit and an
+//!   eighth more, a new stream's task is not started at all and h2 resets it at once, so what
+//!   the server holds for HTTP/2 streams never exceeds the limit and its eighth.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -54,6 +57,8 @@ pub struct StreamBudget {
     pub refused: AtomicU64,
     /// Streams reset because they made no progress for the stall deadline.
     pub stalled: AtomicU64,
+    /// Streams reset unanswered because even the 503s filled the budget's headroom.
+    pub dropped: AtomicU64,
 }
 
 impl StreamBudget {
@@ -63,7 +68,15 @@ impl StreamBudget {
             limit: AtomicUsize::new(limit),
             refused: AtomicU64::new(0),
             stalled: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
         }
+    }
+
+    /// The most stream tasks ever alive: the limit, and an eighth more (at least 16) for the
+    /// 503s that answer past it.
+    pub fn hard_limit(&self) -> usize {
+        let limit = self.limit();
+        limit.saturating_add((limit / 8).max(16))
     }
 
     pub fn set_limit(&self, limit: usize) {
@@ -123,6 +136,12 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     fn execute(&self, stream: F) {
+        if self.budget.open() >= self.budget.hard_limit() {
+            // Dropped unstarted: h2 resets the stream, and nothing is held for it.
+            self.budget.dropped.fetch_add(1, Relaxed);
+            drop(stream);
+            return;
+        }
         tokio::spawn(Watched {
             stream,
             deadline: tokio::time::sleep(self.stall),

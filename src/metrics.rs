@@ -199,6 +199,11 @@ impl Metrics {
                     "HTTP/2 requests answered 503 because the server held its budget of streams.",
                     &streams.refused,
                 ),
+                (
+                    "marks_h2_streams_dropped_total",
+                    "HTTP/2 streams reset unanswered because the budget and its headroom for 503s were full.",
+                    &streams.dropped,
+                ),
             ];
             write_counters(out, &stream_counters)?;
             write_metric(

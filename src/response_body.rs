@@ -147,8 +147,6 @@ impl ResponseBody {
     pub fn paced(self) -> ResponseBody {
         ResponseBody { paced: true, ..self }
     }
-
-
 }
 
 /// How much of the `left` bytes to hand over next. hyper gives h2 a piece only once the
