@@ -20,7 +20,9 @@ H2_CONNECTIONS=${H2_CONNECTIONS:-8}
 H2_STREAMS=${H2_STREAMS:-16}
 work=target/bench-production
 source benches/setup.sh
-install_missing wrk nginx h2load 2>/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q nghttp2-client >/dev/null
+install_missing wrk nginx
+# h2load comes in Debian's nghttp2-client.
+command -v h2load >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q nghttp2-client >/dev/null
 prepare_sample
 
 pids=()

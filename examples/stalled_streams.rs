@@ -62,11 +62,7 @@ async fn main() -> Result<(), BoxError> {
 }
 
 /// Opens one stalled stream and notes how it ends: reset, or answered 503 (and then stalled).
-fn open(
-    sender: &mut h2::client::SendRequest<Bytes>,
-    addr: SocketAddr,
-    seen: &Arc<Seen>,
-) -> Result<(), BoxError> {
+fn open(sender: &mut h2::client::SendRequest<Bytes>, addr: SocketAddr, seen: &Arc<Seen>) -> Result<(), BoxError> {
     let request = http::Request::builder()
         .uri(format!("http://{addr}/v1/openapi.json"))
         .body(())?;

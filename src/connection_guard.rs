@@ -18,6 +18,10 @@
 //! - control frames: an HTTP/2 peer may send at most `control_frames_per_sec` PING and SETTINGS
 //!   frames a second (each costs the server an acknowledgement); past that the connection is
 //!   closed.
+//! - response tails: an HTTP/2 response whose HEADERS went out and whose end has not, with no
+//!   DATA of it sent for `response_tail` (twice the stream deadline), closes the connection. A
+//!   stream still in its task is reset at the stream deadline (`h2_streams`); what this catches
+//!   is a last piece h2 holds after the task is gone, for a peer that keeps its window short.
 //!
 //! I/O only sets flags and counts (no clock read, no timer update on the hot path); the timer
 //! ticks every half of the shorter deadline and counts whole ticks, so a deadline is enforced
@@ -39,6 +43,9 @@ pub struct Deadlines {
     pub head: Duration,
     /// PING and SETTINGS frames an HTTP/2 peer may send per second.
     pub control_frames_per_sec: u32,
+    /// How long an HTTP/2 response may go with none of its DATA sent before its connection
+    /// is closed.
+    pub response_tail: Duration,
 }
 
 #[allow(missing_debug_implementations)] // holds a timer and a socket; nothing to show
@@ -60,6 +67,9 @@ pub struct ConnectionGuard<S> {
     first_read: bool,
     idle_ticks: u32,
     unanswered_ticks: u32,
+    /// Ticks since the connection opened: the clock of the HTTP/2 responses' progress.
+    ticks: u32,
+    response_tail_limit: u32,
     /// Set once the HTTP/2 preface is seen: the frames each way, parsed for their types.
     h2: Option<Box<H2Frames>>,
     control_frames_per_tick: u32,
@@ -75,6 +85,26 @@ struct H2Frames {
     outgoing: FrameReader,
     /// PING and SETTINGS frames received since the last tick.
     control_frames: u32,
+    /// Responses begun and not ended, by stream: the tick their last DATA (or HEADERS) went.
+    responses: Vec<(u32, u32)>,
+}
+
+/// What a frame header says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FrameHead {
+    kind: u8,
+    flags: u8,
+    stream: u32,
+}
+
+impl FrameHead {
+    fn is_control(self) -> bool {
+        self.kind == FRAME_PING || self.kind == FRAME_SETTINGS
+    }
+
+    fn ends_stream(self) -> bool {
+        (self.kind == FRAME_DATA || self.kind == FRAME_HEADERS) && self.flags & FLAG_END_STREAM != 0
+    }
 }
 
 /// Follows frame headers (RFC 9113 4.1: 24-bit length, type, flags, stream) through a byte
@@ -88,14 +118,16 @@ struct FrameReader {
     payload_left: usize,
 }
 
+const FRAME_DATA: u8 = 0x0;
+const FRAME_HEADERS: u8 = 0x1;
+const FRAME_RST_STREAM: u8 = 0x3;
 const FRAME_SETTINGS: u8 = 0x4;
 const FRAME_PING: u8 = 0x6;
+const FLAG_END_STREAM: u8 = 0x1;
 
 impl FrameReader {
-    /// Feeds `bytes`; returns how many frames of each kind began in them:
-    /// (control frames, other frames).
-    fn feed(&mut self, mut bytes: &[u8]) -> (u32, u32) {
-        let (mut control, mut other) = (0, 0);
+    /// Feeds `bytes`, calling `frame` with the header of each frame that begins in them.
+    fn feed(&mut self, mut bytes: &[u8], mut frame: impl FnMut(FrameHead)) {
         let skip = self.preface_left.min(bytes.len());
         self.preface_left -= skip;
         bytes = &bytes[skip..];
@@ -112,16 +144,12 @@ impl FrameReader {
             bytes = &bytes[take..];
             if self.header_filled == 9 {
                 self.header_filled = 0;
-                let [a, b, c, kind, ..] = self.header;
+                let [a, b, c, kind, flags, s0, s1, s2, s3] = self.header;
                 self.payload_left = usize::from(a) << 16 | usize::from(b) << 8 | usize::from(c);
-                if kind == FRAME_PING || kind == FRAME_SETTINGS {
-                    control += 1;
-                } else {
-                    other += 1;
-                }
+                let stream = u32::from_be_bytes([s0 & 0x7f, s1, s2, s3]);
+                frame(FrameHead { kind, flags, stream });
             }
         }
-        (control, other)
     }
 }
 
@@ -131,8 +159,9 @@ impl<S> ConnectionGuard<S> {
             idle,
             head,
             control_frames_per_sec,
+            response_tail,
         } = deadlines;
-        let tick = (idle.min(head) / 2).max(Duration::from_millis(10));
+        let tick = (idle.min(head).min(response_tail) / 2).max(Duration::from_millis(10));
         let ticks = |deadline: Duration| (deadline.as_nanos() / tick.as_nanos()).max(1) as u32;
         let per_tick = (f64::from(control_frames_per_sec) * tick.as_secs_f64()).ceil();
         ConnectionGuard {
@@ -149,6 +178,8 @@ impl<S> ConnectionGuard<S> {
             first_read: true,
             idle_ticks: 0,
             unanswered_ticks: 0,
+            ticks: 0,
+            response_tail_limit: ticks(response_tail),
             h2: None,
             control_frames_per_tick: (per_tick as u32).max(1),
         }
@@ -164,6 +195,7 @@ impl<S> ConnectionGuard<S> {
             },
             outgoing: FrameReader::default(),
             control_frames: 0,
+            responses: Vec::new(),
         }));
     }
 
@@ -180,8 +212,17 @@ impl<S> ConnectionGuard<S> {
             self.awaiting_at_last_tick = self.awaiting_response;
             self.answered = false;
             self.moved = false;
+            self.ticks = self.ticks.wrapping_add(1);
             if let Some(h2) = &mut self.h2 {
                 h2.control_frames = 0;
+                let now = self.ticks;
+                if h2
+                    .responses
+                    .iter()
+                    .any(|&(_, moved)| now.wrapping_sub(moved) >= self.response_tail_limit)
+                {
+                    return Some("an HTTP/2 response made no progress for too long");
+                }
             }
             if self.idle_ticks >= self.idle_limit {
                 return Some("connection idle for too long");
@@ -218,7 +259,18 @@ impl<S> ConnectionGuard<S> {
             self.moved = true;
             return Ok(());
         };
-        let (control, other) = h2.incoming.feed(read);
+        let (mut control, mut other) = (0, 0);
+        let responses = &mut h2.responses;
+        h2.incoming.feed(read, |frame| {
+            if frame.is_control() {
+                control += 1;
+            } else {
+                other += 1;
+            }
+            if frame.kind == FRAME_RST_STREAM {
+                responses.retain(|&(stream, _)| stream != frame.stream);
+            }
+        });
         h2.control_frames += control;
         if other > 0 {
             self.moved = true;
@@ -235,15 +287,36 @@ impl<S> ConnectionGuard<S> {
     fn note_written(&mut self, written: &[u8]) {
         self.awaiting_response = false;
         self.answered = true;
+        let now = self.ticks;
         match &mut self.h2 {
             // A server's own PING and SETTINGS acknowledgements are not progress.
             Some(h2) => {
-                if h2.outgoing.feed(written).1 > 0 {
-                    self.moved = true;
-                }
+                let mut moved = false;
+                let responses = &mut h2.responses;
+                h2.outgoing.feed(written, |frame| {
+                    moved |= !frame.is_control();
+                    track_response(responses, frame, now);
+                });
+                self.moved |= moved;
             }
             None => self.moved = true,
         }
+    }
+}
+
+/// Follows the responses a server's frames begin, move and end.
+fn track_response(responses: &mut Vec<(u32, u32)>, frame: FrameHead, now: u32) {
+    let position = responses.iter().position(|&(stream, _)| stream == frame.stream);
+    match (frame.kind, position) {
+        (FRAME_RST_STREAM, Some(i)) => {
+            responses.swap_remove(i);
+        }
+        (_, Some(i)) if frame.ends_stream() => {
+            responses.swap_remove(i);
+        }
+        (FRAME_DATA, Some(i)) => responses[i].1 = now,
+        (FRAME_HEADERS, None) if !frame.ends_stream() && frame.stream != 0 => responses.push((frame.stream, now)),
+        _ => {}
     }
 }
 
@@ -317,6 +390,22 @@ mod tests {
     }
 
     #[test]
+    fn responses_are_followed_from_headers_to_their_end() {
+        let head = |kind, flags, stream| FrameHead { kind, flags, stream };
+        let mut responses = Vec::new();
+        track_response(&mut responses, head(FRAME_HEADERS, 0, 1), 0);
+        track_response(&mut responses, head(FRAME_HEADERS, 0, 3), 0);
+        // A response without a body ends with its HEADERS and is never followed.
+        track_response(&mut responses, head(FRAME_HEADERS, FLAG_END_STREAM, 5), 0);
+        track_response(&mut responses, head(FRAME_DATA, 0, 1), 4);
+        assert_eq!(responses, [(1, 4), (3, 0)]);
+        track_response(&mut responses, head(FRAME_DATA, FLAG_END_STREAM, 1), 5);
+        track_response(&mut responses, head(FRAME_RST_STREAM, 0, 3), 5);
+        track_response(&mut responses, head(FRAME_PING, 0, 0), 5);
+        assert!(responses.is_empty());
+    }
+
+    #[test]
     fn frames_are_told_apart_however_the_bytes_are_cut() {
         let mut stream = H2_PREFACE.to_vec();
         stream.extend(frame(FRAME_SETTINGS, &[0; 6]));
@@ -331,9 +420,13 @@ mod tests {
             };
             let (mut control, mut other) = (0, 0);
             for chunk in stream.chunks(piece) {
-                let (c, o) = reader.feed(chunk);
-                control += c;
-                other += o;
+                reader.feed(chunk, |frame| {
+                    if frame.is_control() {
+                        control += 1;
+                    } else {
+                        other += 1;
+                    }
+                });
             }
             assert_eq!((control, other), (3, 2), "pieces of {piece}");
         }

@@ -10,10 +10,15 @@
 //!   it has made no progress for the stall deadline; h2 then resets the stream (RST_STREAM
 //!   CANCEL) and frees what it queued. Progress is the response body handing over a piece
 //!   ([`note_progress`]): HTTP/2 bodies are paced (`ResponseBody::paced`), handed over in
-//!   pieces of at most [`PIECE`] bytes and the last byte alone. hyper gives h2 a piece only
-//!   once the stream's window has room beyond what h2 already holds, then asks for the next;
-//!   so a stream's task lives until everything but its last byte has room, and a reader must
-//!   take a piece per deadline.
+//!   pieces of at most [`PIECE`] bytes. hyper gives h2 a piece only once the stream's window
+//!   has room beyond what h2 already holds, then asks for the next; so a stream's task lives
+//!   until its last piece is handed over, and a reader must take a piece per deadline.
+//! - The last piece is h2's to send once the task is gone, and a peer that keeps its window
+//!   just short of it could leave it queued. Handing the last byte over alone would keep the
+//!   task alive until then, but it costs every response a second DATA frame (measured: 30% of
+//!   HTTP/2 throughput). So the connection guard watches those tails instead
+//!   (`connection_guard`: a response with no DATA sent for twice the stream deadline closes its
+//!   connection), by when this deadline has reset every stream still in a task.
 //! - [`StreamBudget`] counts those tasks across the server; past its limit, new HTTP/2
 //!   requests are answered 503 at once, before any key or budget is looked at. Those answers
 //!   are streams too, and a peer that never reads can stall them as well: past the limit and an
@@ -144,7 +149,7 @@ where
         }
         tokio::spawn(Watched {
             stream,
-            deadline: tokio::time::sleep(self.stall),
+            deadline: None,
             stall: self.stall,
             slot: StreamSlot::take(&self.budget),
         });
@@ -156,8 +161,10 @@ pin_project_lite::pin_project! {
     pub struct Watched<F> {
         #[pin]
         stream: F,
+        // Set when the task first waits: most streams are answered in their first poll and
+        // never need a timer.
         #[pin]
-        deadline: Sleep,
+        deadline: Option<Sleep>,
         stall: Duration,
         slot: StreamSlot,
     }
@@ -172,10 +179,18 @@ impl<F: Future<Output = ()>> Future for Watched<F> {
         if this.stream.poll(cx).is_ready() {
             return Poll::Ready(());
         }
+        let Some(mut deadline) = this.deadline.as_mut().as_pin_mut() else {
+            this.deadline.set(Some(tokio::time::sleep(*this.stall)));
+            if let Some(deadline) = this.deadline.as_pin_mut() {
+                // Registers the timer; it cannot have expired yet.
+                let _ = deadline.poll(cx);
+            }
+            return Poll::Pending;
+        };
         if progress() != before {
-            this.deadline.as_mut().reset(Instant::now() + *this.stall);
+            deadline.as_mut().reset(Instant::now() + *this.stall);
         }
-        if this.deadline.poll(cx).is_ready() {
+        if deadline.poll(cx).is_ready() {
             // Ending here drops the stream task: h2 resets the stream and frees its queue.
             this.slot.0.stalled.fetch_add(1, Relaxed);
             return Poll::Ready(());

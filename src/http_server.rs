@@ -396,6 +396,9 @@ async fn serve_connection(
         idle: shared.config.idle_timeout,
         head: shared.config.header_read_timeout,
         control_frames_per_sec: shared.config.control_frames_per_sec,
+        // Past the stream deadline, so every stream still in its task has been reset by then:
+        // what is left is a tail h2 holds with no task to reset it.
+        response_tail: shared.config.h2_stream_timeout.saturating_mul(2),
     };
     match &shared.tls {
         None if shared.config.http2 => {

@@ -8,7 +8,7 @@
 //!
 //! Over HTTP/1.1 a body is handed to hyper whole. Over HTTP/2 it is paced
 //! ([`ResponseBody::paced`]): handed over a piece at a time, each piece a sign of progress for
-//! the stream's stall deadline, its last byte on its own (`h2_streams` says why).
+//! the stream's stall deadline (`h2_streams` says why).
 
 use std::io::{self, Read};
 use std::pin::Pin;
@@ -143,21 +143,18 @@ impl ResponseBody {
     }
 
     /// The same body, sent the HTTP/2 way: pieces of at most [`PIECE`] bytes, each noted as
-    /// progress of its stream, the last byte a piece of its own.
+    /// progress of its stream.
     pub fn paced(self) -> ResponseBody {
         ResponseBody { paced: true, ..self }
     }
 }
 
-/// How much of the `left` bytes to hand over next. hyper gives h2 a piece only once the
-/// stream's window has room beyond what h2 already holds for it, and asks for the next at once:
-/// so the last byte, paced alone, is given to h2 only when everything before it has room, and
-/// the stream's task (and its deadline) lasts until then.
+/// How much of the `left` bytes to hand over next.
 fn next_piece(paced: bool, left: usize) -> usize {
-    match (paced, left) {
-        (false, left) => left,
-        (true, 0 | 1) => left,
-        (true, left) => PIECE.min(left - 1),
+    if paced {
+        PIECE.min(left)
+    } else {
+        left
     }
 }
 

@@ -151,7 +151,7 @@ async fn read_body(mut body: h2::RecvStream) -> Result<usize, h2::Error> {
 /// and its idle deadline never comes.
 #[tokio::test]
 async fn a_stalled_http2_stream_is_reset_while_its_connection_keeps_working() {
-    let stall = Duration::from_millis(500);
+    let stall = Duration::from_secs(1);
     let server = TestServer::start_with(with(ServerConfig {
         http2: true,
         h2_stream_timeout: stall,
@@ -189,11 +189,11 @@ async fn a_stalled_http2_stream_is_reset_while_its_connection_keeps_working() {
     assert_eq!(read_body(response.await.unwrap().into_body()).await.unwrap(), whole);
 }
 
-/// A response small enough to hand over in one piece is held to the deadline too: its end is
-/// sent only once the peer's window has room for it all, so a peer that opens too little
-/// window leaves its stream to be reset, not queued for ever.
+/// A response small enough to hand over in one piece leaves its stream's task at once, and h2
+/// holds what the peer's window has no room for: a peer that keeps its window short of it has
+/// its connection closed once the response has sent nothing for twice the stream deadline.
 #[tokio::test]
-async fn a_small_response_the_peer_never_makes_room_for_is_reset_too() {
+async fn a_response_tail_the_peer_never_makes_room_for_closes_its_connection() {
     let server = TestServer::start_with(with(ServerConfig {
         http2: true,
         h2_stream_timeout: Duration::from_millis(300),
@@ -217,11 +217,17 @@ async fn a_small_response_the_peer_never_makes_room_for_is_reset_too() {
     // The first 100 bytes arrive; they are not released, so the window stays shut.
     let first = body.data().await.unwrap().unwrap();
     assert_eq!(first.len(), 100);
+    let started = Instant::now();
     let rest = tokio::time::timeout(Duration::from_secs(10), body.data())
         .await
-        .expect("the stream was neither sent nor reset");
-    let error = rest.expect("a reset, not the end").expect_err("a reset, not more data");
-    assert_eq!(error.reason(), Some(h2::Reason::CANCEL));
+        .expect("the response was neither sent nor cut off");
+    assert!(matches!(rest, Some(Err(_))), "{rest:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(600),
+        "cut off before twice the deadline"
+    );
+    // Other connections are served meanwhile and after.
+    assert_eq!(server.get("/v1/companies/openai", Some(PRO)).await.status, 200);
 }
 
 /// Past the server's budget of HTTP/2 streams new requests get 503 at once, and past its
