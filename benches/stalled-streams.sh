@@ -68,7 +68,7 @@ run() { # label max-h2-streams
 }
 
 {
-  echo "| budget | streams asked at once | RSS before MiB | peak while held MiB | when the client stops MiB | after the next sweep MiB | reset at the stream deadline | answered 503 | reset unstarted | a valid request at the peak | client |"
+  echo "| budget | streams asked at once | RSS before MiB | peak while held MiB | when the client stops MiB | after the next sweep MiB | reset at the stream deadline | refused by the budget (503s made) | reset unstarted | a valid request at the peak | client |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
 } >"$work/results.md"
 run "raised ($((CONNECTIONS * STREAMS * 2)))" $((CONNECTIONS * STREAMS * 2))

@@ -214,7 +214,7 @@ struct ServeCommand {
     /// piece of at most 16 KiB) before it is reset; other streams of its connection go on.
     #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     h2_stream_timeout: u64,
-    /// HTTP/2 streams the whole server holds at once (about 2 KB each while stalled); past it,
+    /// HTTP/2 streams the whole server holds at once (a few KB each while stalled); past it,
     /// new HTTP/2 requests get 503 with Retry-After until streams end or are reset.
     #[arg(long, value_name = "N", default_value_t = 20000, value_parser = clap::value_parser!(u64).range(1..))]
     max_h2_streams: u64,
