@@ -12,6 +12,7 @@ use marks_builder::format::{ArchivedChangeRow, CHANGE_KINDS};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::cursor::{Cursor, CursorKey, SortKey};
+use crate::list::{put_page_info, put_plain_array, put_plain_string};
 use crate::problem::ApiError;
 use crate::query::{self, Params};
 use crate::state::LoadedSnapshot;
@@ -119,24 +120,16 @@ impl<'a> Page<'a> {
             .map(|row| companies[row.company.to_native() as usize].list_item.len.to_native() as usize + 96)
             .sum();
         let mut body = BytesMut::with_capacity(loaded.meta.len() + items + 256 + chain.len() * 13);
-        let mut number = itoa::Buffer::new();
         body.put_slice(b"{\"meta\":");
         body.put_slice(&loaded.meta);
         // Versions are dates (checked at build and here), so they need no JSON escaping.
-        body.put_slice(b",\"since\":\"");
-        body.put_slice(self.since.as_bytes());
-        body.put_slice(b"\",\"dataset_version\":\"");
-        body.put_slice(index.dataset_version.as_bytes());
-        body.put_slice(b"\",\"versions\":[");
-        for (i, version) in chain.iter().enumerate() {
-            if i > 0 {
-                body.put_u8(b',');
-            }
-            body.put_u8(b'"');
-            body.put_slice(version.as_bytes());
-            body.put_u8(b'"');
-        }
-        body.put_slice(b"],\"changes\":[");
+        body.put_slice(b",\"since\":");
+        put_plain_string(&mut body, self.since);
+        body.put_slice(b",\"dataset_version\":");
+        put_plain_string(&mut body, index.dataset_version.as_str());
+        body.put_slice(b",\"versions\":");
+        put_plain_array(&mut body, chain.iter().map(|v| v.as_str()));
+        body.put_slice(b",\"changes\":[");
         for (i, row) in self.rows.iter().enumerate() {
             if i > 0 {
                 body.put_u8(b',');
@@ -144,18 +137,11 @@ impl<'a> Page<'a> {
             let company = &companies[row.company.to_native() as usize];
             body.put_slice(b"{\"slug\":");
             body.put_slice(&serde_json::to_vec(company.slug.as_str()).unwrap_or_default());
-            body.put_slice(b",\"changes\":[");
+            body.put_slice(b",\"changes\":");
             let kinds = CHANGE_KINDS.iter().filter(|(bit, _)| row.kinds & bit != 0);
-            for (n, (_, name)) in kinds.enumerate() {
-                if n > 0 {
-                    body.put_u8(b',');
-                }
-                body.put_u8(b'"');
-                body.put_slice(name.as_bytes());
-                body.put_u8(b'"');
-            }
-            body.put_slice(b"],\"events_added\":");
-            body.put_slice(number.format(row.events_added.to_native()).as_bytes());
+            put_plain_array(&mut body, kinds.map(|(_, name)| *name));
+            body.put_slice(b",\"events_added\":");
+            body.put_slice(itoa::Buffer::new().format(row.events_added.to_native()).as_bytes());
             body.put_slice(b",\"company\":");
             body.put_slice(loaded.snapshot.body_slice(&company.list_item));
             body.put_u8(b'}');
@@ -171,23 +157,9 @@ impl<'a> Page<'a> {
             ),
             _ => None,
         };
-        body.put_slice(b"],\"page\":{\"limit\":");
-        body.put_slice(number.format(self.limit).as_bytes());
-        body.put_slice(b",\"next_cursor\":");
-        match &next_cursor {
-            // base64url needs no JSON escaping.
-            Some(cursor) => {
-                body.put_u8(b'"');
-                body.put_slice(cursor.as_bytes());
-                body.put_u8(b'"');
-            }
-            None => body.put_slice(b"null"),
-        }
-        body.put_slice(if self.has_more {
-            b",\"has_more\":true}}"
-        } else {
-            b",\"has_more\":false}}"
-        });
+        body.put_slice(b"],");
+        put_page_info(&mut body, self.limit, next_cursor.as_deref(), self.has_more);
+        body.put_u8(b'}');
         body.freeze()
     }
 }

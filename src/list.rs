@@ -44,6 +44,42 @@ fn sort_key(key: RowKey<'_>) -> SortKey {
     }
 }
 
+/// Writes the PageInfo member of a page: `"page":{"limit":..,"next_cursor":..,"has_more":..}`.
+pub fn put_page_info(body: &mut BytesMut, limit: u32, next_cursor: Option<&str>, has_more: bool) {
+    body.put_slice(b"\"page\":{\"limit\":");
+    body.put_slice(itoa::Buffer::new().format(limit).as_bytes());
+    body.put_slice(b",\"next_cursor\":");
+    match next_cursor {
+        // base64url needs no JSON escaping.
+        Some(cursor) => put_plain_string(body, cursor),
+        None => body.put_slice(b"null"),
+    }
+    body.put_slice(if has_more {
+        b",\"has_more\":true}"
+    } else {
+        b",\"has_more\":false}"
+    });
+}
+
+/// Writes a string that needs no JSON escaping: a date, base64url, a name of this crate's own.
+pub fn put_plain_string(body: &mut BytesMut, text: &str) {
+    body.put_u8(b'"');
+    body.put_slice(text.as_bytes());
+    body.put_u8(b'"');
+}
+
+/// Writes an array of strings that need no JSON escaping.
+pub fn put_plain_array<'a>(body: &mut BytesMut, strings: impl IntoIterator<Item = &'a str>) {
+    body.put_u8(b'[');
+    for (i, text) in strings.into_iter().enumerate() {
+        if i > 0 {
+            body.put_u8(b',');
+        }
+        put_plain_string(body, text);
+    }
+    body.put_u8(b']');
+}
+
 /// One page of a list, placed but not yet rendered: checking a request (its cursor above all)
 /// and answering a revalidation need no rendering.
 #[derive(Debug)]
@@ -141,23 +177,8 @@ impl<'a> Page<'a> {
             let company = &companies[row.to_native() as usize];
             body.put_slice(loaded.snapshot.body_slice(&company.list_item));
         }
-        body.put_slice(b"],\"page\":{\"limit\":");
-        body.put_slice(itoa::Buffer::new().format(self.limit).as_bytes());
-        body.put_slice(b",\"next_cursor\":");
-        match &next_cursor {
-            // base64url needs no JSON escaping.
-            Some(cursor) => {
-                body.put_u8(b'"');
-                body.put_slice(cursor.as_bytes());
-                body.put_u8(b'"');
-            }
-            None => body.put_slice(b"null"),
-        }
-        body.put_slice(if self.has_more {
-            b",\"has_more\":true}"
-        } else {
-            b",\"has_more\":false}"
-        });
+        body.put_slice(b"],");
+        put_page_info(&mut body, self.limit, next_cursor.as_deref(), self.has_more);
         if let Some(note) = universe_note {
             body.put_slice(b",\"universe_note\":");
             body.put_slice(&serde_json::to_vec(note).unwrap_or_default());
