@@ -55,11 +55,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
         }
         Operation::GetMarkSeries => {
             require(call.caller, Scope::Marks80)?;
-            let params = Params::parse(call.query, &["coverage"])?;
-            let coverage = query::coverage(&params)?;
-            if coverage == 95 {
-                require(call.caller, Scope::Marks95)?;
-            }
+            let coverage = coverage(call)?;
             let company = company(call)?;
             let body = if coverage == 95 {
                 &company.marks_95
@@ -93,11 +89,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
         }
         Operation::GetSeriesExport => {
             require(call.caller, Scope::ExportRead)?;
-            let params = Params::parse(call.query, &["coverage"])?;
-            let coverage = query::coverage(&params)?;
-            if coverage == 95 {
-                require(call.caller, Scope::Marks95)?;
-            }
+            let coverage = coverage(call)?;
             let exports = &call.loaded.snapshot.index().exports;
             let export = if coverage == 95 {
                 &exports.series_95
@@ -193,6 +185,17 @@ fn company<'s>(call: &Call<'s>) -> Result<&'s ArchivedCompanyEntry, ApiError> {
         }
     }
     Ok(company)
+}
+
+/// The one parameter of a series operation, `coverage` (80 unless 95 is asked for), and 95
+/// only for a tier that has it.
+fn coverage(call: &Call<'_>) -> Result<u32, ApiError> {
+    let params = Params::parse(call.query, &["coverage"])?;
+    let coverage = query::coverage(&params)?;
+    if coverage == 95 {
+        require(call.caller, Scope::Marks95)?;
+    }
+    Ok(coverage)
 }
 
 fn require(caller: &Caller, scope: Scope) -> Result<(), ApiError> {
