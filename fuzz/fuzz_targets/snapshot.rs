@@ -1,6 +1,6 @@
 //! Snapshot loading: any bytes are refused with an error or load into a snapshot whose every
 //! accessor then works; never a panic, never undefined behaviour. Seed the corpus with
-//! ../snapshots/golden/v1.snap.
+//! ../snapshots/golden/v3.snap.
 #![no_main]
 
 use bytes::Bytes;
@@ -37,6 +37,16 @@ fn open_and_walk(data: &[u8]) {
     for sort in 0..8u8 {
         for &row in index.list(sort, 0, 0, 0) {
             assert!((row.to_native() as usize) < index.companies.len());
+        }
+    }
+    let exports = &index.exports;
+    for export in [&exports.companies, &exports.series_80, &exports.series_95] {
+        let _ = snapshot.body(&export.gzip);
+    }
+    for version in index.changes.versions.iter() {
+        let rows = index.changes_since(version.as_str()).unwrap_or(&[]);
+        for row in rows {
+            assert!((row.company.to_native() as usize) < index.companies.len());
         }
     }
 }
