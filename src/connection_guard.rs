@@ -85,8 +85,63 @@ struct H2Frames {
     outgoing: FrameReader,
     /// PING and SETTINGS frames received since the last tick.
     control_frames: u32,
-    /// Responses begun and not ended, by stream: the tick their last DATA (or HEADERS) went.
-    responses: Vec<(u32, u32)>,
+    responses: Responses,
+}
+
+/// The responses of an HTTP/2 connection that have begun (HEADERS sent) and not ended.
+#[derive(Debug, Default)]
+struct Responses {
+    /// By stream: the tick their last DATA (or their HEADERS) went out in.
+    open: Vec<(u32, u32)>,
+    /// Streams the peer reset before their response began: h2 may still write HEADERS it had
+    /// encoded for them, which begin nothing.
+    reset_early: Vec<u32>,
+}
+
+impl Responses {
+    /// At most this many early resets are remembered (the streams a connection may have open).
+    const RESET_EARLY_KEPT: usize = 256;
+
+    /// The peer reset `stream`.
+    fn peer_reset(&mut self, stream: u32) {
+        let before = self.open.len();
+        self.open.retain(|&(open, _)| open != stream);
+        if self.open.len() == before {
+            if self.reset_early.len() == Self::RESET_EARLY_KEPT {
+                self.reset_early.remove(0);
+            }
+            self.reset_early.push(stream);
+        }
+    }
+
+    /// A frame the server sent, at tick `now`.
+    fn sent(&mut self, frame: FrameHead, now: u32) {
+        let position = self.open.iter().position(|&(stream, _)| stream == frame.stream);
+        match (frame.kind, position) {
+            (FRAME_RST_STREAM, Some(i)) => {
+                self.open.swap_remove(i);
+            }
+            (_, Some(i)) if frame.ends_stream() => {
+                self.open.swap_remove(i);
+            }
+            (FRAME_DATA, Some(i)) => self.open[i].1 = now,
+            (FRAME_HEADERS, None) if !frame.ends_stream() && frame.stream != 0 => {
+                match self.reset_early.iter().position(|&reset| reset == frame.stream) {
+                    Some(i) => {
+                        self.reset_early.swap_remove(i);
+                    }
+                    None => self.open.push((frame.stream, now)),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a response has sent nothing for more than `limit` ticks. A response is stamped
+    /// during the tick it moved in, so a whole `limit` has passed only once the count is past it.
+    fn stalled(&self, now: u32, limit: u32) -> bool {
+        self.open.iter().any(|&(_, moved)| now.wrapping_sub(moved) > limit)
+    }
 }
 
 /// What a frame header says.
@@ -195,7 +250,7 @@ impl<S> ConnectionGuard<S> {
             },
             outgoing: FrameReader::default(),
             control_frames: 0,
-            responses: Vec::new(),
+            responses: Responses::default(),
         }));
     }
 
@@ -215,12 +270,7 @@ impl<S> ConnectionGuard<S> {
             self.ticks = self.ticks.wrapping_add(1);
             if let Some(h2) = &mut self.h2 {
                 h2.control_frames = 0;
-                let now = self.ticks;
-                if h2
-                    .responses
-                    .iter()
-                    .any(|&(_, moved)| now.wrapping_sub(moved) >= self.response_tail_limit)
-                {
+                if h2.responses.stalled(self.ticks, self.response_tail_limit) {
                     return Some("an HTTP/2 response made no progress for too long");
                 }
             }
@@ -268,7 +318,7 @@ impl<S> ConnectionGuard<S> {
                 other += 1;
             }
             if frame.kind == FRAME_RST_STREAM {
-                responses.retain(|&(stream, _)| stream != frame.stream);
+                responses.peer_reset(frame.stream);
             }
         });
         h2.control_frames += control;
@@ -295,28 +345,12 @@ impl<S> ConnectionGuard<S> {
                 let responses = &mut h2.responses;
                 h2.outgoing.feed(written, |frame| {
                     moved |= !frame.is_control();
-                    track_response(responses, frame, now);
+                    responses.sent(frame, now);
                 });
                 self.moved |= moved;
             }
             None => self.moved = true,
         }
-    }
-}
-
-/// Follows the responses a server's frames begin, move and end.
-fn track_response(responses: &mut Vec<(u32, u32)>, frame: FrameHead, now: u32) {
-    let position = responses.iter().position(|&(stream, _)| stream == frame.stream);
-    match (frame.kind, position) {
-        (FRAME_RST_STREAM, Some(i)) => {
-            responses.swap_remove(i);
-        }
-        (_, Some(i)) if frame.ends_stream() => {
-            responses.swap_remove(i);
-        }
-        (FRAME_DATA, Some(i)) => responses[i].1 = now,
-        (FRAME_HEADERS, None) if !frame.ends_stream() && frame.stream != 0 => responses.push((frame.stream, now)),
-        _ => {}
     }
 }
 
@@ -392,17 +426,26 @@ mod tests {
     #[test]
     fn responses_are_followed_from_headers_to_their_end() {
         let head = |kind, flags, stream| FrameHead { kind, flags, stream };
-        let mut responses = Vec::new();
-        track_response(&mut responses, head(FRAME_HEADERS, 0, 1), 0);
-        track_response(&mut responses, head(FRAME_HEADERS, 0, 3), 0);
+        let mut responses = Responses::default();
+        responses.sent(head(FRAME_HEADERS, 0, 1), 0);
+        responses.sent(head(FRAME_HEADERS, 0, 3), 0);
         // A response without a body ends with its HEADERS and is never followed.
-        track_response(&mut responses, head(FRAME_HEADERS, FLAG_END_STREAM, 5), 0);
-        track_response(&mut responses, head(FRAME_DATA, 0, 1), 4);
-        assert_eq!(responses, [(1, 4), (3, 0)]);
-        track_response(&mut responses, head(FRAME_DATA, FLAG_END_STREAM, 1), 5);
-        track_response(&mut responses, head(FRAME_RST_STREAM, 0, 3), 5);
-        track_response(&mut responses, head(FRAME_PING, 0, 0), 5);
-        assert!(responses.is_empty());
+        responses.sent(head(FRAME_HEADERS, FLAG_END_STREAM, 5), 0);
+        responses.sent(head(FRAME_DATA, 0, 1), 4);
+        assert_eq!(responses.open, [(1, 4), (3, 0)]);
+        assert!(!responses.stalled(4, 4) && responses.stalled(5, 4));
+        responses.sent(head(FRAME_DATA, FLAG_END_STREAM, 1), 5);
+        responses.sent(head(FRAME_RST_STREAM, 0, 3), 5);
+        responses.sent(head(FRAME_PING, 0, 0), 5);
+        assert!(responses.open.is_empty());
+        // The peer resets stream 7 before its HEADERS went out: they begin nothing.
+        responses.peer_reset(7);
+        responses.sent(head(FRAME_HEADERS, 0, 7), 6);
+        assert!(responses.open.is_empty() && responses.reset_early.is_empty());
+        // A reset of a response under way ends it.
+        responses.sent(head(FRAME_HEADERS, 0, 9), 6);
+        responses.peer_reset(9);
+        assert!(responses.open.is_empty() && responses.reset_early.is_empty());
     }
 
     #[test]

@@ -111,9 +111,15 @@ impl StreamBudget {
 struct StreamSlot(Arc<StreamBudget>);
 
 impl StreamSlot {
-    fn take(budget: &Arc<StreamBudget>) -> StreamSlot {
-        budget.open.fetch_add(1, Relaxed);
-        StreamSlot(budget.clone())
+    /// A place among the streams held, unless the hard limit is reached: checked and taken in
+    /// one step, so streams started at once on several threads cannot pass it.
+    fn take(budget: &Arc<StreamBudget>) -> Option<StreamSlot> {
+        let hard = budget.hard_limit();
+        budget
+            .open
+            .fetch_update(Relaxed, Relaxed, |open| (open < hard).then_some(open + 1))
+            .ok()
+            .map(|_| StreamSlot(budget.clone()))
     }
 }
 
@@ -141,17 +147,17 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     fn execute(&self, stream: F) {
-        if self.budget.open() >= self.budget.hard_limit() {
+        let Some(slot) = StreamSlot::take(&self.budget) else {
             // Dropped unstarted: h2 resets the stream, and nothing is held for it.
             self.budget.dropped.fetch_add(1, Relaxed);
             drop(stream);
             return;
-        }
+        };
         tokio::spawn(Watched {
             stream,
             deadline: None,
             stall: self.stall,
-            slot: StreamSlot::take(&self.budget),
+            slot,
         });
     }
 }

@@ -199,6 +199,8 @@ pub struct Negotiation<'r> {
     pub headers: &'r HeaderMap,
     pub if_none_match: bool,
     pub accept_encoding: bool,
+    /// A HEAD request: no body will be sent, and ranges apply to GET only (RFC 9110 14.2).
+    pub head: bool,
 }
 
 impl Negotiation<'_> {
@@ -246,7 +248,12 @@ impl Negotiation<'_> {
         if representation.status == StatusCode::NOT_MODIFIED {
             return Ok(representation);
         }
-        let (first, last) = match byte_ranges::asked(self.headers, etag, len) {
+        let asked = if self.head {
+            Asked::Whole
+        } else {
+            byte_ranges::asked(self.headers, etag, len)
+        };
+        let (first, last) = match asked {
             Asked::Whole => (0, len.saturating_sub(1)),
             Asked::Unsatisfiable => return Err(ApiError::RangeNotSatisfiable { length: len }),
             Asked::Part { first, last } => {
@@ -260,12 +267,16 @@ impl Negotiation<'_> {
             let stored = loaded.snapshot.body(&export.gzip);
             Payload::Bytes(stored.slice(first as usize..(first + part_len) as usize))
         } else {
-            let permit = decoders.try_acquire().ok_or_else(|| {
-                ApiError::Unavailable(format!(
-                    "{} exports are being decoded for clients that do not accept gzip; retry shortly, or send Accept-Encoding: gzip, which is always served.",
-                    decoders.active()
-                ))
-            })?;
+            // A HEAD decodes nothing, so it takes no decoder's place.
+            let permit = match self.head {
+                true => None,
+                false => Some(decoders.try_acquire().ok_or_else(|| {
+                    ApiError::Unavailable(format!(
+                        "{} exports are being decoded for clients that do not accept gzip; retry shortly, or send Accept-Encoding: gzip, which is always served.",
+                        decoders.active()
+                    ))
+                })?),
+            };
             Payload::Gunzip {
                 gzip: loaded.snapshot.body(&export.gzip),
                 skip: first,

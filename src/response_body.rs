@@ -12,12 +12,12 @@
 
 use std::io::{self, Read};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Frame, SizeHint};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::h2_streams::{note_progress, PIECE};
 
@@ -28,12 +28,13 @@ const DECODED_CHUNK: usize = 64 * 1024;
 #[derive(Debug)]
 pub enum Payload {
     Bytes(Bytes),
-    /// A gzip member whose text is sent from byte `skip`, `len` bytes of it.
+    /// A gzip member whose text is sent from byte `skip`, `len` bytes of it; the permit is
+    /// the decoder's place (none for a HEAD, which decodes nothing).
     Gunzip {
         gzip: Bytes,
         skip: u64,
         len: u64,
-        permit: DecodePermit,
+        permit: Option<DecodePermit>,
     },
 }
 
@@ -54,40 +55,28 @@ impl Payload {
 /// The exports being decoded at once, and how many may be.
 #[derive(Debug)]
 pub struct Decoders {
-    active: Arc<AtomicUsize>,
+    places: Arc<Semaphore>,
     limit: usize,
 }
 
 /// One decode's place among [`Decoders`], given back when its body is dropped.
-#[derive(Debug)]
-pub struct DecodePermit(Arc<AtomicUsize>);
+pub type DecodePermit = OwnedSemaphorePermit;
 
 impl Decoders {
     pub fn new(limit: usize) -> Decoders {
         Decoders {
-            active: Arc::new(AtomicUsize::new(0)),
+            places: Arc::new(Semaphore::new(limit)),
             limit,
         }
     }
 
     /// A place, unless `limit` decodes are running.
     pub fn try_acquire(&self) -> Option<DecodePermit> {
-        self.active
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.limit).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| DecodePermit(self.active.clone()))
+        self.places.clone().try_acquire_owned().ok()
     }
 
     pub fn active(&self) -> usize {
-        self.active.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for DecodePermit {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.limit - self.places.available_permits()
     }
 }
 
@@ -109,7 +98,7 @@ struct Decoding {
     decoder: flate2::bufread::GzDecoder<io::Cursor<Bytes>>,
     skip: u64,
     left: u64,
-    _permit: DecodePermit,
+    _permit: Option<DecodePermit>,
 }
 
 impl std::fmt::Debug for Decoding {
@@ -158,12 +147,17 @@ fn next_piece(paced: bool, left: usize) -> usize {
     }
 }
 
+/// Text decoded and thrown away per poll on the way to a range's start: a range deep into an
+/// export is reached over many polls, never in one long stretch of a worker thread.
+const SKIP_PER_POLL: u64 = 256 * 1024;
+
 impl Decoding {
-    /// The next `most` bytes (or fewer, at the end) of text, past the bytes to skip.
-    fn next_chunk(&mut self, most: usize) -> io::Result<Bytes> {
-        while self.skip > 0 {
-            let mut sink = [0u8; 16 * 1024];
-            let want = (self.skip as usize).min(sink.len());
+    /// Decodes and drops up to [`SKIP_PER_POLL`] bytes of what comes before the range.
+    fn skip_some(&mut self) -> io::Result<()> {
+        let mut sink = [0u8; 16 * 1024];
+        let mut skipped = 0;
+        while self.skip > 0 && skipped < SKIP_PER_POLL {
+            let want = usize::try_from(self.skip).unwrap_or(usize::MAX).min(sink.len());
             let n = self.decoder.read(&mut sink[..want])?;
             if n == 0 {
                 return Err(io::Error::new(
@@ -172,7 +166,13 @@ impl Decoding {
                 ));
             }
             self.skip -= n as u64;
+            skipped += n as u64;
         }
+        Ok(())
+    }
+
+    /// The next `most` bytes (or fewer, at the end) of text, once the skip is done.
+    fn next_chunk(&mut self, most: usize) -> io::Result<Bytes> {
         let want = (self.left as usize).min(most);
         let mut chunk = BytesMut::zeroed(want);
         let mut filled = 0;
@@ -192,7 +192,7 @@ impl hyper::body::Body for ResponseBody {
     type Data = Bytes;
     type Error = io::Error;
 
-    fn poll_frame(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
         let this = self.get_mut();
         let paced = this.paced;
         let piece = match &mut this.state {
@@ -201,6 +201,19 @@ impl hyper::body::Body for ResponseBody {
                 Ok(bytes.split_to(next_piece(paced, bytes.len())))
             }
             State::Bytes(last) => Ok(last.take().unwrap_or_default()),
+            State::Gunzip(decoding) if decoding.skip > 0 => {
+                // The server's own work, not the peer's to wait for: it counts as progress.
+                if paced {
+                    note_progress();
+                }
+                if let Err(error) = decoding.skip_some() {
+                    this.state = State::Bytes(None);
+                    return Poll::Ready(Some(Err(error)));
+                }
+                // The rest at the next poll, after whatever else the worker has to do.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             State::Gunzip(decoding) => {
                 let left = usize::try_from(decoding.left).unwrap_or(usize::MAX);
                 let chunk = decoding.next_chunk(next_piece(paced, left).min(DECODED_CHUNK));
@@ -246,7 +259,7 @@ mod tests {
             gzip: Bytes::new(),
             skip: 0,
             len: 10,
-            permit: third,
+            permit: Some(third),
         });
         assert_eq!(decoders.active(), 2);
         drop(body);

@@ -234,7 +234,10 @@ impl<'a, B> Exchange<'a, B> {
         let request = self.request;
         let route = route(request.uri().path());
         self.operation = route.operation;
-        if request.version() == http::Version::HTTP_2 && self.state.h2_streams.refuses_another() {
+        // Once: a request answered again after the shared store already passed this step, its
+        // own stream among those counted.
+        let first_pass = !matches!(self.budgeting, Budgeting::Answered(..));
+        if first_pass && request.version() == http::Version::HTTP_2 && self.state.h2_streams.refuses_another() {
             return Err(ApiError::Unavailable(format!(
                 "The server holds its limit of {} HTTP/2 streams; retry shortly.",
                 self.state.h2_streams.limit()
@@ -250,6 +253,7 @@ impl<'a, B> Exchange<'a, B> {
             headers: request.headers(),
             if_none_match: self.asked.if_none_match,
             accept_encoding: self.asked.accept_encoding,
+            head: method == Method::HEAD,
         };
         let query = request.uri().query();
         match route.operation {

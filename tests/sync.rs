@@ -165,6 +165,23 @@ async fn a_client_without_gzip_gets_the_same_text_decoded() {
         assert_eq!(head.status, 200);
         assert!(head.body.is_empty());
         assert_eq!(head.header_u64("content-length"), plain.body.len() as u64);
+        // Ranges are for GET (RFC 9110 14.2): a HEAD with one describes the whole.
+        let ranged_head = request(
+            server.addr,
+            http::Method::HEAD,
+            path,
+            &[("x-api-key", ENTERPRISE), ("range", "bytes=0-9")],
+        )
+        .await;
+        assert_eq!((ranged_head.status, ranged_head.header("content-range")), (200, None));
+        assert_eq!(ranged_head.header_u64("content-length"), plain.body.len() as u64);
+        // A range deep into the text is reached by decoding up to it, over many polls.
+        let deep = plain.body.len() * 2 / 3;
+        let tail = server
+            .get_with(path, &[("x-api-key", ENTERPRISE), ("range", &format!("bytes={deep}-"))])
+            .await;
+        assert_eq!(tail.status, 206);
+        assert_eq!(&tail.body[..], &plain.body[deep..], "{path}");
     }
 }
 
