@@ -185,31 +185,24 @@ async fn a_client_without_gzip_gets_the_same_text_decoded() {
     }
 }
 
+/// `GET /v1/export` with the enterprise key, the given `Accept-Encoding` and more headers.
+async fn export_with(server: &TestServer, encoding: &str, more: &[(&str, &str)]) -> Reply {
+    let mut headers = vec![("x-api-key", ENTERPRISE), ("accept-encoding", encoding)];
+    headers.extend_from_slice(more);
+    server.get_with("/v1/export", &headers).await
+}
+
 #[tokio::test]
 async fn a_broken_download_resumes_with_range_and_if_range() {
     let server = TestServer::start().await;
     for encoding in ["gzip", "identity"] {
-        let full = server
-            .get_with(
-                "/v1/export",
-                &[("x-api-key", ENTERPRISE), ("accept-encoding", encoding)],
-            )
-            .await;
+        let full = export_with(&server, encoding, &[]).await;
         let etag = full.header("etag").unwrap().to_string();
         let len = full.body.len();
         let cut = len / 3;
         // The first part arrived before the connection broke; the rest is asked for by range.
-        let rest = server
-            .get_with(
-                "/v1/export",
-                &[
-                    ("x-api-key", ENTERPRISE),
-                    ("accept-encoding", encoding),
-                    ("range", &format!("bytes={cut}-")),
-                    ("if-range", &etag),
-                ],
-            )
-            .await;
+        let from_cut = format!("bytes={cut}-");
+        let rest = export_with(&server, encoding, &[("range", &from_cut), ("if-range", &etag)]).await;
         assert_eq!(rest.status, 206, "{encoding}");
         assert_eq!(
             rest.header("content-range"),
@@ -220,78 +213,28 @@ async fn a_broken_download_resumes_with_range_and_if_range() {
         let resumed = [&full.body[..cut], &rest.body[..]].concat();
         assert_eq!(resumed, full.body, "{encoding}: the two parts make the whole");
 
-        let middle = server
-            .get_with(
-                "/v1/export",
-                &[
-                    ("x-api-key", ENTERPRISE),
-                    ("accept-encoding", encoding),
-                    ("range", "bytes=10-19"),
-                ],
-            )
-            .await;
+        let middle = export_with(&server, encoding, &[("range", "bytes=10-19")]).await;
         assert_eq!((middle.status, &middle.body[..]), (206, &full.body[10..20]));
-        let suffix = server
-            .get_with(
-                "/v1/export",
-                &[
-                    ("x-api-key", ENTERPRISE),
-                    ("accept-encoding", encoding),
-                    ("range", "bytes=-5"),
-                ],
-            )
-            .await;
+        let suffix = export_with(&server, encoding, &[("range", "bytes=-5")]).await;
         assert_eq!((suffix.status, &suffix.body[..]), (206, &full.body[len - 5..]));
 
         // A partial copy of another version of the export gets the whole current one.
-        let stale = server
-            .get_with(
-                "/v1/export",
-                &[
-                    ("x-api-key", ENTERPRISE),
-                    ("accept-encoding", encoding),
-                    ("range", &format!("bytes={cut}-")),
-                    ("if-range", "\"0000000000000000\""),
-                ],
-            )
-            .await;
+        let stale = export_with(
+            &server,
+            encoding,
+            &[("range", &from_cut), ("if-range", "\"0000000000000000\"")],
+        )
+        .await;
         assert_eq!((stale.status, stale.body.len()), (200, len));
         // Several ranges at once are not served: the whole is.
-        let several = server
-            .get_with(
-                "/v1/export",
-                &[
-                    ("x-api-key", ENTERPRISE),
-                    ("accept-encoding", encoding),
-                    ("range", "bytes=0-1,5-6"),
-                ],
-            )
-            .await;
+        let several = export_with(&server, encoding, &[("range", "bytes=0-1,5-6")]).await;
         assert_eq!((several.status, several.body.len()), (200, len));
 
-        let past = server
-            .get_with(
-                "/v1/export",
-                &[
-                    ("x-api-key", ENTERPRISE),
-                    ("accept-encoding", encoding),
-                    ("range", &format!("bytes={len}-")),
-                ],
-            )
-            .await;
+        let past = export_with(&server, encoding, &[("range", &format!("bytes={len}-"))]).await;
         past.assert_problem(416, "range_not_satisfiable");
         assert_eq!(past.header("content-range"), Some(format!("bytes */{len}").as_str()));
 
-        let unchanged = server
-            .get_with(
-                "/v1/export",
-                &[
-                    ("x-api-key", ENTERPRISE),
-                    ("accept-encoding", encoding),
-                    ("if-none-match", &etag),
-                ],
-            )
-            .await;
+        let unchanged = export_with(&server, encoding, &[("if-none-match", &etag)]).await;
         assert_eq!((unchanged.status, unchanged.body.len()), (304, 0));
         assert_eq!(unchanged.header("etag"), Some(etag.as_str()));
     }
