@@ -263,8 +263,10 @@ impl State {
                     meta,
                     etag_seed,
                 });
-                self.snapshot.store(Some(loaded.clone()));
+                // Counted before it is in force: whoever sees the new snapshot served finds
+                // its load counted already.
                 self.metrics.snapshot_loads.fetch_add(1, Relaxed);
+                self.snapshot.store(Some(loaded.clone()));
                 Ok(loaded)
             }
             Err(err) => {
@@ -296,11 +298,12 @@ impl State {
             Ok(ring) => {
                 let count = ring.len();
                 let generation = ring.generation();
+                // Counted before the keys are in force, as snapshot loads are.
+                self.metrics.keys_reloads.fetch_add(1, Relaxed);
                 let replaced = self.keys.swap(Arc::new(ring));
                 self.keys_generation
                     .store(generation, std::sync::atomic::Ordering::Release);
                 drop(replaced);
-                self.metrics.keys_reloads.fetch_add(1, Relaxed);
                 if let Ok(mut known) = self.keys_identity.lock() {
                     *known = identity;
                 }
