@@ -214,9 +214,7 @@ impl Negotiation<'_> {
             Some(encoded) => (loaded.snapshot.body(&encoded.bytes), encoded.etag.as_str()),
             None => (loaded.snapshot.body(&body.identity), body.etag.as_str()),
         };
-        // The tag's bytes live in the mapped file too: the header borrows them, no copy.
-        let etag_value = HeaderValue::from_maybe_shared(loaded.snapshot.file_slice(etag.as_bytes()))
-            .unwrap_or_else(|_| header_value(etag));
+        let etag_value = mapped_header_value(loaded, etag);
         let mut representation = self.conditional(etag, etag_value, cache, || bytes);
         representation.vary_encoding = body.gzip.is_some();
         representation.gzip = gzip.is_some();
@@ -238,8 +236,7 @@ impl Negotiation<'_> {
         } else {
             (export.identity_etag.as_str(), export.identity_len.to_native())
         };
-        let etag_value = HeaderValue::from_maybe_shared(loaded.snapshot.file_slice(etag.as_bytes()))
-            .unwrap_or_else(|_| header_value(etag));
+        let etag_value = mapped_header_value(loaded, etag);
         let mut representation = self.conditional(etag, etag_value, Cache::Private, Bytes::new);
         representation.content_type = NDJSON;
         representation.vary_encoding = true;
@@ -313,6 +310,12 @@ impl Negotiation<'_> {
             content_range: None,
         }
     }
+}
+
+/// The header value of text inside the mapped snapshot (a stored ETag): it borrows the bytes,
+/// no copy.
+fn mapped_header_value(loaded: &LoadedSnapshot, text: &str) -> HeaderValue {
+    HeaderValue::from_maybe_shared(loaded.snapshot.file_slice(text.as_bytes())).unwrap_or_else(|_| header_value(text))
 }
 
 /// A header value from text this server made (an ETag), which is always valid; should it not

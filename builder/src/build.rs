@@ -5,7 +5,6 @@
 //! order, so memory stays proportional to a chunk, not to the dataset, and the output is the
 //! same bytes whatever the thread count.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -135,14 +134,12 @@ struct Rendered {
     series_rest: [Piece; 2],
 }
 
+/// A body's gzip variant, or none when `level` is 0 or the body too small for it to pay.
 fn gzip(bytes: &[u8], level: u32) -> Option<Vec<u8>> {
     if level == 0 || bytes.len() < GZIP_MIN_BYTES {
         return None;
     }
-    let mut encoder =
-        flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4), flate2::Compression::new(level));
-    encoder.write_all(bytes).ok()?;
-    encoder.finish().ok()
+    Some(gzip::member(&[&Piece::of(bytes, level).ok()?]))
 }
 
 /// What every company's compressed bodies and export lines share, deflated once per build.
