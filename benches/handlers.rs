@@ -62,6 +62,7 @@ fn state() -> Arc<State> {
             publisher_key: None,
             snapshot_path: snapshot.clone(),
             keys_path: keys.clone(),
+            export_decoding: marks::response_body::DecodeLimits::default(),
         },
         CursorKey::generate(),
     ));

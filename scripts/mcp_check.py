@@ -77,8 +77,9 @@ async def run(args):
         missing = await session.call_tool("get_company", {"slug": "no-such-company"})
         assert missing.is_error and missing.structured_content["code"] == "not_found", missing
         assert missing.structured_content["status"] == 404 and missing.structured_content["detail"], missing
-        sneaky = await session.call_tool("get_company", {"slug": "../usage"})
-        assert sneaky.is_error and sneaky.structured_content["code"] == "not_found", sneaky
+        for tool, slug in [("get_company", "../usage"), ("get_mark_series", "."), ("get_mark_events", "Stripe")]:
+            sneaky = await session.call_tool(tool, {"slug": slug})
+            assert sneaky.is_error and sneaky.structured_content["code"] == "invalid_slug", sneaky
         bad_sort = await session.call_tool("list_companies", {"sort": "price"})
         assert bad_sort.is_error and bad_sort.structured_content["code"] == "invalid_sort", bad_sort
         too_old = await session.call_tool("get_changes", {"since": "2001-01-01"})
@@ -86,7 +87,7 @@ async def run(args):
         assert "/v1/export" in too_old.structured_content["detail"], too_old
         ok(f"problems come back as tool errors: {missing.structured_content['code']} (404), "
            f"{bad_sort.structured_content['code']} (422), {too_old.structured_content['code']} for a version "
-           f"older than the change log (422); a slug cannot leave its path segment")
+           f"older than the change log (422); a slug outside the slug grammar never becomes a URL (invalid_slug)")
 
 
 def main():

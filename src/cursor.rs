@@ -42,7 +42,8 @@ impl CursorKey {
 
     /// Derives the key from a file's whole contents (any secret of at least 16 bytes).
     pub fn from_file(path: &Path) -> Result<CursorKey, String> {
-        let secret = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let secret =
+            marks_builder::regular_file::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         if secret.len() < 16 {
             return Err(format!(
                 "{}: a cursor key needs at least 16 bytes of secret",

@@ -22,6 +22,7 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use marks_builder::regular_file;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
@@ -142,10 +143,16 @@ impl RunningServer {
 fn tls_acceptor(files: &TlsFiles, http2: bool) -> Result<tokio_rustls::TlsAcceptor, ServerError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs = CertificateDer::pem_file_iter(&files.cert)
-        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
+    // Read as regular files (never waiting on a FIFO or a device), then parsed.
+    let read = |path: &std::path::Path, what: &str| {
+        regular_file::read(path).map_err(|e| ServerError::Tls(format!("{}: cannot read {what}: {e}", path.display())))
+    };
+    let cert_pem = read(&files.cert, "certificates")?;
+    let key_pem = read(&files.key, "the private key")?;
+    let certs = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ServerError::Tls(format!("{}: cannot read certificates: {e}", files.cert.display())))?;
-    let key = PrivateKeyDer::from_pem_file(&files.key)
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| ServerError::Tls(format!("{}: cannot read the private key: {e}", files.key.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)

@@ -98,7 +98,7 @@ fn read_file_or(path: &Path, missing: Missing) -> Result<KeysFile, KeysError> {
         path: path.to_owned(),
         reason,
     };
-    let text = match std::fs::read_to_string(path) {
+    let text = match marks_builder::regular_file::read_to_string(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound && missing == Missing::Empty => {
             return Ok(KeysFile::default())

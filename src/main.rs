@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use marks::commands;
 use marks::keys_file::KeyStatus;
+use marks::response_body::DecodeLimits;
 use marks::serve_command::{self, LogFormat, ServeArgs};
 use marks_builder::tiers::Tier;
 
@@ -224,6 +225,17 @@ struct ServeCommand {
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     shutdown_grace: u64,
+    /// Exports one key may have decoded at once for clients that do not accept gzip (the server
+    /// decodes four at once); a further one gets 503 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4))]
+    export_decoders_per_key: u64,
+    /// The least a decoded export must move, in KiB per second averaged over each window of
+    /// --export-decode-window-secs; a slower reader is cut and its decoder's place freed.
+    #[arg(long, value_name = "KIB", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    export_decode_floor_kib_per_sec: u64,
+    /// Seconds over which a decoded export's rate is measured against the floor.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    export_decode_window_secs: u64,
     /// Milliseconds between checks of the snapshot and keys files for replacement.
     #[arg(long, value_name = "MS", default_value_t = 500)]
     watch_interval_ms: u64,
@@ -327,6 +339,12 @@ fn serve_args(c: ServeCommand) -> ServeArgs {
         tls_cert: c.tls_cert,
         tls_key: c.tls_key,
         http2: c.http2,
+        export_decoding: DecodeLimits {
+            per_key: c.export_decoders_per_key as usize,
+            floor_bytes_per_sec: c.export_decode_floor_kib_per_sec * 1024,
+            floor_window: Duration::from_secs(c.export_decode_window_secs),
+            ..DecodeLimits::default()
+        },
         header_read_timeout: Duration::from_secs(c.header_read_timeout.max(1)),
         idle_timeout: Duration::from_secs(c.idle_timeout.max(1)),
         max_header_bytes: c.max_header_bytes,

@@ -113,8 +113,10 @@ impl MarksTools {
                        sector, status, latest_mark, delta_30d_pct, observations}."
     )]
     async fn get_company(&self, Parameters(args): Parameters<CompanyArgs>) -> Result<CallToolResult, ErrorData> {
-        self.get(&format!("/v1/companies/{}", encode_argument(&args.slug)))
-            .await
+        match company_path(&args.slug, "") {
+            Ok(path) => self.get(&path).await,
+            Err(refused) => Ok(refused),
+        }
     }
 
     #[tool(
@@ -123,11 +125,10 @@ impl MarksTools {
     )]
     async fn get_mark_series(&self, Parameters(args): Parameters<SeriesArgs>) -> Result<CallToolResult, ErrorData> {
         let coverage = args.coverage.map_or_else(String::new, |c| format!("?coverage={c}"));
-        self.get(&format!(
-            "/v1/companies/{}/marks{coverage}",
-            encode_argument(&args.slug)
-        ))
-        .await
+        match company_path(&args.slug, &format!("/marks{coverage}")) {
+            Ok(path) => self.get(&path).await,
+            Err(refused) => Ok(refused),
+        }
     }
 
     #[tool(
@@ -136,8 +137,10 @@ impl MarksTools {
                        valuation_usd, source_url, note}]}. Pro tier and above."
     )]
     async fn get_mark_events(&self, Parameters(args): Parameters<CompanyArgs>) -> Result<CallToolResult, ErrorData> {
-        self.get(&format!("/v1/companies/{}/events", encode_argument(&args.slug)))
-            .await
+        match company_path(&args.slug, "/events") {
+            Ok(path) => self.get(&path).await,
+            Err(refused) => Ok(refused),
+        }
     }
 
     #[tool(
@@ -147,8 +150,10 @@ impl MarksTools {
                        Enterprise tier."
     )]
     async fn get_resolution(&self, Parameters(args): Parameters<CompanyArgs>) -> Result<CallToolResult, ErrorData> {
-        self.get(&format!("/v1/companies/{}/resolution", encode_argument(&args.slug)))
-            .await
+        match company_path(&args.slug, "/resolution") {
+            Ok(path) => self.get(&path).await,
+            Err(refused) => Ok(refused),
+        }
     }
 
     #[tool(
@@ -235,6 +240,15 @@ pub fn run(base_url: &str) -> anyhow::Result<()> {
     let api_key = std::env::var(API_KEY_VARIABLE)
         .map_err(|_| anyhow::anyhow!("set {API_KEY_VARIABLE} to the API key the tools should call with"))?;
     let tools = MarksTools::new(base_url, api_key)?;
+    // Warnings and errors to stderr (stdout is the protocol's), so that what the transport
+    // drops, such as a message over its 16 MiB line limit, is said. RUST_LOG overrides.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -263,6 +277,22 @@ const ARGUMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERI
 /// add a parameter.
 fn encode_argument(text: &str) -> String {
     percent_encoding::utf8_percent_encode(text, ARGUMENT).to_string()
+}
+
+/// `/v1/companies/{slug}{tail}`, or a tool error when `slug` is not a slug. Checked before any
+/// URL is built: a slug such as `.` would otherwise become a dot segment that URL parsers
+/// resolve (`/v1/companies/./marks` is `/v1/companies/marks`), calling another operation.
+fn company_path(slug: &str, tail: &str) -> Result<String, CallToolResult> {
+    if !marks_builder::dataset::is_valid_slug(slug) {
+        return Err(CallToolResult::structured_error(json!({
+            "code": "invalid_slug",
+            "detail": format!(
+                "{slug:?} is not a company slug: 1 to {} lowercase letters, digits and '-', starting with a letter or digit (list_companies gives them)",
+                marks_builder::dataset::MAX_SLUG_BYTES
+            ),
+        })));
+    }
+    Ok(format!("/v1/companies/{}{tail}", encode_argument(slug)))
 }
 
 /// `?name=value&...` of the arguments given, or nothing when none is.
@@ -295,5 +325,15 @@ mod tests {
             "?sort=-value_usd&cursor=a%26b%3Dc"
         );
         assert_eq!(url_query(&[("sector", None)]), "");
+    }
+
+    #[test]
+    fn a_slug_outside_the_grammar_never_becomes_a_url() {
+        assert_eq!(company_path("stripe", "/marks").unwrap(), "/v1/companies/stripe/marks");
+        for slug in [".", "..", "../usage", "Stripe", "", "-x", "a/b", "%2e"] {
+            let refused = company_path(slug, "/marks").unwrap_err();
+            let body = refused.structured_content.unwrap();
+            assert_eq!(body["code"], "invalid_slug", "{slug:?}");
+        }
     }
 }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::h2_streams::StreamBudget;
+use crate::response_body::Decoders;
 use crate::routes::Operation;
 use crate::shared_budgets::SharedBudgets;
 use crate::snapshot_source::SnapshotSource;
@@ -43,6 +44,8 @@ pub struct Metrics {
     pub connections_refused_per_address: AtomicU64,
     /// The file watcher ended by a panic and was started again.
     pub watcher_restarts: AtomicU64,
+    /// Looks at the watched files that did not answer within their time bound (a hung mount).
+    pub file_look_timeouts: AtomicU64,
 }
 
 /// What the exposition needs from the rest of the server at scrape time.
@@ -63,6 +66,8 @@ pub struct Gauges<'a> {
     pub snapshot_source: Option<&'a SnapshotSource>,
     /// The server's HTTP/2 streams: open, reset when stalled, refused past the budget.
     pub h2_streams: Option<&'a StreamBudget>,
+    /// Exports decoded for clients without gzip: refused for a key's share, cut for slowness.
+    pub export_decoders: Option<&'a Decoders>,
 }
 
 impl Metrics {
@@ -185,8 +190,35 @@ impl Metrics {
                 "Times the snapshot and keys watcher panicked and was started again.",
                 &self.watcher_restarts,
             ),
+            (
+                "marks_file_look_timeouts_total",
+                "Looks at the snapshot and keys files skipped because the filesystem did not answer in time.",
+                &self.file_look_timeouts,
+            ),
         ];
         write_counters(out, &counters)?;
+        if let Some(decoders) = g.export_decoders {
+            let decoder_counters = [
+                (
+                    "marks_export_decodes_refused_for_share_total",
+                    "Decoded exports answered 503 because their key already held its share of the decoders.",
+                    &decoders.refused_for_share,
+                ),
+                (
+                    "marks_export_decodes_cut_slow_total",
+                    "Decoded exports cut because their reader took less than the floor rate; their place was freed.",
+                    &*decoders.cut_slow,
+                ),
+            ];
+            write_counters(out, &decoder_counters)?;
+            write_metric(
+                out,
+                "marks_export_decodes_active",
+                "Exports being decoded now for clients that do not accept gzip.",
+                "gauge",
+                decoders.active(),
+            )?;
+        }
         if let Some(streams) = g.h2_streams {
             let stream_counters = [
                 (

@@ -84,8 +84,12 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
             require(call.caller, Scope::ExportRead)?;
             no_parameters(call.query)?;
             let exports = &call.loaded.snapshot.index().exports;
-            call.negotiation
-                .export(call.loaded, &exports.companies, &call.state.export_decoders)
+            call.negotiation.export(
+                call.loaded,
+                &exports.companies,
+                &call.state.export_decoders,
+                &call.caller.key_id,
+            )
         }
         Operation::GetSeriesExport => {
             require(call.caller, Scope::ExportRead)?;
@@ -97,7 +101,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                 &exports.series_80
             };
             call.negotiation
-                .export(call.loaded, export, &call.state.export_decoders)
+                .export(call.loaded, export, &call.state.export_decoders, &call.caller.key_id)
         }
         _ => Err(ApiError::Internal),
     }
@@ -242,14 +246,41 @@ pub fn metrics(state: &State) -> Representation {
     )
 }
 
-/// `/v1/openapi.json`, compiled into the binary.
+/// The interface description and its gzip form, compressed once on first use, each with its
+/// own ETag.
+struct OpenApiBodies {
+    etag: String,
+    gzip: Bytes,
+    gzip_etag: String,
+}
+
+/// `/v1/openapi.json`, compiled into the binary: gzip for a client that accepts it (a tenth of
+/// the bytes; the route is unauthenticated, so a flood of it is the balancer's to bound), and
+/// 304 when `If-None-Match` matches.
 pub fn openapi(query: Option<&str>, negotiation: &Negotiation<'_>) -> Result<Representation, ApiError> {
-    static ETAG: OnceLock<String> = OnceLock::new();
+    static BODIES: OnceLock<OpenApiBodies> = OnceLock::new();
     no_parameters(query)?;
-    let etag = ETAG.get_or_init(|| etag_of(OPENAPI_JSON));
-    Ok(negotiation.conditional(etag, header_value(etag), Cache::Public, || {
-        Bytes::from_static(OPENAPI_JSON)
-    }))
+    let bodies = BODIES.get_or_init(|| {
+        let gzip = marks_builder::gzip::Piece::of(OPENAPI_JSON, 9)
+            .map(|piece| Bytes::from(marks_builder::gzip::member(&[&piece])))
+            // Deflating into memory cannot fail; were it ever to, the text is served instead.
+            .unwrap_or_default();
+        OpenApiBodies {
+            etag: etag_of(OPENAPI_JSON),
+            gzip_etag: etag_of(&gzip),
+            gzip,
+        }
+    });
+    let gzip = negotiation.accepts_gzip() && !bodies.gzip.is_empty();
+    let (etag, body) = if gzip {
+        (&bodies.gzip_etag, bodies.gzip.clone())
+    } else {
+        (&bodies.etag, Bytes::from_static(OPENAPI_JSON))
+    };
+    let mut representation = negotiation.conditional(etag, header_value(etag), Cache::Public, || body);
+    representation.vary_encoding = true;
+    representation.gzip = gzip;
+    Ok(representation)
 }
 
 /// The documents the snapshot publishes to everyone: the signing keys and the scorecard.

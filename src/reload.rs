@@ -6,12 +6,15 @@
 //! symlink, which notices a file replaced by rename, a symlink re-pointed and a file rewritten
 //! in place, on every filesystem; SIGHUP forces a reload of both files. One reload runs at a
 //! time (`State::reloading`), and files are read on a low-priority thread of their own
-//! (`background`), never on the runtime's workers. Every sweep of idle buckets also hands
+//! (`background`), never on the runtime's workers. Looking at the files (open, stat, hashing
+//! their ends) runs on a blocking thread with a time bound, so a hung mount or a FIFO at a
+//! watched path never holds up a request; anything that is not a regular file is refused. Every sweep of idle buckets also hands
 //! freed memory back to the system. The watcher runs under a supervisor: if it ever panics it
 //! is started again and counted in `/metrics`, never silently gone.
 
 use std::future::Future;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -151,6 +154,7 @@ where
 
 async fn watch_files(state: Arc<State>, interval: Duration, mut shutdown: watch::Receiver<bool>) {
     let mut refused: Option<FileIdentity> = None;
+    let looking = Arc::new(AtomicBool::new(false));
     let mut last_sweep = Instant::now();
     // The files were read at start: the first look is one interval later, not at once.
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
@@ -160,13 +164,17 @@ async fn watch_files(state: Arc<State>, interval: Duration, mut shutdown: watch:
             _ = ticker.tick() => {}
             _ = shutdown.changed() => return,
         }
-        let on_disk = FileIdentity::of(&state.settings.snapshot_path);
-        let serving = state.snapshot().and_then(|loaded| loaded.identity);
-        if let Some(identity) = on_disk.filter(|&found| Some(found) != serving && Some(found) != refused) {
-            refused = (reload_snapshot(&state).await == SnapshotReload::Refused).then_some(identity);
-        }
-        if state.keys_changed() {
-            reload_keys(&state).await;
+        if let Some(look) = look_at_files(&state, &looking).await {
+            let serving = state.snapshot().and_then(|loaded| loaded.identity);
+            if let Some(identity) = look
+                .snapshot
+                .filter(|&found| Some(found) != serving && Some(found) != refused)
+            {
+                refused = (reload_snapshot(&state).await == SnapshotReload::Refused).then_some(identity);
+            }
+            if look.keys_changed {
+                reload_keys(&state).await;
+            }
         }
         if last_sweep.elapsed() >= EVICTION_INTERVAL {
             let now = Instant::now();
@@ -179,6 +187,58 @@ async fn watch_files(state: Arc<State>, interval: Duration, mut shutdown: watch:
             // What closed connections and dropped buckets freed goes back to the system too
             // (thousands of stalled HTTP/2 streams leave hundreds of megabytes otherwise).
             let _ = background::run("marks-trim", || ()).await;
+        }
+    }
+}
+
+/// How long one look at the watched files (open, stat, hash of the ends) may take. Local
+/// filesystems answer in microseconds; a look that takes this long is a hung mount.
+pub const LOOK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What one look at the watched files found.
+#[derive(Debug)]
+struct Look {
+    snapshot: Option<FileIdentity>,
+    keys_changed: bool,
+}
+
+/// Looks at the snapshot and keys files on a blocking thread, never on the runtime's workers,
+/// and gives up after [`LOOK_TIMEOUT`]: the tick is skipped, counted and logged, and the files
+/// are looked at again at a later tick once the stuck look has returned (`looking` says one is
+/// still out, so a hung mount holds one thread, not one per tick).
+async fn look_at_files(state: &Arc<State>, looking: &Arc<AtomicBool>) -> Option<Look> {
+    if looking.swap(true, SeqCst) {
+        state.metrics.file_look_timeouts.fetch_add(1, Relaxed);
+        tracing::warn!(
+            "the previous look at the snapshot and keys files has not returned (a hung filesystem?); skipping this one"
+        );
+        return None;
+    }
+    let (files, done) = (state.clone(), looking.clone());
+    let look = tokio::task::spawn_blocking(move || {
+        let look = Look {
+            snapshot: FileIdentity::of(&files.settings.snapshot_path),
+            keys_changed: files.keys_changed(),
+        };
+        done.store(false, SeqCst);
+        look
+    });
+    match tokio::time::timeout(LOOK_TIMEOUT, look).await {
+        Ok(Ok(look)) => Some(look),
+        Ok(Err(err)) => {
+            looking.store(false, SeqCst);
+            tracing::error!(error = %err, "the look at the snapshot and keys files failed");
+            None
+        }
+        Err(_) => {
+            state.metrics.file_look_timeouts.fetch_add(1, Relaxed);
+            tracing::warn!(
+                timeout_ms = LOOK_TIMEOUT.as_millis() as u64,
+                snapshot = %state.settings.snapshot_path.display(),
+                keys = %state.settings.keys_path.display(),
+                "the snapshot and keys files did not answer in time (a hung filesystem?); looked at again later"
+            );
+            None
         }
     }
 }

@@ -8,6 +8,8 @@
 //! exports, range requests are decided here too, by [`Negotiation`], so a handler only says
 //! which body it answers with.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode};
@@ -16,7 +18,7 @@ use marks_builder::format::{ArchivedBody, ArchivedExport};
 use crate::byte_ranges::{self, Asked};
 use crate::key_ring::Caller;
 use crate::problem::ApiError;
-use crate::response_body::{Decoders, Payload, ResponseBody};
+use crate::response_body::{DecodeRefused, Decoders, Payload, ResponseBody};
 use crate::response_headers::{
     MeteredValues, BYTES, GZIP, JSON, NDJSON, NO_STORE, PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, RATELIMIT,
     RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
@@ -205,11 +207,13 @@ pub struct Negotiation<'r> {
 
 impl Negotiation<'_> {
     /// A stored body, in the encoding the client prefers, or 304 if it has it already.
+    /// Whether the response may be gzip: the client accepts it and the route allows encodings.
+    pub fn accepts_gzip(&self) -> bool {
+        self.accept_encoding && accepts_gzip(self.headers)
+    }
+
     pub fn stored(&self, loaded: &LoadedSnapshot, body: &ArchivedBody, cache: Cache) -> Representation {
-        let gzip = body
-            .gzip
-            .as_ref()
-            .filter(|_| self.accept_encoding && accepts_gzip(self.headers));
+        let gzip = body.gzip.as_ref().filter(|_| self.accepts_gzip());
         let (bytes, etag) = match gzip {
             Some(encoded) => (loaded.snapshot.body(&encoded.bytes), encoded.etag.as_str()),
             None => (loaded.snapshot.body(&body.identity), body.etag.as_str()),
@@ -229,8 +233,9 @@ impl Negotiation<'_> {
         loaded: &LoadedSnapshot,
         export: &ArchivedExport,
         decoders: &Decoders,
+        key: &Arc<str>,
     ) -> Result<Representation, ApiError> {
-        let gzip = self.accept_encoding && accepts_gzip(self.headers);
+        let gzip = self.accepts_gzip();
         let (etag, len) = if gzip {
             (export.gzip_etag.as_str(), export.gzip.len.to_native())
         } else {
@@ -267,11 +272,16 @@ impl Negotiation<'_> {
             // A HEAD decodes nothing, so it takes no decoder's place.
             let permit = match self.head {
                 true => None,
-                false => Some(decoders.try_acquire().ok_or_else(|| {
-                    ApiError::Unavailable(format!(
-                        "{} exports are being decoded for clients that do not accept gzip; retry shortly, or send Accept-Encoding: gzip, which is always served.",
-                        decoders.active()
-                    ))
+                false => Some(decoders.try_acquire(key).map_err(|refused| {
+                    ApiError::Unavailable(match refused {
+                        DecodeRefused::KeyShare { held } => format!(
+                            "this key is already decoding {held} export(s) for a client that does not accept gzip, its share of the server's {} decoders; retry when that download ends, or send Accept-Encoding: gzip, which is always served.",
+                            decoders.limits().places
+                        ),
+                        DecodeRefused::AllTaken { active } => format!(
+                            "{active} exports are being decoded for clients that do not accept gzip; retry shortly, or send Accept-Encoding: gzip, which is always served."
+                        ),
+                    })
                 })?),
             };
             Payload::Gunzip {

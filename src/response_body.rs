@@ -10,10 +10,15 @@
 //! ([`ResponseBody::paced`]): handed over a piece at a time, each piece a sign of progress for
 //! the stream's stall deadline (`h2_streams` says why).
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Frame, SizeHint};
@@ -52,32 +57,175 @@ impl Payload {
     }
 }
 
-/// The exports being decoded at once, and how many may be.
+/// How the exports decoded for clients without gzip are shared out.
+///
+/// A decoded export holds one of a few places for as long as it streams, so a reader that
+/// stops reading, or trickles, could keep a place for good, and one key with a few such
+/// readers could hold them all. So each key holds at most `per_key` places, and a decoded
+/// response that moves less than `floor_bytes_per_sec` over a `floor_window` is cut and its
+/// place freed at once (its connection then learns it at its next read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// Exports decoded at once across the server.
+    pub places: usize,
+    /// Places one key may hold at once.
+    pub per_key: usize,
+    /// The least a decoded response must move, on average over each window.
+    pub floor_bytes_per_sec: u64,
+    pub floor_window: Duration,
+}
+
+impl Default for DecodeLimits {
+    /// Four places (each costs a core while it streams), one per key, and a floor of 256 KiB/s
+    /// over 30 s: a 2 Mbit/s link clears it with room, the 222 MB decoded companies export of
+    /// 10,000 companies then takes at most 15 minutes, and a client slower than that is better
+    /// served by the stored gzip bytes (a tenth of the size, and no place held).
+    fn default() -> DecodeLimits {
+        DecodeLimits {
+            places: 4,
+            per_key: 1,
+            floor_bytes_per_sec: 256 * 1024,
+            floor_window: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The exports being decoded at once, by key, within [`DecodeLimits`].
 #[derive(Debug)]
 pub struct Decoders {
     places: Arc<Semaphore>,
-    limit: usize,
+    holders: Arc<Mutex<HashMap<Arc<str>, usize>>>,
+    limits: DecodeLimits,
+    /// Decoded exports refused because their key held its share.
+    pub refused_for_share: AtomicU64,
+    /// Decoded exports cut for moving less than the floor rate.
+    pub cut_slow: Arc<AtomicU64>,
 }
 
-/// One decode's place among [`Decoders`], given back when its body is dropped.
-pub type DecodePermit = OwnedSemaphorePermit;
+/// Why a decoded export was not started.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecodeRefused {
+    /// The key holds its share already.
+    KeyShare { held: usize },
+    /// Every place is taken (by other keys).
+    AllTaken { active: usize },
+}
+
+/// One decode's place among [`Decoders`], given back when dropped: when its body is done or
+/// dropped, or when it is cut for moving too slowly.
+#[derive(Debug)]
+pub struct DecodePermit {
+    _place: OwnedSemaphorePermit,
+    key: Arc<str>,
+    holders: Arc<Mutex<HashMap<Arc<str>, usize>>>,
+    /// The floor the body is held to, and where a cut is counted.
+    limits: DecodeLimits,
+    cut_slow: Arc<AtomicU64>,
+}
+
+impl Drop for DecodePermit {
+    fn drop(&mut self) {
+        if let Ok(mut holders) = self.holders.lock() {
+            if let Some(held) = holders.get_mut(&self.key) {
+                *held -= 1;
+                if *held == 0 {
+                    holders.remove(&self.key);
+                }
+            }
+        }
+    }
+}
 
 impl Decoders {
-    pub fn new(limit: usize) -> Decoders {
+    pub fn new(limits: DecodeLimits) -> Decoders {
         Decoders {
-            places: Arc::new(Semaphore::new(limit)),
-            limit,
+            places: Arc::new(Semaphore::new(limits.places)),
+            holders: Arc::default(),
+            limits,
+            refused_for_share: AtomicU64::new(0),
+            cut_slow: Arc::default(),
         }
     }
 
-    /// A place, unless `limit` decodes are running.
-    pub fn try_acquire(&self) -> Option<DecodePermit> {
-        self.places.clone().try_acquire_owned().ok()
+    pub fn limits(&self) -> DecodeLimits {
+        self.limits
+    }
+
+    /// A place for `key`, unless it holds its share or every place is taken.
+    pub fn try_acquire(&self, key: &Arc<str>) -> Result<DecodePermit, DecodeRefused> {
+        let mut holders = self
+            .holders
+            .lock()
+            .map_err(|_| DecodeRefused::AllTaken { active: self.active() })?;
+        let held = holders.get(key).copied().unwrap_or(0);
+        if held >= self.limits.per_key {
+            self.refused_for_share.fetch_add(1, Relaxed);
+            return Err(DecodeRefused::KeyShare { held });
+        }
+        let place = self
+            .places
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| DecodeRefused::AllTaken { active: self.active() })?;
+        *holders.entry(key.clone()).or_insert(0) += 1;
+        Ok(DecodePermit {
+            _place: place,
+            key: key.clone(),
+            holders: self.holders.clone(),
+            limits: self.limits,
+            cut_slow: self.cut_slow.clone(),
+        })
     }
 
     pub fn active(&self) -> usize {
-        self.limit - self.places.available_permits()
+        self.limits.places - self.places.available_permits()
     }
+}
+
+/// What a decoded body and its floor-rate watchdog share.
+#[derive(Debug, Default)]
+struct Progress {
+    /// Bytes of text handed to hyper so far.
+    sent: AtomicU64,
+    /// Set by the watchdog: the body ends in an error at its next poll.
+    cut: AtomicBool,
+    /// Set by the body when it is done or dropped: the watchdog stops.
+    over: AtomicBool,
+    /// The place, held until the body is done or the watchdog cuts it.
+    permit: Mutex<Option<DecodePermit>>,
+}
+
+/// A decoded body's floor: every window, the body must have moved `floor_bytes_per_sec` times
+/// the window's seconds; if not, it is cut and its place freed at once. It runs as a task of
+/// its own because a body whose reader stopped is never polled (hyper polls a body only when
+/// the connection can take more), so the body itself cannot notice.
+fn watch_floor(progress: Arc<Progress>, limits: DecodeLimits, cut_slow: Arc<AtomicU64>) {
+    let window = limits.floor_window;
+    let least = (limits.floor_bytes_per_sec as f64 * window.as_secs_f64()) as u64;
+    tokio::spawn(async move {
+        let mut before = 0;
+        loop {
+            tokio::time::sleep(window).await;
+            if progress.over.load(Acquire) {
+                return;
+            }
+            let sent = progress.sent.load(Acquire);
+            if sent - before < least {
+                progress.cut.store(true, Release);
+                let freed = progress.permit.lock().ok().and_then(|mut permit| permit.take());
+                drop(freed);
+                cut_slow.fetch_add(1, Relaxed);
+                tracing::info!(
+                    sent_in_window = sent - before,
+                    floor_bytes = least,
+                    window_secs = window.as_secs_f64(),
+                    "decoded export cut: its reader took less than the floor rate; its place is freed"
+                );
+                return;
+            }
+            before = sent;
+        }
+    });
 }
 
 /// The `hyper` body of a response.
@@ -98,7 +246,32 @@ struct Decoding {
     decoder: flate2::bufread::GzDecoder<io::Cursor<Bytes>>,
     skip: u64,
     left: u64,
-    _permit: Option<DecodePermit>,
+    /// Shared with the floor's watchdog (none for a HEAD, which decodes nothing).
+    progress: Option<Arc<Progress>>,
+}
+
+impl Decoding {
+    /// Whether the watchdog cut this body for moving too slowly.
+    fn is_cut(&self) -> bool {
+        self.progress.as_ref().is_some_and(|p| p.cut.load(Acquire))
+    }
+
+    fn moved(&self, bytes: u64) {
+        if let Some(progress) = &self.progress {
+            progress.sent.fetch_add(bytes, Release);
+        }
+    }
+}
+
+impl Drop for Decoding {
+    /// Done, broken or dropped: the place is given back now, not when the watchdog next wakes.
+    fn drop(&mut self) {
+        if let Some(progress) = &self.progress {
+            progress.over.store(true, Release);
+            let permit = progress.permit.lock().ok().and_then(|mut permit| permit.take());
+            drop(permit);
+        }
+    }
 }
 
 impl std::fmt::Debug for Decoding {
@@ -121,7 +294,15 @@ impl ResponseBody {
                 decoder: flate2::bufread::GzDecoder::new(io::Cursor::new(gzip)),
                 skip,
                 left: len,
-                _permit: permit,
+                progress: permit.map(|permit| {
+                    let (limits, cut_slow) = (permit.limits, permit.cut_slow.clone());
+                    let progress = Arc::new(Progress {
+                        permit: Mutex::new(Some(permit)),
+                        ..Progress::default()
+                    });
+                    watch_floor(progress.clone(), limits, cut_slow);
+                    progress
+                }),
             })),
         };
         ResponseBody { state, paced: false }
@@ -167,6 +348,8 @@ impl Decoding {
             }
             self.skip -= n as u64;
             skipped += n as u64;
+            // The server's own work: it counts as progress against the floor rate.
+            self.moved(n as u64);
         }
         Ok(())
     }
@@ -184,6 +367,7 @@ impl Decoding {
             filled += n;
         }
         self.left -= want as u64;
+        self.moved(want as u64);
         Ok(chunk.freeze())
     }
 }
@@ -201,6 +385,13 @@ impl hyper::body::Body for ResponseBody {
                 Ok(bytes.split_to(next_piece(paced, bytes.len())))
             }
             State::Bytes(last) => Ok(last.take().unwrap_or_default()),
+            State::Gunzip(decoding) if decoding.is_cut() => {
+                this.state = State::Bytes(None);
+                return Poll::Ready(Some(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "decoded export cut: the reader took less than the floor rate",
+                ))));
+            }
             State::Gunzip(decoding) if decoding.skip > 0 => {
                 // The server's own work, not the peer's to wait for: it counts as progress.
                 if paced {
@@ -247,14 +438,26 @@ impl hyper::body::Body for ResponseBody {
 mod tests {
     use super::*;
 
-    #[test]
-    fn decoders_are_capped_and_a_dropped_body_gives_its_place_back() {
-        let decoders = Decoders::new(2);
-        let first = decoders.try_acquire().unwrap();
-        let second = decoders.try_acquire().unwrap();
-        assert!(decoders.try_acquire().is_none());
+    fn limits(places: usize, per_key: usize) -> DecodeLimits {
+        DecodeLimits {
+            places,
+            per_key,
+            ..DecodeLimits::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn decoders_are_capped_and_a_dropped_body_gives_its_place_back() {
+        let decoders = Decoders::new(limits(2, 2));
+        let key: Arc<str> = Arc::from("k1");
+        let first = decoders.try_acquire(&key).unwrap();
+        let second = decoders.try_acquire(&key).unwrap();
+        assert_eq!(
+            decoders.try_acquire(&Arc::from("k2")).unwrap_err(),
+            DecodeRefused::AllTaken { active: 2 }
+        );
         drop(first);
-        let third = decoders.try_acquire().unwrap();
+        let third = decoders.try_acquire(&key).unwrap();
         let body = ResponseBody::new(Payload::Gunzip {
             gzip: Bytes::new(),
             skip: 0,
@@ -265,5 +468,24 @@ mod tests {
         drop(body);
         drop(second);
         assert_eq!(decoders.active(), 0);
+    }
+
+    #[test]
+    fn a_key_holds_at_most_its_share_and_others_still_get_places() {
+        let decoders = Decoders::new(limits(4, 1));
+        let (greedy, other): (Arc<str>, Arc<str>) = (Arc::from("greedy"), Arc::from("other"));
+        let held = decoders.try_acquire(&greedy).unwrap();
+        for _ in 0..3 {
+            assert_eq!(
+                decoders.try_acquire(&greedy).unwrap_err(),
+                DecodeRefused::KeyShare { held: 1 }
+            );
+        }
+        assert_eq!(decoders.refused_for_share.load(Relaxed), 3);
+        let theirs = decoders.try_acquire(&other).unwrap();
+        assert_eq!(decoders.active(), 2);
+        drop(held);
+        drop(theirs);
+        assert!(decoders.try_acquire(&greedy).is_ok());
     }
 }

@@ -19,6 +19,7 @@ use crate::commands::{demo_keys_file, ensure_sample_snapshot, sample_snapshot};
 use crate::cursor::CursorKey;
 use crate::http_server::{self, ServerConfig, TlsFiles};
 use crate::reload;
+use crate::response_body::DecodeLimits;
 use crate::shared_budgets::SharedBudgets;
 use crate::snapshot_source::{Location, SnapshotSource};
 use crate::state::{Settings, State};
@@ -47,6 +48,7 @@ pub struct ServeArgs {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub http2: bool,
+    pub export_decoding: DecodeLimits,
     pub header_read_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_header_bytes: usize,
@@ -153,6 +155,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         publisher_key,
         snapshot_path: snapshot_path.clone(),
         keys_path: keys_path.clone(),
+        export_decoding: args.export_decoding,
     };
     let config = ServerConfig {
         addr: args.addr,

@@ -192,7 +192,8 @@ async fn upload(store: &dyn ObjectStore, object: &StorePath, file: &FsPath) -> R
 }
 
 fn sha256_of_file(path: &FsPath) -> Result<(String, u64)> {
-    let mut file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut file =
+        marks_builder::regular_file::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut hasher = Sha256::new();
     let size = std::io::copy(&mut file, &mut hasher)?;
     Ok((hex(&hasher.finalize()), size))
@@ -284,7 +285,7 @@ impl SnapshotSource {
 
     /// The manifest of the cached snapshot, after a restart.
     pub fn remember_cached(&self) {
-        let manifest = std::fs::read(self.cached_manifest_file())
+        let manifest = marks_builder::regular_file::read(&self.cached_manifest_file())
             .ok()
             .and_then(|bytes| Manifest::parse(&bytes).ok());
         if let Ok(mut status) = self.status.lock() {

@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use bytes::Bytes;
 use ed25519_dalek::VerifyingKey;
-use marks_builder::{OpenOptions, Snapshot, SnapshotError};
+use marks_builder::{regular_file, OpenOptions, Snapshot, SnapshotError};
 
 use crate::cursor::CursorKey;
 use crate::h2_streams::StreamBudget;
@@ -24,7 +24,7 @@ use crate::key_ring::KeyRing;
 use crate::keys_file::KeysError;
 use crate::metrics::{Gauges, Metrics};
 use crate::ratelimit::RateLimiter;
-use crate::response_body::Decoders;
+use crate::response_body::{DecodeLimits, Decoders};
 use crate::shared_budgets::SharedBudgets;
 use crate::snapshot_source::SnapshotSource;
 
@@ -48,14 +48,28 @@ pub struct FileIdentity {
 const IDENTITY_ENDS: u64 = 4096;
 
 impl FileIdentity {
-    /// Follows symlinks, so re-pointing a link is a change.
+    /// Follows symlinks, so re-pointing a link is a change. Never waits on the file: something
+    /// that is not a regular file (a FIFO, a device) is identified by its metadata alone, so
+    /// that it is seen as a change, refused once by the load, and not read again until it
+    /// changes.
     pub fn of(path: &Path) -> Option<FileIdentity> {
-        FileIdentity::of_file(&File::open(path).ok()?)
+        match regular_file::open(path) {
+            Ok(file) => FileIdentity::of_file(&file),
+            Err(err) if err.kind() == std::io::ErrorKind::InvalidInput => {
+                FileIdentity::of_metadata(&std::fs::metadata(path).ok()?, 0)
+            }
+            Err(_) => None,
+        }
     }
 
     /// The identity of an open file: the file actually read, whatever its path names now.
     pub fn of_file(file: &File) -> Option<FileIdentity> {
         let meta = file.metadata().ok()?;
+        let ends = ends_hash(file, meta.len());
+        FileIdentity::of_metadata(&meta, ends)
+    }
+
+    fn of_metadata(meta: &std::fs::Metadata, ends: u64) -> Option<FileIdentity> {
         #[cfg(unix)]
         let (device, inode) = {
             use std::os::unix::fs::MetadataExt;
@@ -63,13 +77,12 @@ impl FileIdentity {
         };
         #[cfg(not(unix))]
         let (device, inode) = (0, 0);
-        let len = meta.len();
         Some(FileIdentity {
             device,
             inode,
-            len,
+            len: meta.len(),
             modified: meta.modified().ok(),
-            ends: ends_hash(file, len),
+            ends,
         })
     }
 }
@@ -149,11 +162,9 @@ pub struct Settings {
     pub publisher_key: Option<VerifyingKey>,
     pub snapshot_path: PathBuf,
     pub keys_path: PathBuf,
+    /// Exports decoded for clients that do not accept gzip: places, a key's share, the floor.
+    pub export_decoding: DecodeLimits,
 }
-
-/// Exports decoded at once for clients that do not accept gzip: each costs a core for as long
-/// as it streams (a gzip client costs nothing of the kind), so a few at a time.
-pub const EXPORT_DECODERS: usize = 4;
 
 #[derive(Debug)]
 pub struct State {
@@ -197,7 +208,7 @@ impl State {
             shared_budgets: None,
             snapshot_source: None,
             cursor_key,
-            export_decoders: Decoders::new(EXPORT_DECODERS),
+            export_decoders: Decoders::new(settings.export_decoding),
             h2_streams: Arc::new(StreamBudget::new(usize::MAX)),
             metrics: Metrics::default(),
             settings,
@@ -239,10 +250,25 @@ impl State {
     /// request path, under `reloading`. On failure the snapshot in force stays; a refusal is
     /// recorded.
     pub fn load_snapshot(&self, path: &Path) -> Result<Arc<LoadedSnapshot>, LoadError> {
-        let file = File::open(path).map_err(|error| LoadError::Open {
-            path: path.to_owned(),
-            error,
-        })?;
+        let file = match regular_file::open(path) {
+            Ok(file) => file,
+            // Something that is not a regular file is refused like a file that fails a check.
+            Err(source) if source.kind() == std::io::ErrorKind::InvalidInput => {
+                return Err(self.refuse_snapshot(
+                    path,
+                    SnapshotError::Io {
+                        path: path.to_owned(),
+                        source,
+                    },
+                ))
+            }
+            Err(error) => {
+                return Err(LoadError::Open {
+                    path: path.to_owned(),
+                    error,
+                })
+            }
+        };
         let options = OpenOptions {
             publisher_key: self.settings.publisher_key,
         };
@@ -269,20 +295,23 @@ impl State {
                 self.snapshot.store(Some(loaded.clone()));
                 Ok(loaded)
             }
-            Err(err) => {
-                if let Ok(mut refusal) = self.snapshot_refusal.lock() {
-                    *refusal = Some(Refusal {
-                        at: SystemTime::now(),
-                        path: path.to_owned(),
-                        reason: err.to_string(),
-                    });
-                }
-                // Counted after the reason is recorded: a count seen going up has its reason
-                // in `/readyz` already.
-                self.metrics.snapshot_refusals.fetch_add(1, Relaxed);
-                Err(LoadError::Refused(err))
-            }
+            Err(err) => Err(self.refuse_snapshot(path, err)),
         }
+    }
+
+    /// Records why a snapshot file was refused, for `/readyz`, and counts it.
+    fn refuse_snapshot(&self, path: &Path, err: SnapshotError) -> LoadError {
+        if let Ok(mut refusal) = self.snapshot_refusal.lock() {
+            *refusal = Some(Refusal {
+                at: SystemTime::now(),
+                path: path.to_owned(),
+                reason: err.to_string(),
+            });
+        }
+        // Counted after the reason is recorded: a count seen going up has its reason in
+        // `/readyz` already.
+        self.metrics.snapshot_refusals.fetch_add(1, Relaxed);
+        LoadError::Refused(err)
     }
 
     pub fn last_snapshot_refusal(&self) -> Option<Refusal> {
@@ -293,7 +322,7 @@ impl State {
     /// Blocking, and long for a large file: call it off the request path. The ring it replaces
     /// is dropped here too, not on a request thread.
     pub fn load_keys(&self, path: &Path) -> Result<usize, KeysError> {
-        let identity = File::open(path).ok().and_then(|file| FileIdentity::of_file(&file));
+        let identity = FileIdentity::of(path);
         match KeyRing::load(path) {
             Ok(ring) => {
                 let count = ring.len();
@@ -361,6 +390,7 @@ impl State {
             budget_store: self.shared_budgets.as_ref(),
             snapshot_source: self.snapshot_source.as_deref(),
             h2_streams: Some(&self.h2_streams),
+            export_decoders: Some(&self.export_decoders),
         })
     }
 }

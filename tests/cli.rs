@@ -423,3 +423,41 @@ fn serve_refuses_to_start_without_its_snapshot_or_its_port() {
     assert!(stderr.contains(&format!("cannot listen on {addr}")), "{stderr}");
     assert_eq!(stderr.matches("in use").count(), 1, "the OS error once: {stderr}");
 }
+
+/// A JSON-RPC line over the MCP transport's 16 MiB limit is dropped with a log line on stderr
+/// saying so, and the server goes on answering the next message.
+#[test]
+fn an_mcp_message_over_the_line_limit_is_logged_and_the_next_one_answered() {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_marks"))
+        .args(["mcp", "--base-url", "http://127.0.0.1:9"])
+        .env("MARKS_API_KEY", "vmk_unused")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let oversized = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n",
+            "x".repeat(17 * 1024 * 1024)
+        );
+        stdin.write_all(oversized.as_bytes()).unwrap();
+        let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
+        stdin.write_all(initialize.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin
+    });
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).unwrap();
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
+    drop(writer.join().unwrap());
+    let output = child.wait_with_output().unwrap();
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("exceeded the maximum line length"), "{stderr}");
+}

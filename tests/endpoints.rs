@@ -447,6 +447,30 @@ async fn public_documents_need_no_key() {
     let doc = openapi.json();
     assert_eq!(doc["openapi"], "3.1.0");
     assert_eq!(doc["info"]["version"], "0.2.0");
+    // Unauthenticated, so cheap to serve again and again: gzip (its own tag) and 304.
+    let gzip = server
+        .get_with("/v1/openapi.json", &[("accept-encoding", "gzip")])
+        .await;
+    assert_eq!((gzip.status, gzip.header("content-encoding")), (200, Some("gzip")));
+    assert!(
+        gzip.body.len() * 4 < openapi.body.len(),
+        "gzip is a fraction of the text"
+    );
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gzip.body[..]), &mut text).unwrap();
+    assert_eq!(text, openapi.body);
+    assert_ne!(gzip.header("etag"), openapi.header("etag"));
+    for reply in [&openapi, &gzip] {
+        let encoding = reply.header("content-encoding").unwrap_or("identity");
+        let etag = reply.header("etag").unwrap();
+        let again = server
+            .get_with(
+                "/v1/openapi.json",
+                &[("accept-encoding", encoding), ("if-none-match", etag)],
+            )
+            .await;
+        assert_eq!((again.status, again.body.len()), (304, 0), "{encoding}");
+    }
 
     let health = server.get("/healthz", None).await;
     assert_eq!((health.status, health.json()["status"].as_str()), (200, Some("ok")));

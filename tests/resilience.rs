@@ -352,3 +352,67 @@ async fn sighup_racing_the_watcher_ends_on_the_newest_file() {
     assert_eq!(readyz().await["dataset_version"], newest);
     stop_binary(&mut child).await;
 }
+
+/// Makes a named pipe at `path` with mkfifo(1).
+fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// Every request is answered within a few seconds: the server never waits on a watched file.
+async fn answered(addr: std::net::SocketAddr, path: &str, key: Option<&str>) -> Reply {
+    let headers: Vec<(&str, &str)> = key.map(|key| ("x-api-key", key)).into_iter().collect();
+    tokio::time::timeout(Duration::from_secs(5), request(addr, Method::GET, path, &headers))
+        .await
+        .unwrap_or_else(|_| panic!("{path} got no answer within 5 s while a FIFO sat at a watched path"))
+}
+
+/// `mv keys.toml keys.good && mkfifo keys.toml` (and the same for the snapshot) against the
+/// real binary: the FIFO is refused without being waited on, every request is answered
+/// meanwhile, the refusal shows in `/readyz` and `/metrics`, and what was in force keeps
+/// serving. Then a FIFO that a writer holds open and never writes, whose read would block for
+/// good: refused the same way, without being read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_at_a_watched_path_is_refused_and_never_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr) = spawn_binary(dir.path(), &["--watch-interval-ms", "50"]).await;
+    let cases = [
+        ("keys.toml", false, "marks_keys_refusals_total", "last_keys_refusal"),
+        ("live.snap", false, "marks_snapshot_refusals_total", "last_refusal"),
+        ("keys.toml", true, "marks_keys_refusals_total", "last_keys_refusal"),
+    ];
+    for (name, held_by_a_writer, counter, readiness_field) in cases {
+        let path = dir.path().join(name);
+        let kept = dir.path().join(format!("{name}.good"));
+        let metrics = answered(addr, "/metrics", None).await;
+        let refusals_before = metric(&String::from_utf8_lossy(&metrics.body), counter).unwrap_or(0.0);
+        std::fs::rename(&path, &kept).unwrap();
+        mkfifo(&path);
+        // Opening a FIFO for reading and writing never blocks on Linux; this end is never written.
+        let writer = held_by_a_writer.then(|| std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap());
+        let mut refused = false;
+        for _ in 0..200 {
+            assert_eq!(answered(addr, "/healthz", None).await.status, 200);
+            let keyed = answered(addr, "/v1/companies/stripe", Some(ENTERPRISE)).await;
+            assert_eq!(keyed.status, 200, "the keys and snapshot in force keep serving");
+            let metrics = answered(addr, "/metrics", None).await;
+            if metric(&String::from_utf8_lossy(&metrics.body), counter).unwrap_or(0.0) > refusals_before {
+                refused = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(refused, "{counter} never went up for a FIFO at {name}");
+        let ready = answered(addr, "/readyz", None).await.json();
+        let reason = ready[readiness_field]["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("named pipe (FIFO)") && reason.contains("not a regular file"),
+            "{ready}"
+        );
+        assert_eq!(ready["status"], "ready", "{ready}");
+        drop(writer);
+        std::fs::remove_file(&path).unwrap();
+        std::fs::rename(&kept, &path).unwrap();
+    }
+    stop_binary(&mut child).await;
+}

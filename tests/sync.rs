@@ -487,3 +487,125 @@ async fn a_since_the_log_cannot_answer_is_refused_with_the_way_to_resync() {
         .await;
     assert_eq!((again.status, again.body.len()), (304, 0));
 }
+
+/// Sends a GET for a decoded export on a raw connection and reads only the head and the first
+/// bytes after it; the connection stays open, unread, for as long as the caller holds it.
+async fn start_unread_export(server: &TestServer, path: &str, key: &str) -> (u16, String, tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let head = format!("GET {path} HTTP/1.1\r\nhost: test\r\nx-api-key: {key}\r\naccept-encoding: identity\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut first = vec![0u8; 4096];
+    let mut read = 0;
+    while !first[..read].windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut first[read..]).await.unwrap();
+        assert!(n > 0, "the server closed before the response head");
+        read += n;
+    }
+    let text = String::from_utf8_lossy(&first[..read]).to_string();
+    (raw_status(&text), text, stream)
+}
+
+/// An enterprise key of a tenant of its own.
+fn second_enterprise_key(server: &TestServer) -> String {
+    let (_, key) = marks::keys_file::issue(
+        &server.keys_path,
+        marks_builder::tiers::Tier::Enterprise,
+        "another-tenant",
+        None,
+    )
+    .unwrap();
+    server.state.load_keys(&server.keys_path).unwrap();
+    key
+}
+
+/// One key's readers that stop reading hold its share of the decoders (one place), never all
+/// of them: the key's further decoded exports get 503 saying why, and another key's decoded
+/// export is served whole meanwhile.
+#[tokio::test]
+async fn one_keys_stalled_readers_hold_only_its_share_of_the_decoders() {
+    let server = TestServer::start().await;
+    let other = second_enterprise_key(&server);
+    let path = "/v1/export/series?coverage=95";
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        held.push(start_unread_export(&server, path, ENTERPRISE).await);
+    }
+    let statuses: Vec<u16> = held.iter().map(|(status, _, _)| *status).collect();
+    assert_eq!(statuses.iter().filter(|&&s| s == 200).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|&&s| s == 503).count(), 7, "{statuses:?}");
+    let refused = held.iter().find(|(status, _, _)| *status == 503).unwrap();
+    assert!(refused.1.to_ascii_lowercase().contains("retry-after:"), "{}", refused.1);
+    let refused_again = server.get(path, Some(ENTERPRISE)).await;
+    let problem = refused_again.assert_problem(503, "unavailable");
+    assert!(problem["detail"].as_str().unwrap().contains("its share"), "{problem}");
+    let theirs = server.get(path, Some(&other)).await;
+    assert_eq!(theirs.status, 200, "another key's decoded export is served");
+    let gzip = gzip_export(&server, path).await;
+    assert_eq!(theirs.body, gunzip(&gzip.body));
+    let metrics = String::from_utf8_lossy(&server.get("/metrics", None).await.body).to_string();
+    assert_eq!(
+        metric(&metrics, "marks_export_decodes_refused_for_share_total"),
+        Some(8.0)
+    );
+    drop(held);
+}
+
+/// A reader that trickles (1 KiB every 100 ms) moves far less than the floor (here 1 MiB/s
+/// over 1 s windows): once the socket buffers are full its response is cut, its decoder's
+/// place freed for its key, and the bytes it still reads end short of the length announced.
+#[tokio::test]
+async fn a_trickling_reader_of_a_decoded_export_is_cut_at_the_floor_rate() {
+    use tokio::io::AsyncReadExt;
+    let server = TestServer::start_with(Options {
+        export_decoding: marks::response_body::DecodeLimits {
+            floor_bytes_per_sec: 1024 * 1024,
+            floor_window: std::time::Duration::from_secs(1),
+            ..marks::response_body::DecodeLimits::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let path = "/v1/export/series?coverage=95";
+    let (status, head, mut stream) = start_unread_export(&server, path, ENTERPRISE).await;
+    assert_eq!(status, 200);
+    let announced: usize = head
+        .lines()
+        .find_map(|line| {
+            line.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(str::to_string)
+        })
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let cut = |server: &TestServer| {
+        let server_addr = server.addr;
+        async move {
+            let text = request(server_addr, http::Method::GET, "/metrics", &[]).await;
+            metric(
+                &String::from_utf8_lossy(&text.body),
+                "marks_export_decodes_cut_slow_total",
+            )
+        }
+    };
+    let mut got = head.len();
+    let mut piece = [0u8; 1024];
+    for _ in 0..600 {
+        if cut(&server).await == Some(1.0) {
+            break;
+        }
+        got += stream.read(&mut piece).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(cut(&server).await, Some(1.0), "the trickling reader was never cut");
+    // Its place is free: the same key's next decoded export is served.
+    let again = server.get(path, Some(ENTERPRISE)).await;
+    assert_eq!(again.status, 200);
+    // What the cut reader still gets ends before the announced length.
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest).await;
+    got += rest.len();
+    assert!(got < head.len() + announced, "the cut response still arrived whole");
+}

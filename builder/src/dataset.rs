@@ -462,7 +462,9 @@ pub const MAX_NAME_BYTES: usize = 256;
 /// event, so an event centuries back would make millions of points per company.
 pub const EARLIEST_EVENT: Day = Day(2_440_588); // 1970-01-01, as a Julian day number
 
-fn is_valid_slug(slug: &str) -> bool {
+/// The slug grammar: 1 to [`MAX_SLUG_BYTES`] of lowercase letters, digits and `-`, starting with
+/// a letter or digit. Shared with every client that builds a path from a slug.
+pub fn is_valid_slug(slug: &str) -> bool {
     let bytes = slug.as_bytes();
     (1..=MAX_SLUG_BYTES).contains(&bytes.len())
         && bytes[0].is_ascii_alphanumeric()

@@ -12,6 +12,7 @@
 //! - [`export`] spools the bulk exports, compressed in pieces by [`gzip`]; [`changes`] keeps the
 //!   change log carried from one snapshot to the next;
 //! - [`format`](mod@format), [`writer`] and [`snapshot`] define, write and read the file;
+//! - [`regular_file`] opens the files an operator names without ever waiting on one;
 //! - [`build`](mod@build) runs the pipeline; [`synth`] makes synthetic datasets; [`tiers`] is the access
 //!   table shared with the server.
 
@@ -23,6 +24,7 @@ pub mod export;
 pub mod format;
 pub mod gzip;
 pub mod methodology;
+pub mod regular_file;
 pub mod render;
 pub mod signing;
 pub mod snapshot;

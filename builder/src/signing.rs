@@ -94,7 +94,7 @@ pub fn public_key_path(private: &Path) -> PathBuf {
 }
 
 pub fn read_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
-    let text = std::fs::read_to_string(path).map_err(|e| KeyError::File {
+    let text = crate::regular_file::read_to_string(path).map_err(|e| KeyError::File {
         path: path.to_owned(),
         reason: format!("cannot read: {e}"),
     })?;
@@ -106,7 +106,7 @@ pub fn read_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
 
 /// Reads a public key (SPKI PEM); a private key file is accepted too and its public half used.
 pub fn read_verifying_key(path: &Path) -> Result<VerifyingKey, KeyError> {
-    let text = std::fs::read_to_string(path).map_err(|e| KeyError::File {
+    let text = crate::regular_file::read_to_string(path).map_err(|e| KeyError::File {
         path: path.to_owned(),
         reason: format!("cannot read: {e}"),
     })?;

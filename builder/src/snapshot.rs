@@ -131,7 +131,7 @@ impl Snapshot {
             path: path.to_owned(),
             source,
         };
-        let file = File::open(path).map_err(io_error)?;
+        let file = crate::regular_file::open(path).map_err(io_error)?;
         Snapshot::from_file(&file, path, options)
     }
 

@@ -14,6 +14,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use marks::cursor::CursorKey;
 use marks::http_server::{self, RunningServer, ServerConfig};
+use marks::response_body::DecodeLimits;
 use marks::state::{Settings, State};
 use marks_builder::{BuildOptions, BuildReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -102,6 +103,7 @@ pub struct Options {
     pub config: ServerConfig,
     pub publisher_key: Option<ed25519_dalek::VerifyingKey>,
     pub cursor_key: Option<CursorKey>,
+    pub export_decoding: DecodeLimits,
 }
 
 impl Default for Options {
@@ -120,6 +122,7 @@ impl Default for Options {
             },
             publisher_key: None,
             cursor_key: None,
+            export_decoding: DecodeLimits::default(),
         }
     }
 }
@@ -145,6 +148,7 @@ impl TestServer {
             publisher_key: options.publisher_key,
             snapshot_path: snapshot_path.clone(),
             keys_path: keys_path.clone(),
+            export_decoding: options.export_decoding,
         };
         let state = Arc::new(State::new(
             settings,
