@@ -167,7 +167,7 @@ def served(base):
             outcomes[f["verdict"]] += 1
         if t["kind"] != "bankruptcy":
             targets[t["event_id"]] = {"kind": t["kind"], "gap_years": t["gap_years"]}
-            targets[t["event_id"]].update({k: f[k] for k in fields})
+            targets[t["event_id"]].update({k: f.get(k) for k in fields})
     for v in VERDICTS:
         out[f"listing_verdicts.{v}"] = sum(
             t["verdict"] == v for t in targets.values() if t["kind"] == "listing"

@@ -283,7 +283,8 @@ pub fn openapi(query: Option<&str>, negotiation: &Negotiation<'_>) -> Result<Rep
     Ok(representation)
 }
 
-/// The documents the snapshot publishes to everyone: the signing keys and the scorecard.
+/// The documents the snapshot publishes to everyone: the signing keys, the scorecard and its
+/// scored targets.
 pub fn published(
     operation: Operation,
     loaded: &LoadedSnapshot,
@@ -292,10 +293,10 @@ pub fn published(
 ) -> Result<Representation, ApiError> {
     no_parameters(query)?;
     let index = loaded.snapshot.index();
-    let body = if operation == Operation::SigningKeys {
-        &index.signing_keys
-    } else {
-        &index.scorecard
+    let body = match operation {
+        Operation::SigningKeys => &index.signing_keys,
+        Operation::ScorecardTargets => &index.scorecard_targets,
+        _ => &index.scorecard,
     };
     Ok(negotiation.stored(loaded, body, Cache::Public))
 }

@@ -15,6 +15,7 @@ pub enum Operation {
     GetSeriesExport,
     SigningKeys,
     Scorecard,
+    ScorecardTargets,
     OpenApi,
     Healthz,
     Readyz,
@@ -24,7 +25,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 16] = [
+    pub const ALL: [Operation; 17] = [
         Operation::ListCompanies,
         Operation::GetCompany,
         Operation::GetMarkSeries,
@@ -36,6 +37,7 @@ impl Operation {
         Operation::GetSeriesExport,
         Operation::SigningKeys,
         Operation::Scorecard,
+        Operation::ScorecardTargets,
         Operation::OpenApi,
         Operation::Healthz,
         Operation::Readyz,
@@ -57,6 +59,7 @@ impl Operation {
             Operation::GetSeriesExport => "getSeriesExport",
             Operation::SigningKeys => "getSigningKeys",
             Operation::Scorecard => "getScorecard",
+            Operation::ScorecardTargets => "getScorecardTargets",
             Operation::OpenApi => "getOpenApi",
             Operation::Healthz => "healthz",
             Operation::Readyz => "readyz",
@@ -87,6 +90,7 @@ pub fn route(path: &str) -> Route<'_> {
         "/v1/export/series" => return plain(Operation::GetSeriesExport),
         "/v1/signing-keys" => return plain(Operation::SigningKeys),
         "/v1/scorecard" => return plain(Operation::Scorecard),
+        "/v1/scorecard/targets" => return plain(Operation::ScorecardTargets),
         "/v1/openapi.json" => return plain(Operation::OpenApi),
         "/healthz" => return plain(Operation::Healthz),
         "/readyz" => return plain(Operation::Readyz),

@@ -261,7 +261,7 @@ impl<'a, B> Exchange<'a, B> {
             Operation::Readyz => Ok(operations::readyz(self.state)),
             Operation::Metrics => Ok(operations::metrics(self.state)),
             Operation::OpenApi => Ok(operations::openapi(query, &negotiation)?),
-            Operation::SigningKeys | Operation::Scorecard => Ok(operations::published(
+            Operation::SigningKeys | Operation::Scorecard | Operation::ScorecardTargets => Ok(operations::published(
                 route.operation,
                 &*self.loaded()?,
                 query,

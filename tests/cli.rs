@@ -139,7 +139,11 @@ fn a_bad_dataset_is_one_line_with_file_and_line_and_a_failing_exit() {
     assert!(!output.status.success());
     let stderr = text(&output.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.contains("events.csv:115: unknown slug \"nobody\""), "{stderr}");
+    let line = sample_csv("events.csv").len() + 2;
+    assert!(
+        stderr.contains(&format!("events.csv:{line}: unknown slug \"nobody\"")),
+        "{stderr}"
+    );
     assert!(!out.exists());
 }
 
@@ -276,7 +280,7 @@ fn verify_snapshot_reports_versions_and_refuses_damage() {
     assert!(output.status.success());
     let stdout = text(&output.stdout);
     assert!(
-        stdout.contains("dataset 2026-11-20") && stdout.contains("methodology v0.3.0"),
+        stdout.contains(&format!("dataset {}", sample_version())) && stdout.contains("methodology v0.3.0"),
         "{stdout}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -339,7 +343,7 @@ fn the_publishing_procedure_works_as_written() {
         &at("keys/publisher.pem.pub"),
     ]);
     assert!(
-        verified.contains("dataset 2026-11-20") && verified.contains("publisher signed"),
+        verified.contains(&format!("dataset {}", sample_version())) && verified.contains("publisher signed"),
         "{verified}"
     );
     run(&[
@@ -360,11 +364,12 @@ fn the_publishing_procedure_works_as_written() {
         std::fs::copy(sample_dir().join(file), next.join(file)).unwrap();
     }
     let toml = std::fs::read_to_string(next.join("dataset.toml")).unwrap();
-    std::fs::write(next.join("dataset.toml"), toml.replace("2026-11-20", "2026-11-21")).unwrap();
+    let (version, next_version) = (sample_version(), day_after(&sample_version()));
+    std::fs::write(next.join("dataset.toml"), toml.replace(&version, &next_version)).unwrap();
     let events = std::fs::read_to_string(next.join("events.csv")).unwrap();
     std::fs::write(
         next.join("events.csv"),
-        format!("{events}x0001,stripe,tender_offer,2026-11-21,91000000000,https://example.com/t,\n"),
+        format!("{events}x0001,stripe,tender_offer,{next_version},91000000000,https://example.com/t,\n"),
     )
     .unwrap();
     let accepted = build(next.to_str().unwrap(), Some("srv/current.snap"));

@@ -84,8 +84,9 @@ async fn list_companies_has_meta_companies_and_page() {
         assert!(item["delta_30d_pct"].is_number() || item["delta_30d_pct"].is_null());
     }
     assert_eq!(body["page"]["limit"], 50);
-    assert_eq!(body["page"]["has_more"], false);
-    assert!(body["page"]["next_cursor"].is_null());
+    let more = expected.len() > 50;
+    assert_eq!(body["page"]["has_more"], more);
+    assert_eq!(body["page"]["next_cursor"].is_string(), more);
     assert!(
         body.get("universe_note").is_none(),
         "only the free tier's list carries a universe note"
@@ -435,7 +436,13 @@ async fn public_documents_need_no_key() {
         .iter()
         .map(|b| b["slug"].as_str().unwrap())
         .collect();
-    assert_eq!(bankruptcies, ["ftx"]);
+    let mut bankrupt_in_csv: Vec<String> = sample_csv("events.csv")
+        .into_iter()
+        .filter(|r| r[2] == "bankruptcy")
+        .map(|r| r[1].clone())
+        .collect();
+    bankrupt_in_csv.sort();
+    assert_eq!(bankruptcies, bankrupt_in_csv);
     let listings = sample_csv("events.csv")
         .into_iter()
         .filter(|r| r[2] == "ipo" || r[2] == "direct_listing")
@@ -513,5 +520,244 @@ async fn every_data_response_carries_meta() {
         let reply = server.get(path, Some(ENTERPRISE)).await;
         assert_eq!(reply.status, 200, "{path}");
         assert_meta(&reply.json());
+    }
+}
+
+fn round_to(value: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (value * scale).round() / scale
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    match values.len() {
+        0 => None,
+        n if n % 2 == 0 => Some((values[mid - 1] + values[mid]) / 2.0),
+        _ => Some(values[mid]),
+    }
+}
+
+fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// A figure as served: a number, or null.
+fn served(value: &Value) -> Option<f64> {
+    value.as_f64()
+}
+
+/// `GET /v1/scorecard/targets` publishes every scored target with each forecaster's numbers,
+/// and every summary figure of `/v1/scorecard` is recomputed from those rows here: MAPE, the
+/// median and mean |log error|, coverage (overall and by gap bucket), band widths, the
+/// confidence's Brier score, base rate, skill and reliability table, the listings, the outcome
+/// verdicts, the misses and MAPE's largest contributors.
+#[tokio::test]
+async fn every_scorecard_figure_is_recomputed_from_the_published_targets() {
+    let server = TestServer::start().await;
+    let reply = server.get("/v1/scorecard/targets", None).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("cache-control"), Some("public, max-age=60"));
+    let etag = reply.header("etag").unwrap().to_string();
+    let again = server
+        .get_with("/v1/scorecard/targets", &[("if-none-match", &etag)])
+        .await;
+    assert_eq!(again.status, 304);
+    let body = reply.json();
+    assert_meta(&body);
+    assert_eq!(body["tolerance_pct"], 10.0);
+    let targets = body["targets"].as_array().unwrap();
+    let card = server.get("/v1/scorecard", None).await.json();
+    let forecasters = card["forecasters"].as_array().unwrap();
+    assert_eq!(forecasters.len(), body["forecasters"].as_array().unwrap().len());
+    // Every listing and bankruptcy of the sample is an outcome target.
+    let outcomes_in_csv = sample_csv("events.csv")
+        .into_iter()
+        .filter(|r| matches!(r[2].as_str(), "ipo" | "direct_listing" | "bankruptcy"))
+        .map(|r| r[1].clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let outcomes = targets.iter().filter(|t| t["kind"] != "event").count();
+    assert_eq!(outcomes, outcomes_in_csv);
+    for (index, score) in forecasters.iter().enumerate() {
+        let name = score["name"].as_str().unwrap();
+        let rows: Vec<(&Value, &Value)> = targets
+            .iter()
+            .map(|t| {
+                assert_eq!(t["forecasts"][index]["forecaster"], name);
+                (t, &t["forecasts"][index])
+            })
+            .collect();
+        let events: Vec<&(&Value, &Value)> = rows.iter().filter(|(t, _)| t["kind"] == "event").collect();
+        let n = events.len();
+        assert_eq!(score["n"], n, "{name}");
+        let log_errors: Vec<f64> = events.iter().map(|(_, f)| f["log_error"].as_f64().unwrap()).collect();
+        let ape: Vec<f64> = log_errors.iter().map(|e| ((-e).exp() - 1.0).abs()).collect();
+        let abs_log: Vec<f64> = log_errors.iter().map(|e| e.abs()).collect();
+        assert_eq!(
+            served(&score["mape_pct"]),
+            mean(&ape).map(|m| round_to(m * 100.0, 1)),
+            "{name}"
+        );
+        assert_eq!(
+            served(&score["median_abs_log_error"]),
+            median(abs_log.clone()).map(|m| round_to(m, 3))
+        );
+        assert_eq!(
+            served(&score["mean_abs_log_error"]),
+            mean(&abs_log).map(|m| round_to(m, 3))
+        );
+        let inside = |rows: &[&(&Value, &Value)], band: &str| rows.iter().filter(|(_, f)| f[band] == true).count();
+        for (field, band) in [("coverage_80", "inside_80"), ("coverage_95", "inside_95")] {
+            assert_eq!(score[field]["inside"], inside(&events, band), "{name} {field}");
+            assert_eq!(score[field]["n"], n);
+        }
+        assert_eq!(score["misses_total"], n - inside(&events, "inside_95"));
+        let widths = |band: &str| {
+            median(
+                events
+                    .iter()
+                    .map(|(_, f)| {
+                        let (lower, upper) = (f[band]["lower"].as_f64().unwrap(), f[band]["upper"].as_f64().unwrap());
+                        (upper - lower) / f["mark_usd"].as_f64().unwrap() * 100.0
+                    })
+                    .collect(),
+            )
+            .map(|w| round_to(w, 1))
+        };
+        assert_eq!(served(&score["median_band_width_80_pct"]), widths("band_80"));
+        assert_eq!(served(&score["median_band_width_95_pct"]), widths("band_95"));
+
+        // The confidence claim: Brier score, base rate, skill, reliability.
+        let stated: Vec<(f64, bool)> = events
+            .iter()
+            .map(|(_, f)| (f["confidence"].as_f64().unwrap(), f["hit"].as_bool().unwrap()))
+            .collect();
+        for &(confidence, _) in &stated {
+            assert!((0.0..=1.0).contains(&confidence));
+        }
+        // A hit is an observed value within +/-10% of the mark.
+        for (t, f) in &events {
+            let (observed, mark) = (t["observed_usd"].as_f64().unwrap(), f["mark_usd"].as_f64().unwrap());
+            assert_eq!(f["hit"], (0.9 * mark <= observed && observed <= 1.1 * mark), "{t}");
+        }
+        let hits = stated.iter().filter(|s| s.1).count();
+        let c = &score["confidence"];
+        assert_eq!(
+            (c["n"].as_u64(), c["hits"].as_u64()),
+            (Some(n as u64), Some(hits as u64))
+        );
+        let brier = mean(
+            &stated
+                .iter()
+                .map(|&(p, hit)| (p - f64::from(u8::from(hit))).powi(2))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let base_rate = hits as f64 / n as f64;
+        let reference = base_rate * (1.0 - base_rate);
+        assert_eq!(served(&c["brier"]), Some(round_to(brier, 4)), "{name}");
+        assert_eq!(served(&c["base_rate"]), Some(round_to(base_rate, 4)));
+        assert_eq!(served(&c["brier_base_rate"]), Some(round_to(reference, 4)));
+        assert_eq!(served(&c["brier_skill"]), Some(round_to(1.0 - brier / reference, 4)));
+        let bins = c["reliability"].as_array().unwrap();
+        assert_eq!(bins.len(), 10);
+        for (k, bin) in bins.iter().enumerate() {
+            let in_bin: Vec<(f64, bool)> = stated
+                .iter()
+                .copied()
+                .filter(|&(p, _)| ((p * 10.0).floor() as usize).min(9) == k)
+                .collect();
+            assert_eq!(bin["n"], in_bin.len(), "{name} bin {k}");
+            let stated_mean = mean(&in_bin.iter().map(|s| s.0).collect::<Vec<_>>()).map(|m| round_to(m, 4));
+            assert_eq!(served(&bin["mean_stated"]), stated_mean);
+            let observed = (!in_bin.is_empty())
+                .then(|| round_to(in_bin.iter().filter(|s| s.1).count() as f64 / in_bin.len() as f64, 4));
+            assert_eq!(served(&bin["observed"]), observed);
+        }
+
+        // Coverage by the gap since the last event.
+        let buckets = ["under_6_months", "6_to_12_months", "1_to_2_years", "over_2_years"];
+        let by_gap = score["coverage_by_gap"].as_array().unwrap();
+        assert_eq!(by_gap.len(), 4);
+        for (bucket, served_bucket) in buckets.iter().zip(by_gap) {
+            let edge = |years: f64| match years {
+                g if g < 0.5 => "under_6_months",
+                g if g < 1.0 => "6_to_12_months",
+                g if g < 2.0 => "1_to_2_years",
+                _ => "over_2_years",
+            };
+            let in_bucket: Vec<&(&Value, &Value)> = events
+                .iter()
+                .copied()
+                .filter(|(t, _)| edge(t["gap_years"].as_f64().unwrap()) == *bucket)
+                .collect();
+            assert_eq!(served_bucket["bucket"], *bucket);
+            assert_eq!(served_bucket["n"], in_bucket.len(), "{name} {bucket}");
+            assert_eq!(served_bucket["coverage_80"]["inside"], inside(&in_bucket, "inside_80"));
+            assert_eq!(served_bucket["coverage_95"]["inside"], inside(&in_bucket, "inside_95"));
+            let range = &served_bucket["coverage_80"]["binomial_90_range_pct"];
+            if let (Some(observed), Some(low), Some(high)) = (
+                served(&served_bucket["coverage_80"]["observed_pct"]),
+                range[0].as_f64(),
+                range[1].as_f64(),
+            ) {
+                assert_eq!(
+                    served_bucket["coverage_80"]["within_binomial_90_range"],
+                    (low..=high).contains(&observed)
+                );
+            }
+        }
+        assert_eq!(by_gap.iter().map(|b| b["n"].as_u64().unwrap()).sum::<u64>(), n as u64);
+
+        // Outcomes: every verdict from the row's own flags, counted.
+        let mut verdicts = BTreeMap::new();
+        for (t, f) in rows.iter().filter(|(t, _)| t["kind"] != "event") {
+            let expected = if f["hit"] == true {
+                "hit"
+            } else if f["inside_80"] == true {
+                "covered_80"
+            } else if f["inside_95"] == true {
+                "covered_95"
+            } else {
+                "miss"
+            };
+            assert_eq!(f["verdict"], expected, "{t}");
+            *verdicts.entry(expected).or_insert(0u64) += 1;
+        }
+        for verdict in ["hit", "covered_80", "covered_95", "miss"] {
+            assert_eq!(
+                score["outcome_verdicts"][verdict].as_u64(),
+                Some(verdicts.get(verdict).copied().unwrap_or(0)),
+                "{name} {verdict}"
+            );
+        }
+        let listings: Vec<&(&Value, &Value)> = rows.iter().filter(|(t, _)| t["kind"] == "listing").collect();
+        assert_eq!(score["listings"]["n"], listings.len());
+        assert_eq!(score["listings"]["inside_80"], inside(&listings, "inside_80"));
+        let listing_errors: Vec<f64> = listings
+            .iter()
+            .map(|(t, f)| (f["mark_usd"].as_f64().unwrap() / t["observed_usd"].as_f64().unwrap() - 1.0).abs() * 100.0)
+            .collect();
+        assert_eq!(
+            served(&score["listings"]["mean_abs_error_pct"]),
+            mean(&listing_errors).map(|m| round_to(m, 1))
+        );
+
+        // MAPE's largest contributors, with their share of the total.
+        let mut contributions: Vec<(f64, &Value)> =
+            events.iter().zip(&ape).map(|((t, _), &e)| (e * 100.0, *t)).collect();
+        contributions.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let total: f64 = ape.iter().sum::<f64>() * 100.0;
+        let named = score["mape_top_contributors"].as_array().unwrap();
+        assert_eq!(named.len(), 3.min(n));
+        for (named, (error, target)) in named.iter().zip(&contributions) {
+            assert_eq!(named["event_id"], target["event_id"]);
+            assert_eq!(served(&named["abs_pct_error"]), Some(round_to(*error, 1)));
+            assert_eq!(
+                served(&named["share_of_mape_pct"]),
+                Some(round_to(error / total * 100.0, 1))
+            );
+        }
     }
 }

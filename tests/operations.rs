@@ -364,7 +364,10 @@ async fn metrics_count_requests_latency_and_the_snapshot() {
         ("marks_requests_total{operation=\"getUsage\",status=\"429\"}", 1.0),
         ("marks_rate_limited_total", 1.0),
         (
-            "marks_snapshot_info{dataset_version=\"2026-11-20\",methodology_version=\"v0.3.0\"}",
+            &format!(
+                "marks_snapshot_info{{dataset_version=\"{}\",methodology_version=\"v0.3.0\"}}",
+                sample_version()
+            ),
             1.0,
         ),
     ] {

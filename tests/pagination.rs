@@ -270,7 +270,7 @@ async fn a_cursor_minted_before_a_swap_continues_after_the_same_row() {
     let toml = std::fs::read_to_string(source.join("dataset.toml")).unwrap();
     std::fs::write(
         source.join("dataset.toml"),
-        toml.replace("dataset_version = \"2026-11-20\"", "dataset_version = \"2026-11-21\""),
+        toml.replace(&sample_version(), &day_after(&sample_version())),
     )
     .unwrap();
     let mut companies = std::fs::read_to_string(source.join("companies.csv")).unwrap();
@@ -283,7 +283,7 @@ async fn a_cursor_minted_before_a_swap_continues_after_the_same_row() {
     let next = dir.path().join("next.snap");
     build(&source, &next);
     server.publish(&next);
-    server.wait_for_dataset("2026-11-21").await;
+    server.wait_for_dataset(&day_after(&sample_version())).await;
 
     let rest = walk_from(&server, &cursor).await;
     let names: Vec<&str> = rest.iter().map(|c| c["name"].as_str().unwrap()).collect();

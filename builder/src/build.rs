@@ -352,6 +352,8 @@ fn write_snapshot(
     let signing_keys = writer.append_body(&signing::jwks_body(published_keys), None)?;
     let scorecard = render::scorecard(&meta, fit);
     let scorecard = writer.append_body(&scorecard, gzip(&scorecard, options.gzip_level).as_deref())?;
+    let targets = render::scorecard_targets(&meta, fit);
+    let scorecard_targets = writer.append_body(&targets, gzip(&targets, options.gzip_level).as_deref())?;
     let exports = spools.finish(&mut writer, &options.out)?;
     let changes = changes::change_log(dataset, &companies, previous);
     let dataset_version = dataset.info.dataset_version.to_string();
@@ -367,6 +369,7 @@ fn write_snapshot(
         usage,
         signing_keys,
         scorecard,
+        scorecard_targets,
         events: fingerprints(dataset),
         exports,
         changes,

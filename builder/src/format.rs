@@ -28,12 +28,12 @@ use rkyv::{Archive, Deserialize, Serialize};
 pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// The format this code writes. Version 2 added the BLAKE3 content digest under the publisher
 /// signature (version 1 signed only the XXH3 checksum); version 3 added the bulk exports, the
-/// change log and each company's latest bands.
-pub const FORMAT_VERSION: u32 = 3;
-/// The oldest format this code still reads. Version 3 changed the index's layout, so older
-/// files are refused and must be rebuilt from their dataset (a version 1 file's signature
+/// change log and each company's latest bands; version 4 added the scorecard's scored targets.
+pub const FORMAT_VERSION: u32 = 4;
+/// The oldest format this code still reads. Versions 3 and 4 changed the index's layout, so
+/// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
 /// proved nothing about its content anyway).
-pub const OLDEST_READABLE_VERSION: u32 = 3;
+pub const OLDEST_READABLE_VERSION: u32 = 4;
 /// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
 pub const HEADER_LEN: usize = 256;
 /// Alignment of the index archive within the file.
@@ -397,6 +397,8 @@ pub struct Index {
     /// The JWKS of every key that signed resolution records in this or earlier snapshots.
     pub signing_keys: Body,
     pub scorecard: Body,
+    /// Every scored target of the scorecard with each forecaster's numbers.
+    pub scorecard_targets: Body,
     /// Sorted by event_id.
     pub events: Vec<EventFingerprint>,
     pub exports: Exports,
@@ -456,6 +458,7 @@ impl ArchivedIndex {
             .chain(self.usage.iter().flat_map(of))
             .chain(of(&self.signing_keys))
             .chain(of(&self.scorecard))
+            .chain(of(&self.scorecard_targets))
             .chain([
                 &exports.companies.gzip,
                 &exports.series_80.gzip,

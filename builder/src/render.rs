@@ -348,6 +348,27 @@ pub fn resolution_record(
     }
 }
 
+/// Every scored target of the backtest with each forecaster's numbers, so that every figure of
+/// the scorecard can be recomputed from it.
+pub fn scorecard_targets(meta: &[u8], fit: &Fit) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Targets<'a> {
+        meta: &'a RawValue,
+        methodology_version: &'static str,
+        /// `hit` and `confidence` are about landing within this many percent of the mark.
+        tolerance_pct: f64,
+        forecasters: Vec<&'static str>,
+        targets: &'a [crate::methodology::scorecard::Target],
+    }
+    to_json(&Targets {
+        meta: raw(meta),
+        methodology_version: METHODOLOGY_VERSION,
+        tolerance_pct: crate::methodology::conformal::CONFIDENCE_TOLERANCE * 100.0,
+        forecasters: fit.scorecard.forecasters.iter().map(|f| f.name).collect(),
+        targets: &fit.scorecard.targets,
+    })
+}
+
 /// The published backtest: the method's constants (and the comparison forecasters'), the
 /// quantiles now in force, and the scorecard.
 pub fn scorecard(meta: &[u8], fit: &Fit) -> Vec<u8> {

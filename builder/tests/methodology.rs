@@ -63,6 +63,12 @@ fn sample() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/sample")
 }
 
+/// The first version of the sample (41 companies, 113 events), on which the targets of
+/// v0.3.0 were set; kept beside the golden snapshots.
+fn sample_v1() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/golden/sample-v1")
+}
+
 fn close(got: f64, expected: f64, relative: f64) -> bool {
     (got - expected).abs() <= relative * expected.abs().max(1e-300)
 }
@@ -199,7 +205,7 @@ fn observation_weights_show_each_events_share_in_the_latest_mark() {
 /// dated strictly before it, recomputed here from the walk-forward forecasts.
 #[test]
 fn conformal_quantiles_are_the_ceil_n_plus_one_c_th_smallest_earlier_residual() {
-    let dataset = Dataset::load(&sample()).unwrap();
+    let dataset = Dataset::load(&sample_v1()).unwrap();
     let fit = Fit::new(&dataset, Params::default());
     let backtests = walk_forward(&dataset, &fit.params, &fit.drifts);
     let method = Forecaster::GapProfile.index();
@@ -448,10 +454,10 @@ fn synthetic_coverage_is_within_two_points_of_nominal() {
     assert!((c95 - 95.0).abs() <= 2.0, "95% band covers {c95}%");
 }
 
-/// The targets of the v0.3.0 issue on the bundled sample.
+/// The targets of the v0.3.0 issue, on the sample they were set on (its first version).
 #[test]
-fn the_bundled_sample_meets_the_targets() {
-    let dataset = Dataset::load(&sample()).unwrap();
+fn the_first_sample_meets_the_targets() {
+    let dataset = Dataset::load(&sample_v1()).unwrap();
     let fit = Fit::new(&dataset, Params::default());
     let card = &fit.scorecard;
     let method = card.forecaster(Forecaster::GapProfile).unwrap();
@@ -465,5 +471,52 @@ fn the_bundled_sample_meets_the_targets() {
     assert!(method.median_band_width_95_pct.unwrap() <= 415.0);
     assert!(method.listings.mean_abs_error_pct.unwrap() <= 68.0);
     assert_eq!(card.bankruptcy_outcomes.len(), 1);
-    assert_eq!(card.comparison.differences.len(), 3);
+    assert_eq!(card.comparison.differences.len(), 4);
+}
+
+/// What the second sample (85 companies, 261 events) shows, counted from its events.csv
+/// independently of the method: every observation with an earlier-day observation of its
+/// company, before any outcome, is scored; every listing and bankruptcy is an outcome.
+#[test]
+fn the_second_sample_scores_every_event_with_an_earlier_one_and_every_outcome() {
+    let dataset = Dataset::load(&sample()).unwrap();
+    let mut reader = csv::Reader::from_path(sample().join("events.csv")).unwrap();
+    let mut by_company: std::collections::BTreeMap<String, Vec<(String, String)>> = Default::default();
+    for row in reader.records() {
+        let row = row.unwrap();
+        by_company
+            .entry(row[1].to_string())
+            .or_default()
+            .push((row[3].to_string(), row[2].to_string()));
+    }
+    let (mut scored, mut outcomes) = (0, 0);
+    for events in by_company.values_mut() {
+        events.sort();
+        let end = events
+            .iter()
+            .find(|(_, kind)| matches!(kind.as_str(), "ipo" | "direct_listing" | "bankruptcy"))
+            .map(|(day, _)| day.clone());
+        outcomes += usize::from(end.is_some());
+        let observed: Vec<&String> = events
+            .iter()
+            .filter(|(day, kind)| {
+                !matches!(kind.as_str(), "ipo" | "direct_listing" | "bankruptcy")
+                    && end.as_ref().is_none_or(|end| day < end)
+            })
+            .map(|(day, _)| day)
+            .collect();
+        scored += observed
+            .iter()
+            .filter(|day| observed.iter().any(|other| other < *day))
+            .count();
+    }
+    let fit = Fit::new(&dataset, Params::default());
+    let card = &fit.scorecard;
+    assert_eq!(dataset.companies.len(), 85);
+    assert_eq!(card.forecasters[0].n, scored);
+    assert_eq!(
+        card.listing_validations.len() + card.bankruptcy_outcomes.len(),
+        outcomes
+    );
+    assert_eq!(card.targets.len(), scored + outcomes);
 }

@@ -77,6 +77,21 @@ pub fn sample_csv(name: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The bundled sample's `dataset_version`, read from its dataset.toml.
+pub fn sample_version() -> String {
+    let text = std::fs::read_to_string(sample_dir().join("dataset.toml")).expect("sample dataset.toml");
+    let toml: toml::Value = toml::from_str(&text).expect("dataset.toml parses");
+    toml["dataset_version"].as_str().expect("dataset_version").to_string()
+}
+
+/// The day after a `YYYY-MM-DD` version: the version a test publishes next.
+pub fn day_after(version: &str) -> String {
+    marks_builder::dataset::Day::parse(version)
+        .expect("a YYYY-MM-DD version")
+        .plus(1)
+        .to_string()
+}
+
 /// Copies a dataset directory so a test can edit it.
 pub fn copy_dataset(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");

@@ -1,21 +1,197 @@
 //! The published walk-forward backtest (`marks build` prints it, `GET /v1/scorecard` serves
 //! it): every forecaster side by side on the same scored events, with band coverage against
-//! the range a calibrated band would show, every listing and bankruptcy outcome, every miss,
-//! and a company-clustered bootstrap of the method against the last-event baseline.
+//! the range a calibrated band would show (overall and by the gap since the last event), the
+//! `confidence` each forecaster stated checked by its Brier score and a reliability table, every
+//! listing and bankruptcy outcome with its verdict, every miss, and a company-clustered
+//! bootstrap of the method against the last-event baseline.
+//!
+//! Every figure is computed from [`Target`] rows, one per scored target (an event forecast from
+//! the events before its day, or an outcome marked the day before), which are published whole
+//! (`GET /v1/scorecard/targets`) so that anyone can recompute every figure.
 
 use serde::Serialize;
 
-use super::backtest::{CompanyBacktest, Forecaster, OutcomeForecast, FORECASTERS};
+use super::backtest::{CompanyBacktest, Forecast, Forecaster, FORECASTERS};
 use super::bootstrap::{self, ClusterErrors, Difference};
-use super::conformal::QuantileTimeline;
+use super::conformal::{confidence, QuantileTimeline, Quantiles, CONFIDENCE_TOLERANCE};
 use super::stats::{binomial_central_range, mean, median};
-use super::{round_to, usd, Band};
+use super::{round_to, usd, Band, DAYS_PER_YEAR};
 use crate::dataset::{Company, Dataset, Day, EventType};
 
 /// Misses listed per forecaster; the total is always reported.
 pub const MISSES_LISTED: usize = 100;
 /// The probability mass of the coverage range reported beside each observed coverage.
 pub const COVERAGE_RANGE_MASS: f64 = 0.90;
+/// Bins of stated confidence in the reliability table: [0, 0.1), [0.1, 0.2), ... [0.9, 1].
+pub const RELIABILITY_BINS: usize = 10;
+/// MAPE's largest contributors named beside it.
+pub const MAPE_CONTRIBUTORS_NAMED: usize = 3;
+
+/// What a scored target is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// An observation forecast from the company's events before its day.
+    Event,
+    /// A listing, marked the day before.
+    Listing,
+    /// A bankruptcy, marked the day before.
+    Bankruptcy,
+}
+
+/// How an outcome landed against a forecaster's mark the day before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Within +/-10% of the mark, the tolerance `confidence` is stated for.
+    Hit,
+    /// Not a hit, inside the 80% band.
+    #[serde(rename = "covered_80")]
+    Covered80,
+    /// Inside the 95% band only.
+    #[serde(rename = "covered_95")]
+    Covered95,
+    Miss,
+}
+
+/// The gap since a company's last observation, in the buckets the method's drift uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GapBucket {
+    #[serde(rename = "under_6_months")]
+    Under6Months,
+    #[serde(rename = "6_to_12_months")]
+    SixTo12Months,
+    #[serde(rename = "1_to_2_years")]
+    OneTo2Years,
+    #[serde(rename = "over_2_years")]
+    Over2Years,
+}
+
+impl GapBucket {
+    pub const ALL: [GapBucket; 4] = [
+        GapBucket::Under6Months,
+        GapBucket::SixTo12Months,
+        GapBucket::OneTo2Years,
+        GapBucket::Over2Years,
+    ];
+
+    /// Edges 0.5, 1 and 2 years, as the method's drift buckets.
+    pub fn of(gap_years: f64) -> GapBucket {
+        match gap_years {
+            g if g < 0.5 => GapBucket::Under6Months,
+            g if g < 1.0 => GapBucket::SixTo12Months,
+            g if g < 2.0 => GapBucket::OneTo2Years,
+            _ => GapBucket::Over2Years,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            GapBucket::Under6Months => "under 6 months",
+            GapBucket::SixTo12Months => "6-12 months",
+            GapBucket::OneTo2Years => "1-2 years",
+            GapBucket::Over2Years => "over 2 years",
+        }
+    }
+}
+
+/// One forecaster's numbers at one scored target.
+#[derive(Clone, Debug, Serialize)]
+pub struct TargetForecast {
+    pub forecaster: &'static str,
+    /// The mark, unrounded, so that every published figure can be recomputed exactly.
+    pub mark_usd: f64,
+    pub band_80: Band,
+    pub band_95: Band,
+    /// The probability the forecaster stated that the value lies within +/-10% of its mark.
+    pub confidence: f64,
+    /// ln(observed) - ln(mark); null when the observed value is 0 (a bankruptcy written off).
+    pub log_error: Option<f64>,
+    pub inside_80: bool,
+    pub inside_95: bool,
+    /// The observed value fell within +/-10% of the mark.
+    pub hit: bool,
+    /// Outcomes only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+}
+
+/// One scored target with every forecaster's numbers.
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    pub slug: String,
+    pub event_id: String,
+    pub kind: TargetKind,
+    pub event_type: EventType,
+    pub occurred_on: Day,
+    /// The day the forecasts are for: the event's day (from events before it), or the day
+    /// before an outcome.
+    pub marked_on: Day,
+    pub observed_usd: u64,
+    /// Years from the company's last observation to `marked_on`.
+    pub gap_years: f64,
+    pub gap_bucket: GapBucket,
+    /// In the scorecard's forecaster order.
+    pub forecasts: Vec<TargetForecast>,
+}
+
+/// One bin of the reliability table.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReliabilityBin {
+    pub lower: f64,
+    pub upper: f64,
+    pub n: usize,
+    pub mean_stated: Option<f64>,
+    /// The share of the bin's targets that landed within +/-10%.
+    pub observed: Option<f64>,
+}
+
+/// Whether the `confidence` a forecaster stated was worth stating, on the scored events.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfidenceScore {
+    pub tolerance_pct: f64,
+    pub n: usize,
+    pub hits: usize,
+    /// Mean of (confidence - hit)^2; lower is better.
+    pub brier: Option<f64>,
+    /// The share of targets that landed within +/-10%.
+    pub base_rate: Option<f64>,
+    /// The Brier score of stating the base rate every time: base_rate * (1 - base_rate).
+    pub brier_base_rate: Option<f64>,
+    /// 1 - brier / brier_base_rate: above 0, the stated confidence beats the base rate.
+    pub brier_skill: Option<f64>,
+    pub reliability: Vec<ReliabilityBin>,
+}
+
+/// Band coverage on the scored events of one gap bucket.
+#[derive(Clone, Debug, Serialize)]
+pub struct GapCoverage {
+    pub bucket: GapBucket,
+    pub n: usize,
+    pub coverage_80: CoverageScore,
+    pub coverage_95: CoverageScore,
+}
+
+/// Outcomes (listings and bankruptcies) by verdict.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VerdictCounts {
+    pub hit: usize,
+    pub covered_80: usize,
+    pub covered_95: usize,
+    pub miss: usize,
+}
+
+/// A scored event's share of a forecaster's MAPE.
+#[derive(Clone, Debug, Serialize)]
+pub struct MapeContributor {
+    pub slug: String,
+    pub event_id: String,
+    pub occurred_on: Day,
+    pub abs_pct_error: f64,
+    /// Its absolute percentage error over the sum of all of them.
+    pub share_of_mape_pct: f64,
+}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct CoverageScore {
@@ -80,6 +256,12 @@ pub struct ForecasterScore {
     pub listings: ListingScore,
     pub misses_total: usize,
     pub misses: Vec<Miss>,
+    /// The largest contributors to MAPE, largest first.
+    pub mape_top_contributors: Vec<MapeContributor>,
+    pub confidence: ConfidenceScore,
+    pub coverage_by_gap: Vec<GapCoverage>,
+    /// Listings and bankruptcies by verdict.
+    pub outcome_verdicts: VerdictCounts,
 }
 
 /// One forecaster's mark the day before an outcome.
@@ -93,6 +275,7 @@ pub struct OutcomeEstimate {
     pub band_95: Band,
     pub inside_80: bool,
     pub inside_95: bool,
+    pub verdict: Verdict,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -138,6 +321,9 @@ pub struct Scorecard {
     pub comparison: Comparison,
     pub listing_validations: Vec<ListingValidation>,
     pub bankruptcy_outcomes: Vec<BankruptcyOutcome>,
+    /// Every scored target: published as a document of its own (it grows with the dataset).
+    #[serde(skip)]
+    pub targets: Vec<Target>,
 }
 
 fn percent(count: usize, n: usize) -> f64 {
@@ -148,27 +334,124 @@ fn percent_of(inside: usize, n: usize) -> Option<f64> {
     (n > 0).then(|| percent(inside, n))
 }
 
-fn estimates(
-    outcome: &OutcomeForecast,
-    value: f64,
+/// A forecaster's numbers at a target it forecast as `forecast`, with quantiles `q` in force.
+fn target_forecast(
+    forecaster: Forecaster,
+    forecast: Forecast,
+    q: Quantiles,
+    observed: f64,
+    outcome: bool,
+) -> TargetForecast {
+    let mark = forecast.log_value.exp();
+    let residual = if observed > 0.0 {
+        forecast.residual(observed.ln()).abs()
+    } else {
+        f64::INFINITY
+    };
+    let (inside_80, inside_95) = (residual <= q.q80, residual <= q.q95);
+    let hit = (1.0 - CONFIDENCE_TOLERANCE) * mark <= observed && observed <= (1.0 + CONFIDENCE_TOLERANCE) * mark;
+    let verdict = outcome.then_some(match (hit, inside_80, inside_95) {
+        (true, _, _) => Verdict::Hit,
+        (false, true, _) => Verdict::Covered80,
+        (false, false, true) => Verdict::Covered95,
+        (false, false, false) => Verdict::Miss,
+    });
+    TargetForecast {
+        forecaster: forecaster.name(),
+        mark_usd: mark,
+        band_80: Band::of(forecast.band(q.q80)),
+        band_95: Band::of(forecast.band(q.q95)),
+        confidence: confidence(forecast.scale, &q),
+        log_error: (observed > 0.0).then(|| observed.ln() - forecast.log_value),
+        inside_80,
+        inside_95,
+        hit,
+        verdict,
+    }
+}
+
+/// The day of a company's last observation before `day` (or on it, with `inclusive`).
+fn last_observation(company: &Company, day: Day, inclusive: bool) -> Option<Day> {
+    company
+        .observations()
+        .map(|e| e.occurred_on)
+        .filter(|&d| d < day || (inclusive && d == day))
+        .max()
+}
+
+/// Every scored target of every company, in company then date order.
+fn targets(
+    dataset: &Dataset,
+    backtests: &[CompanyBacktest],
     quantiles: &[QuantileTimeline; FORECASTERS],
-) -> Vec<OutcomeEstimate> {
-    Forecaster::ALL
+) -> Vec<Target> {
+    let mut targets = Vec::new();
+    for (company, backtest) in dataset.companies.iter().zip(backtests) {
+        let scored = backtest.predictions.iter().map(|p| {
+            (
+                p.event,
+                p.day,
+                &p.forecasts,
+                TargetKind::Event,
+                last_observation(company, p.day, false),
+            )
+        });
+        let outcome = backtest.outcome.as_ref().map(|o| {
+            let kind = if company.events[o.event].event_type.is_listing() {
+                TargetKind::Listing
+            } else {
+                TargetKind::Bankruptcy
+            };
+            (
+                o.event,
+                o.marked_on,
+                &o.forecasts,
+                kind,
+                last_observation(company, o.marked_on, true),
+            )
+        });
+        for (index, marked_on, forecasts, kind, last) in scored.chain(outcome) {
+            let event = &company.events[index];
+            let observed = event.valuation_usd as f64;
+            let gap_years = last.map_or(0.0, |last| f64::from(marked_on.days_since(last)) / DAYS_PER_YEAR);
+            targets.push(Target {
+                slug: company.slug.clone(),
+                event_id: event.event_id.clone(),
+                kind,
+                event_type: event.event_type,
+                occurred_on: event.occurred_on,
+                marked_on,
+                observed_usd: event.valuation_usd,
+                gap_years,
+                gap_bucket: GapBucket::of(gap_years),
+                forecasts: Forecaster::ALL
+                    .iter()
+                    .map(|&f| {
+                        let q = quantiles[f.index()].at(marked_on);
+                        target_forecast(f, forecasts[f.index()], *q, observed, kind != TargetKind::Event)
+                    })
+                    .collect(),
+            });
+        }
+    }
+    targets
+}
+
+/// Each forecaster's mark the day before an outcome, from its target row.
+fn estimates(target: &Target) -> Vec<OutcomeEstimate> {
+    let value = target.observed_usd as f64;
+    target
+        .forecasts
         .iter()
-        .map(|&f| {
-            let forecast = outcome.forecasts[f.index()];
-            let q = quantiles[f.index()].at(outcome.marked_on);
-            let (b80, b95) = (forecast.band(q.q80), forecast.band(q.q95));
-            let mark = forecast.log_value.exp();
-            OutcomeEstimate {
-                forecaster: f.name(),
-                mark_usd: usd(mark),
-                error_pct: (value > 0.0).then(|| round_to((mark / value - 1.0) * 100.0, 1)),
-                band_80: Band::of(b80),
-                band_95: Band::of(b95),
-                inside_80: b80.0 <= value && value <= b80.1,
-                inside_95: b95.0 <= value && value <= b95.1,
-            }
+        .map(|f| OutcomeEstimate {
+            forecaster: f.forecaster,
+            mark_usd: usd(f.mark_usd),
+            error_pct: (value > 0.0).then(|| round_to((f.mark_usd / value - 1.0) * 100.0, 1)),
+            band_80: f.band_80.clone(),
+            band_95: f.band_95.clone(),
+            inside_80: f.inside_80,
+            inside_95: f.inside_95,
+            verdict: f.verdict.unwrap_or(Verdict::Miss),
         })
         .collect()
 }
@@ -179,45 +462,95 @@ impl Scorecard {
         backtests: &[CompanyBacktest],
         quantiles: &[QuantileTimeline; FORECASTERS],
     ) -> Scorecard {
+        let targets = targets(dataset, backtests, quantiles);
         let mut listing_validations = Vec::new();
         let mut bankruptcy_outcomes = Vec::new();
-        for (company, backtest) in dataset.companies.iter().zip(backtests) {
-            let Some(outcome) = &backtest.outcome else {
-                continue;
-            };
-            let event = &company.events[outcome.event];
-            let value = event.valuation_usd as f64;
-            if event.event_type.is_listing() {
-                listing_validations.push(ListingValidation {
-                    slug: company.slug.clone(),
-                    event_id: event.event_id.clone(),
-                    event_type: event.event_type,
-                    listed_on: event.occurred_on,
-                    listing_value_usd: event.valuation_usd,
-                    marked_on: outcome.marked_on,
-                    estimates: estimates(outcome, value, quantiles),
-                });
-            } else {
-                bankruptcy_outcomes.push(BankruptcyOutcome {
-                    slug: company.slug.clone(),
-                    event_id: event.event_id.clone(),
-                    occurred_on: event.occurred_on,
-                    value_usd: event.valuation_usd,
-                    marked_on: outcome.marked_on,
-                    estimates: estimates(outcome, value, quantiles),
-                });
+        for target in &targets {
+            match target.kind {
+                TargetKind::Event => {}
+                TargetKind::Listing => listing_validations.push(ListingValidation {
+                    slug: target.slug.clone(),
+                    event_id: target.event_id.clone(),
+                    event_type: target.event_type,
+                    listed_on: target.occurred_on,
+                    listing_value_usd: target.observed_usd,
+                    marked_on: target.marked_on,
+                    estimates: estimates(target),
+                }),
+                TargetKind::Bankruptcy => bankruptcy_outcomes.push(BankruptcyOutcome {
+                    slug: target.slug.clone(),
+                    event_id: target.event_id.clone(),
+                    occurred_on: target.occurred_on,
+                    value_usd: target.observed_usd,
+                    marked_on: target.marked_on,
+                    estimates: estimates(target),
+                }),
             }
         }
         let forecasters = Forecaster::ALL
             .iter()
-            .map(|&f| score(f, dataset, backtests, &quantiles[f.index()]))
+            .map(|&f| score(f, dataset, backtests, &quantiles[f.index()], &targets))
             .collect();
         Scorecard {
             forecasters,
             comparison: compare(dataset, backtests, Forecaster::GapProfile, Forecaster::LastEvent),
             listing_validations,
             bankruptcy_outcomes,
+            targets,
         }
+    }
+
+    /// The robust figures first (median and mean |log error| against the last-event baseline,
+    /// with their bootstrap intervals), then MAPE with the targets that set it.
+    pub fn headline(&self) -> String {
+        let Some(method) = self.forecasters.first() else {
+            return String::new();
+        };
+        let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v}"));
+        let mut out = String::new();
+        let baseline = self.forecasters.iter().find(|f| f.name == self.comparison.b);
+        /// A forecaster's own (rounded) figure.
+        type Figure = fn(&ForecasterScore) -> Option<f64>;
+        let figures: [(&str, Figure); 2] = [
+            ("median_abs_log_error", |f| f.median_abs_log_error),
+            ("mean_abs_log_error", |f| f.mean_abs_log_error),
+        ];
+        for (figure, of) in figures {
+            if let Some(d) = self.comparison.differences.iter().find(|d| d.figure == figure) {
+                out.push_str(&format!(
+                    "{} {}: {} (vs {} for {}: {} in {}, {})\n",
+                    method.name,
+                    figure.replace('_', " "),
+                    opt(of(method)),
+                    opt(baseline.and_then(of)),
+                    self.comparison.b,
+                    opt(d.difference.map(|v| round_to(v, 3))),
+                    d.interval_95.map_or("-".into(), |[low, high]| format!(
+                        "[{}, {}]",
+                        round_to(low, 3),
+                        round_to(high, 3)
+                    )),
+                    d.verdict
+                ));
+            }
+        }
+        let named: Vec<String> = method
+            .mape_top_contributors
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} {}% ({}% of the total)",
+                    c.slug, c.occurred_on, c.abs_pct_error, c.share_of_mape_pct
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "{} MAPE: {}%, set mostly by {}\n",
+            method.name,
+            opt(method.mape_pct),
+            named.join("; ")
+        ));
+        out
     }
 
     pub fn forecaster(&self, forecaster: Forecaster) -> Option<&ForecasterScore> {
@@ -235,6 +568,7 @@ impl Scorecard {
         let mut out = format!(
             "walk-forward on {n} scored events (each forecast from the events before its day; outcomes held out)\n"
         );
+        out.push_str(&self.headline());
         out.push_str(&format!(
             "{:<36} {:>7} {:>9} {:>10} {:>9} {:>9} {:>14} {:>7}\n",
             "forecaster", "MAPE%", "med|log|", "mean|log|", "width80%", "width95%", "listings|err|%", "misses"
@@ -256,12 +590,17 @@ impl Scorecard {
         for f in &self.forecasters {
             let coverage = |c: &CoverageScore| {
                 format!(
-                    "{}% ({}/{}) in {}",
+                    "{}% ({}/{}) range {}{}",
                     opt(c.observed_pct),
                     c.inside,
                     c.n,
                     c.binomial_90_range_pct
-                        .map_or("-".into(), |[low, high]| format!("[{low}, {high}]"))
+                        .map_or("-".into(), |[low, high]| format!("[{low}, {high}]")),
+                    if c.within_binomial_90_range == Some(false) {
+                        " OUTSIDE"
+                    } else {
+                        ""
+                    }
                 )
             };
             out.push_str(&format!(
@@ -269,6 +608,63 @@ impl Scorecard {
                 label(f),
                 coverage(&f.coverage_80),
                 coverage(&f.coverage_95)
+            ));
+        }
+        out.push_str("\nband coverage by the gap since the last event (80% observed in its 90% range; 95% the same)\n");
+        for f in &self.forecasters {
+            out.push_str(&format!("{:<36}", label(f)));
+            for g in &f.coverage_by_gap {
+                let range = |c: &CoverageScore| {
+                    let flag = match c.within_binomial_90_range {
+                        Some(false) => "!",
+                        _ => "",
+                    };
+                    format!("{}%{flag}", opt(c.observed_pct))
+                };
+                out.push_str(&format!(
+                    " {}: {} {} (n={})",
+                    g.bucket.label(),
+                    range(&g.coverage_80),
+                    range(&g.coverage_95),
+                    g.n
+                ));
+            }
+            out.push('\n');
+        }
+        out.push_str("(! outside the range a calibrated band shows 90% of the time)\n");
+        out.push_str(&format!(
+            "\nconfidence (the stated probability of landing within +/-{}% of the mark) against what happened\n",
+            CONFIDENCE_TOLERANCE * 100.0
+        ));
+        out.push_str(&format!(
+            "{:<36} {:>7} {:>9} {:>8} {:>8}   reliability: stated -> observed (n) per tenth\n",
+            "forecaster", "Brier", "base rate", "skill", "hits"
+        ));
+        for f in &self.forecasters {
+            let c = &f.confidence;
+            out.push_str(&format!(
+                "{:<36} {:>7} {:>9} {:>8} {:>8}  ",
+                label(f),
+                opt(c.brier),
+                opt(c.base_rate),
+                opt(c.brier_skill),
+                format!("{}/{}", c.hits, c.n)
+            ));
+            for bin in c.reliability.iter().filter(|b| b.n > 0) {
+                out.push_str(&format!(" {}->{} ({})", opt(bin.mean_stated), opt(bin.observed), bin.n));
+            }
+            out.push('\n');
+        }
+        out.push_str("\noutcomes (listings and bankruptcies) by verdict: hit within +/-10%, else the narrowest band holding it\n");
+        for f in &self.forecasters {
+            let v = &f.outcome_verdicts;
+            out.push_str(&format!(
+                "{:<36} hit {}  covered_80 {}  covered_95 {}  miss {}\n",
+                label(f),
+                v.hit,
+                v.covered_80,
+                v.covered_95,
+                v.miss
             ));
         }
         let c = &self.comparison;
@@ -337,6 +733,7 @@ fn score(
     dataset: &Dataset,
     backtests: &[CompanyBacktest],
     quantiles: &QuantileTimeline,
+    targets: &[Target],
 ) -> ForecasterScore {
     let index = forecaster.index();
     let (mut ape, mut abs_log, mut width80, mut width95) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -408,7 +805,131 @@ fn score(
         },
         misses_total,
         misses,
+        mape_top_contributors: mape_contributors(targets, index),
+        confidence: confidence_score(targets, index),
+        coverage_by_gap: coverage_by_gap(targets, index),
+        outcome_verdicts: verdict_counts(targets, index),
     }
+}
+
+/// The scored events (not outcomes) with forecaster `index`'s numbers at each.
+fn scored_events(targets: &[Target], index: usize) -> impl Iterator<Item = (&Target, &TargetForecast)> {
+    targets
+        .iter()
+        .filter(|t| t.kind == TargetKind::Event)
+        .map(move |t| (t, &t.forecasts[index]))
+}
+
+/// |mark - observed| / observed in percent, from a target's log error.
+fn abs_pct_error(forecast: &TargetForecast) -> Option<f64> {
+    forecast.log_error.map(|e| ((-e).exp() - 1.0).abs() * 100.0)
+}
+
+fn mape_contributors(targets: &[Target], index: usize) -> Vec<MapeContributor> {
+    let mut errors: Vec<(&Target, f64)> = scored_events(targets, index)
+        .filter_map(|(t, f)| abs_pct_error(f).map(|e| (t, e)))
+        .collect();
+    let total: f64 = errors.iter().map(|e| e.1).sum();
+    errors.sort_by(|a, b| b.1.total_cmp(&a.1));
+    errors
+        .into_iter()
+        .take(MAPE_CONTRIBUTORS_NAMED)
+        .map(|(t, e)| MapeContributor {
+            slug: t.slug.clone(),
+            event_id: t.event_id.clone(),
+            occurred_on: t.occurred_on,
+            abs_pct_error: round_to(e, 1),
+            share_of_mape_pct: round_to(e / total * 100.0, 1),
+        })
+        .collect()
+}
+
+fn confidence_score(targets: &[Target], index: usize) -> ConfidenceScore {
+    let stated: Vec<(f64, bool)> = scored_events(targets, index)
+        .map(|(_, f)| (f.confidence, f.hit))
+        .collect();
+    let n = stated.len();
+    let hits = stated.iter().filter(|s| s.1).count();
+    let brier = mean(
+        &stated
+            .iter()
+            .map(|&(c, hit)| (c - f64::from(u8::from(hit))).powi(2))
+            .collect::<Vec<_>>(),
+    );
+    let base_rate = (n > 0).then(|| hits as f64 / n as f64);
+    let brier_base_rate = base_rate.map(|p| p * (1.0 - p));
+    let brier_skill = brier
+        .zip(brier_base_rate)
+        .filter(|&(_, reference)| reference > 0.0)
+        .map(|(brier, reference)| 1.0 - brier / reference);
+    let round = |v: Option<f64>| v.map(|v| round_to(v, 4));
+    let reliability = (0..RELIABILITY_BINS)
+        .map(|bin| {
+            let in_bin: Vec<(f64, bool)> = stated
+                .iter()
+                .copied()
+                .filter(|&(c, _)| reliability_bin(c) == bin)
+                .collect();
+            let confidences: Vec<f64> = in_bin.iter().map(|s| s.0).collect();
+            ReliabilityBin {
+                lower: bin as f64 / RELIABILITY_BINS as f64,
+                upper: (bin + 1) as f64 / RELIABILITY_BINS as f64,
+                n: in_bin.len(),
+                mean_stated: round(mean(&confidences)),
+                observed: round(
+                    (!in_bin.is_empty()).then(|| in_bin.iter().filter(|s| s.1).count() as f64 / in_bin.len() as f64),
+                ),
+            }
+        })
+        .collect();
+    ConfidenceScore {
+        tolerance_pct: CONFIDENCE_TOLERANCE * 100.0,
+        n,
+        hits,
+        brier: round(brier),
+        base_rate: round(base_rate),
+        brier_base_rate: round(brier_base_rate),
+        brier_skill: round(brier_skill),
+        reliability,
+    }
+}
+
+/// The reliability bin of a stated confidence: tenths, the last one closed.
+pub fn reliability_bin(confidence: f64) -> usize {
+    ((confidence * RELIABILITY_BINS as f64).floor().max(0.0) as usize).min(RELIABILITY_BINS - 1)
+}
+
+fn coverage_by_gap(targets: &[Target], index: usize) -> Vec<GapCoverage> {
+    GapBucket::ALL
+        .iter()
+        .map(|&bucket| {
+            let (mut n, mut inside_80, mut inside_95) = (0, 0, 0);
+            for (_, f) in scored_events(targets, index).filter(|(t, _)| t.gap_bucket == bucket) {
+                n += 1;
+                inside_80 += usize::from(f.inside_80);
+                inside_95 += usize::from(f.inside_95);
+            }
+            GapCoverage {
+                bucket,
+                n,
+                coverage_80: CoverageScore::new(80, inside_80, n),
+                coverage_95: CoverageScore::new(95, inside_95, n),
+            }
+        })
+        .collect()
+}
+
+fn verdict_counts(targets: &[Target], index: usize) -> VerdictCounts {
+    let mut counts = VerdictCounts::default();
+    for verdict in targets.iter().filter_map(|t| t.forecasts[index].verdict) {
+        match verdict {
+            Verdict::Hit => counts.hit += 1,
+            Verdict::Covered80 => counts.covered_80 += 1,
+            Verdict::Covered95 => counts.covered_95 += 1,
+            Verdict::Miss => counts.miss += 1,
+        }
+    }
+    counts
 }
 
 fn miss(company: &Company, event: usize, predicted: f64, band_95: (f64, f64)) -> Miss {
