@@ -201,7 +201,7 @@ impl Metrics {
             let decoder_counters = [
                 (
                     "marks_export_decodes_refused_for_share_total",
-                    "Decoded exports answered 503 because their key already held its share of the decoders.",
+                    "Decoded exports answered 429 because their key already held its share of the decoders.",
                     &decoders.refused_for_share,
                 ),
                 (

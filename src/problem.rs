@@ -25,6 +25,9 @@ pub enum ApiError {
     RateLimited {
         retry_after: u64,
     },
+    /// A decoded export past its key's share of the decoders: the key's own concurrency, so a
+    /// 429 like its budget, with a detail that says which.
+    ExportsAtOnce(String),
     /// A failing authentication from an address that has failed too often.
     AuthThrottled {
         retry_after: u64,
@@ -67,7 +70,9 @@ impl ApiError {
             | ApiError::InvalidSort(_)
             | ApiError::BadCursor(_)
             | ApiError::InvalidParameter { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } | ApiError::ExportsAtOnce(_) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -85,7 +90,9 @@ impl ApiError {
             ApiError::InvalidSort(_) => "invalid_sort",
             ApiError::BadCursor(_) => "bad_cursor",
             ApiError::InvalidParameter { .. } => "invalid_parameter",
-            ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } => "rate_limited",
+            ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } | ApiError::ExportsAtOnce(_) => {
+                "rate_limited"
+            }
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::RangeNotSatisfiable { .. } => "range_not_satisfiable",
             ApiError::Internal => "internal_error",
@@ -105,6 +112,7 @@ impl ApiError {
             ApiError::InvalidParameter { .. } => "Invalid parameter",
             ApiError::RateLimited { .. } => "Rate limit exceeded",
             ApiError::AuthThrottled { .. } => "Too many failed authentications",
+            ApiError::ExportsAtOnce(_) => "Too many exports at once",
             ApiError::MethodNotAllowed(_) => "Method not allowed",
             ApiError::RangeNotSatisfiable { .. } => "Range not satisfiable",
             ApiError::Internal => "Internal error",
@@ -116,9 +124,10 @@ impl ApiError {
         match self {
             ApiError::MissingApiKey => "Send your API key in the X-API-Key request header.".into(),
             ApiError::InvalidApiKey => "The X-API-Key is unknown, revoked or not active.".into(),
-            ApiError::TierForbidden(detail) | ApiError::NotFound(detail) | ApiError::Unavailable(detail) => {
-                detail.clone()
-            }
+            ApiError::TierForbidden(detail)
+            | ApiError::NotFound(detail)
+            | ApiError::Unavailable(detail)
+            | ApiError::ExportsAtOnce(detail) => detail.clone(),
             ApiError::InvalidCoverage(value) => format!("coverage {value:?} is not allowed: use 80 or 95."),
             ApiError::InvalidSort(value) => format!(
                 "sort {value:?} is not allowed: use slug, name, value_usd or delta_30d_pct, with a leading - for descending."

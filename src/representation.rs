@@ -272,16 +272,14 @@ impl Negotiation<'_> {
             // A HEAD decodes nothing, so it takes no decoder's place.
             let permit = match self.head {
                 true => None,
-                false => Some(decoders.try_acquire(key).map_err(|refused| {
-                    ApiError::Unavailable(match refused {
-                        DecodeRefused::KeyShare { held } => format!(
-                            "this key is already decoding {held} export(s) for a client that does not accept gzip, its share of the server's {} decoders; retry when that download ends, or send Accept-Encoding: gzip, which is always served.",
-                            decoders.limits().places
-                        ),
-                        DecodeRefused::AllTaken { active } => format!(
-                            "{active} exports are being decoded for clients that do not accept gzip; retry shortly, or send Accept-Encoding: gzip, which is always served."
-                        ),
-                    })
+                false => Some(decoders.try_acquire(key).map_err(|refused| match refused {
+                    DecodeRefused::KeyShare { held } => ApiError::ExportsAtOnce(format!(
+                        "this key is already decoding {held} export(s) for a client that does not accept gzip, its share of the server's {} decoders; retry when that download ends, or send Accept-Encoding: gzip, which is always served.",
+                        decoders.limits().places
+                    )),
+                    DecodeRefused::AllTaken { active } => ApiError::Unavailable(format!(
+                        "{active} exports are being decoded for clients that do not accept gzip; retry shortly, or send Accept-Encoding: gzip, which is always served."
+                    )),
                 })?),
             };
             Payload::Gunzip {

@@ -392,6 +392,10 @@ impl<'a, B> Exchange<'a, B> {
             ApiError::RateLimited { retry_after } | ApiError::AuthThrottled { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
+            // The key's own download holds its place; a few seconds, then ask again.
+            ApiError::ExportsAtOnce(_) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
             // Every cause of a 503 passes within moments: a snapshot loading, a stream or
             // decoder freed.
             ApiError::Unavailable(_) => {

@@ -520,7 +520,7 @@ fn second_enterprise_key(server: &TestServer) -> String {
 }
 
 /// One key's readers that stop reading hold its share of the decoders (one place), never all
-/// of them: the key's further decoded exports get 503 saying why, and another key's decoded
+/// of them: the key's further decoded exports get 429 saying why, and another key's decoded
 /// export is served whole meanwhile.
 #[tokio::test]
 async fn one_keys_stalled_readers_hold_only_its_share_of_the_decoders() {
@@ -533,11 +533,15 @@ async fn one_keys_stalled_readers_hold_only_its_share_of_the_decoders() {
     }
     let statuses: Vec<u16> = held.iter().map(|(status, _, _)| *status).collect();
     assert_eq!(statuses.iter().filter(|&&s| s == 200).count(), 1, "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|&&s| s == 503).count(), 7, "{statuses:?}");
-    let refused = held.iter().find(|(status, _, _)| *status == 503).unwrap();
-    assert!(refused.1.to_ascii_lowercase().contains("retry-after:"), "{}", refused.1);
+    assert_eq!(statuses.iter().filter(|&&s| s == 429).count(), 7, "{statuses:?}");
+    let refused = held.iter().find(|(status, _, _)| *status == 429).unwrap();
+    assert!(
+        refused.1.to_ascii_lowercase().contains("retry-after: 5"),
+        "{}",
+        refused.1
+    );
     let refused_again = server.get(path, Some(ENTERPRISE)).await;
-    let problem = refused_again.assert_problem(503, "unavailable");
+    let problem = refused_again.assert_problem(429, "rate_limited");
     assert!(problem["detail"].as_str().unwrap().contains("its share"), "{problem}");
     let theirs = server.get(path, Some(&other)).await;
     assert_eq!(theirs.status, 200, "another key's decoded export is served");
