@@ -104,7 +104,7 @@ impl Pooled {
     }
 }
 
-/// The figures of one draw (or of the sample, with every count 1), in [`FIGURES`] order, for A
+/// The figures of one draw (or of the sample, with every count 1), in `FIGURES` order, for A
 /// and B: median and mean |log error|, MAPE in percent, listings' mean |error| in percent.
 fn figures(a: &Pooled, b: &Pooled, clusters: &[ClusterErrors], counts: &[u32]) -> [[Option<f64>; 2]; 4] {
     let events: u64 = clusters
@@ -155,7 +155,7 @@ const FIGURES: [&str; 4] = [
     "listing_mean_abs_error_pct",
 ];
 
-/// A - B for each of [`FIGURES`], each with its 95% interval over `draws` resamples of the
+/// A - B for each of the figures (`FIGURES`), each with its 95% interval over `draws` resamples of the
 /// companies.
 pub fn compare(clusters: &[ClusterErrors], draws: usize, seed: u64) -> Vec<Difference> {
     let (a, b) = (Pooled::new(clusters, 0), Pooled::new(clusters, 1));
