@@ -15,10 +15,10 @@ use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use http::Request;
 use http_body_util::Full;
-use marks::cursor::{Cursor, CursorKey, SortKey};
-use marks::key_ring::{KeyRing, RememberedKey};
-use marks::service::{handle, handle_with_outcome, Connection};
-use marks::state::{Settings, State};
+use marks::api::cursor::{Cursor, CursorKey, SortKey};
+use marks::api::state::{Settings, State};
+use marks::api::{handle, handle_with_outcome, Connection};
+use marks::keys::ring::{KeyRing, RememberedKey};
 
 /// A bench-only enterprise key with a budget no bench can spend, so every iteration takes the
 /// success path through the real token bucket.
@@ -31,9 +31,9 @@ fn state() -> Arc<State> {
     let dir = tempfile::tempdir().expect("temp dir").keep();
     let snapshot = dir.join("sample.snap");
     marks_builder::build(&marks_builder::BuildOptions {
-        source: repo.join("snapshots/sample"),
+        source: repo.join("sample"),
         out: snapshot.clone(),
-        signing_key: marks_builder::signing::read_signing_key(&repo.join("snapshots/sample/demo-signing-key.pem"))
+        signing_key: marks_builder::signing::read_signing_key(&repo.join("sample/demo-signing-key.pem"))
             .expect("demo key"),
         previous: None,
         publisher_key: None,
@@ -42,17 +42,17 @@ fn state() -> Arc<State> {
     })
     .expect("sample builds");
     let keys = dir.join("keys.toml");
-    std::fs::copy(repo.join("snapshots/sample/demo-keys.toml"), &keys).expect("keys");
-    let entry = marks::keys_file::KeyEntry {
+    std::fs::copy(repo.join("sample/demo-keys.toml"), &keys).expect("keys");
+    let entry = marks::keys::file::KeyEntry {
         key_id: "bench".into(),
         tenant: "bench".into(),
         tier: "enterprise".into(),
-        status: marks::keys_file::KeyStatus::Active,
+        status: marks::keys::file::KeyStatus::Active,
         created: "2026-11-22".into(),
         hash: String::new(),
         rate_per_min: Some(u32::MAX),
     };
-    marks::keys_file::add_known(&keys, KEY, entry).expect("bench key");
+    marks::keys::file::add_known(&keys, KEY, entry).expect("bench key");
     let state = Arc::new(State::new(
         Settings {
             public_base_url: "https://api.example.test".into(),
@@ -62,7 +62,7 @@ fn state() -> Arc<State> {
             publisher_key: None,
             snapshot_path: snapshot.clone(),
             keys_path: keys.clone(),
-            export_decoding: marks::response_body::DecodeLimits::default(),
+            export_decoding: marks::response::body::DecodeLimits::default(),
         },
         CursorKey::generate(),
     ));
@@ -167,14 +167,14 @@ fn access_control(c: &mut Criterion) {
     group.bench_function("authenticate, remembered by the connection", |b| {
         b.iter(|| ring.authenticate_remembering(black_box(KEY), &mut remembered))
     });
-    let limiter = marks::ratelimit::RateLimiter::default();
+    let limiter = marks::budgets::local::RateLimiter::default();
     let id: Arc<str> = Arc::from("bench");
     group.bench_function("token bucket", |b| {
         b.iter(|| limiter.take(black_box(&id), u32::MAX, Instant::now()))
     });
     group.bench_function("authenticate + token bucket", |b| {
         b.iter(|| {
-            if let marks::key_ring::Authentication::Valid(caller) = ring.authenticate(black_box(KEY)) {
+            if let marks::keys::ring::Authentication::Valid(caller) = ring.authenticate(black_box(KEY)) {
                 limiter.take(&caller.key_id, u32::MAX, Instant::now());
             }
         })

@@ -1,12 +1,12 @@
-//! Regenerates `snapshots/sample/demo-keys.toml`: one demo key per tier, plus a revoked one.
+//! Regenerates `sample/demo-keys.toml`: one demo key per tier, plus a revoked one.
 //! The keys are public (README, "Demo keys") and for the bundled sample only.
 //!
 //! Usage: cargo run --example demo_keys
 
-use marks::keys_file::{add_known, KeyEntry, KeyStatus};
+use marks::keys::file::{add_known, KeyEntry, KeyStatus};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = marks::commands::demo_keys_file();
+    let path = marks::cli::commands::demo_keys_file();
     let _ = std::fs::remove_file(&path);
     let keys = [
         ("demo-free", "free", KeyStatus::Active),

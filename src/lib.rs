@@ -1,55 +1,34 @@
 //! The Valuation Marks server, and the offline commands of the `marks` binary.
 //!
 //! The server answers every `/v1` operation from a memory-mapped snapshot built by the
-//! `marks-builder` crate. Where to look:
-//! - [`service::handle`] is the whole request path as a plain function, its steps in order:
-//!   [`access`] (who is asking, and the throttle on failed authentication), [`operations`]
-//!   (what each endpoint answers), [`representation`] (how an answer becomes a response:
-//!   conditional requests, encodings, ranges, caching, headers), with [`response_headers`]
-//!   holding the header names, values and prebuilt blocks and [`response_body`] the bodies;
-//!   [`list`] and [`changes`] assemble the paginated answers;
-//! - [`http_server`] puts it behind hyper: the accept loop, TLS, HTTP/2, graceful shutdown,
-//!   with [`connection_guard`] enforcing the per-connection deadlines, [`h2_streams`] the
-//!   per-stream one and the server's budget of HTTP/2 streams, and [`access_log`] writing one
-//!   line per request;
-//! - [`shared_budgets`] keeps the budgets in Redis when replicas share them;
-//!   [`snapshot_source`] publishes snapshots to object storage and pulls them into replicas;
-//! - [`state`] and [`reload`] hold and swap the snapshot and keys in force, reading new files
-//!   on [`background`] threads; [`key_ring`] is the keys as the server sees them, [`keys_file`]
-//!   the file and the commands that edit it;
-//! - [`mcp`] serves the API's operations as Model Context Protocol tools over stdio;
-//! - [`serve_command`] turns `marks serve` flags into a running server; [`commands`] runs the
-//!   other subcommands.
+//! `marks-builder` crate. The folders, from the top down (each imports only from those below
+//! it; ARCHITECTURE.md walks through them):
+//! - [`cli`]: the `marks` subcommands; `serve` sets up logging, the runtime and signals and
+//!   hands [`settings::Settings`] to [`app::App::start`];
+//! - [`app`]: the one start-up path (production, tests and benches): the state, the keys and
+//!   the first snapshot, the server, the file watcher and the object-store poller;
+//! - [`settings`]: everything `marks serve` is told, grouped into sections, each default written
+//!   once;
+//! - [`reload`]: the file watcher and the reloads of snapshots and keys;
+//! - [`server`]: hyper behind the accept loop: TLS, HTTP/2, connection and stream deadlines,
+//!   the access log, graceful shutdown;
+//! - [`api`]: the request path as one plain function ([`api::handle`]): who is asking, what
+//!   each operation answers, the state shared across requests, metrics;
+//! - [`response`]: how an answer becomes a response: conditional requests, encodings, ranges,
+//!   caching, headers, bodies, problem+json;
+//! - [`keys`]: the keys file and the keys in force;
+//! - [`budgets`]: per-key token buckets, the shared store, the HTTP/2 stream budget;
+//! - [`snapshot`]: the snapshot in force, file identities, the object-store source and the
+//!   idle-priority thread that reads new files.
 
-pub mod access;
-pub mod access_log;
-pub mod background;
-pub mod byte_ranges;
-pub mod changes;
-pub mod commands;
-pub mod connection_guard;
-pub mod cursor;
-pub mod h2_streams;
-pub mod http_server;
-pub mod key_ring;
-pub mod keys_file;
-pub mod list;
-pub mod mcp;
-pub mod metrics;
-pub mod operations;
-pub mod problem;
-pub mod query;
-pub mod ratelimit;
+pub mod api;
+pub mod budgets;
+pub mod cli;
+pub mod keys;
 pub mod reload;
-pub mod representation;
-pub mod response_body;
-pub mod response_headers;
-pub mod routes;
-pub mod serve_command;
-pub mod service;
-pub mod shared_budgets;
-pub mod snapshot_source;
-pub mod state;
+pub mod response;
+pub mod server;
+pub mod snapshot;
 
 /// Makes `ring` the process's TLS provider for outbound HTTPS (object storage, `marks mcp`),
 /// as for the server's own TLS. Harmless when one is installed already.

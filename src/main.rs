@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use marks::commands;
-use marks::keys_file::KeyStatus;
-use marks::response_body::DecodeLimits;
-use marks::serve_command::{self, LogFormat, ServeArgs};
+use marks::cli::commands;
+use marks::cli::serve::{self as serve_command, LogFormat, ServeArgs};
+use marks::keys::file::KeyStatus;
+use marks::response::body::DecodeLimits;
 use marks_builder::tiers::Tier;
 
 #[derive(Parser, Debug)]
@@ -402,7 +402,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             quiet,
         }),
         Command::Keygen { out } => commands::keygen(&out),
-        Command::Mcp { base_url } => marks::mcp::run(&base_url),
+        Command::Mcp { base_url } => marks::cli::mcp::run(&base_url),
         Command::Publish {
             snapshot,
             to,

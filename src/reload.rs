@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::background;
-use crate::ratelimit::EVICTION_INTERVAL;
-use crate::state::{FileIdentity, LoadError, State};
+use crate::api::state::{FileIdentity, LoadError, State};
+use crate::budgets::local::EVICTION_INTERVAL;
+use crate::snapshot::background;
 
 /// What one look at the snapshot file found.
 #[derive(Debug, PartialEq, Eq)]
@@ -127,7 +127,7 @@ pub fn spawn_source_poller(state: Arc<State>, shutdown: watch::Receiver<bool>) {
     tokio::spawn(supervise(
         "snapshot source poller",
         move || restarts.metrics.watcher_restarts.fetch_add(1, Relaxed),
-        move || crate::snapshot_source::poll_forever(source.clone(), state.clone(), shutdown.clone()),
+        move || crate::snapshot::object_store::poll_forever(source.clone(), state.clone(), shutdown.clone()),
     ));
 }
 

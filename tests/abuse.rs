@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Method;
-use marks::http_server::ServerConfig;
+use marks::server::ServerConfig;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpSocket, TcpStream};
 

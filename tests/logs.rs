@@ -11,7 +11,7 @@ fn lines_with_ids(text: &str) -> Vec<String> {
     text.lines()
         .map(|line| {
             let json: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-            assert_eq!(json["target"], "marks::access", "{line}");
+            assert_eq!(json["target"], "marks::api::access", "{line}");
             json["request_id"].as_str().unwrap().to_string()
         })
         .collect()
@@ -83,7 +83,7 @@ async fn logs_written_to_a_pipe_have_no_colour_escapes() {
     let mut stdout = String::new();
     use tokio::io::AsyncReadExt;
     child.stdout.take().unwrap().read_to_string(&mut stdout).await.unwrap();
-    assert!(stdout.contains("marks::access: request_id="), "{stdout}");
+    assert!(stdout.contains("marks::api::access: request_id="), "{stdout}");
     assert!(stdout.contains("path=/v1/companies/openai status=200"), "{stdout}");
     assert!(!stdout.contains('\u{1b}'), "colour escapes in a pipe: {stdout:?}");
 }

@@ -20,7 +20,7 @@ async fn snapshots_swap_under_load_without_a_failed_request() {
         ..Options::default()
     })
     .await;
-    let (_, key) = marks::keys_file::issue(
+    let (_, key) = marks::keys::file::issue(
         &server.keys_path,
         marks_builder::tiers::Tier::Enterprise,
         "load",
@@ -242,7 +242,7 @@ async fn sigterm_finishes_in_flight_requests_refuses_new_ones_and_exits_zero() {
 #[tokio::test]
 async fn slow_and_oversized_clients_are_cut_off_while_others_are_served() {
     let server = TestServer::start_with(Options {
-        config: marks::http_server::ServerConfig {
+        config: marks::server::ServerConfig {
             header_read_timeout: Duration::from_millis(500),
             idle_timeout: Duration::from_millis(800),
             max_header_bytes: 8192,
@@ -292,8 +292,8 @@ async fn tls_serves_http1_and_http2() {
     std::fs::write(&cert, certified.cert.pem()).unwrap();
     std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
     let server = TestServer::start_with(Options {
-        config: marks::http_server::ServerConfig {
-            tls: Some(marks::http_server::TlsFiles { cert, key }),
+        config: marks::server::ServerConfig {
+            tls: Some(marks::server::TlsFiles { cert, key }),
             http2: true,
             ..Options::default().config
         },
@@ -450,10 +450,10 @@ async fn sighup_reloads_the_snapshot_and_the_keys_at_once() {
     let temp = dir.path().join(".incoming.snap");
     std::fs::copy(&versions[1].1, &temp).unwrap();
     std::fs::rename(&temp, dir.path().join("live.snap")).unwrap();
-    marks::keys_file::set_status(
+    marks::keys::file::set_status(
         &dir.path().join("keys.toml"),
         "demo-pro",
-        marks::keys_file::KeyStatus::Revoked,
+        marks::keys::file::KeyStatus::Revoked,
     )
     .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -487,7 +487,7 @@ async fn sighup_reloads_the_snapshot_and_the_keys_at_once() {
 async fn http2_connections_may_rest_between_requests_and_connections_are_capped() {
     use http_body_util::{BodyExt, Empty};
     let server = TestServer::start_with(Options {
-        config: marks::http_server::ServerConfig {
+        config: marks::server::ServerConfig {
             http2: true,
             header_read_timeout: Duration::from_millis(300),
             idle_timeout: Duration::from_secs(5),

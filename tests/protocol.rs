@@ -234,7 +234,13 @@ async fn malformed_requests_never_get_a_server_error() {
     }
     // And the server is still answering.
     assert_eq!(server.get("/v1/companies/openai", Some(PRO)).await.status, 200);
-    assert_eq!(server.state.metrics.requests(marks::routes::Operation::Unknown, 500), 0);
+    assert_eq!(
+        server
+            .state
+            .metrics
+            .requests(marks::api::routes::Operation::Unknown, 500),
+        0
+    );
 }
 
 #[tokio::test]

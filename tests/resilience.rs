@@ -10,14 +10,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::Method;
-use marks::http_server::ServerConfig;
+use marks::server::ServerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::util::*;
 
 /// A key whose budget no test here can spend, so load loops never meet a 429.
 async fn unlimited_key(server: &TestServer) -> String {
-    let (_, key) = marks::keys_file::issue(
+    let (_, key) = marks::keys::file::issue(
         &server.keys_path,
         marks_builder::tiers::Tier::Enterprise,
         "load",

@@ -508,7 +508,7 @@ async fn start_unread_export(server: &TestServer, path: &str, key: &str) -> (u16
 
 /// An enterprise key of a tenant of its own.
 fn second_enterprise_key(server: &TestServer) -> String {
-    let (_, key) = marks::keys_file::issue(
+    let (_, key) = marks::keys::file::issue(
         &server.keys_path,
         marks_builder::tiers::Tier::Enterprise,
         "another-tenant",
@@ -562,10 +562,10 @@ async fn one_keys_stalled_readers_hold_only_its_share_of_the_decoders() {
 async fn a_trickling_reader_of_a_decoded_export_is_cut_at_the_floor_rate() {
     use tokio::io::AsyncReadExt;
     let server = TestServer::start_with(Options {
-        export_decoding: marks::response_body::DecodeLimits {
+        export_decoding: marks::response::body::DecodeLimits {
             floor_bytes_per_sec: 1024 * 1024,
             floor_window: std::time::Duration::from_secs(1),
-            ..marks::response_body::DecodeLimits::default()
+            ..marks::response::body::DecodeLimits::default()
         },
         ..Options::default()
     })

@@ -60,13 +60,13 @@ fn write_dataset(dir: &Path, as_of: &str, companies: &str, events: &str) -> Data
 }
 
 fn sample() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/sample")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample")
 }
 
 /// The first version of the sample (41 companies, 113 events), on which the targets of
 /// v0.3.0 were set; kept beside the golden snapshots.
 fn sample_v1() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/golden/sample-v1")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/sample-v1")
 }
 
 fn close(got: f64, expected: f64, relative: f64) -> bool {

@@ -14,13 +14,13 @@ use marks_builder::{BuildError, BuildOptions, OpenOptions, Snapshot, SnapshotErr
 
 /// The bundled sample, as served.
 fn bundled_sample() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/sample")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample")
 }
 
 /// The dataset these tests edit, line numbers and all: the sample's first version, fixed, so
 /// that a new version of the bundled sample leaves them as they are.
 fn sample() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/golden/sample-v1")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/sample-v1")
 }
 
 fn demo_key() -> ed25519_dalek::SigningKey {
@@ -581,7 +581,7 @@ fn the_second_sample_is_built_on_the_first() {
 #[test]
 fn golden_snapshots_of_every_format_version_open_or_are_refused_as_too_old() {
     use marks_builder::format::OLDEST_READABLE_VERSION;
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/golden");
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let (mut readable, mut too_old) = (0, 0);
     for entry in std::fs::read_dir(&golden).unwrap() {
         let path = entry.unwrap().path();
@@ -653,7 +653,7 @@ fn the_change_log_keeps_the_last_versions_and_a_rebuild_adds_none() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source");
     std::fs::create_dir_all(&source).unwrap();
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshots/golden/source");
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/source");
     for name in ["dataset.toml", "companies.csv", "events.csv"] {
         std::fs::copy(golden.join(name), source.join(name)).unwrap();
     }

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use marks::query::{coverage, ListQuery, Params, LIST_PARAMS};
+use marks::api::query::{coverage, ListQuery, Params, LIST_PARAMS};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -1,6 +1,6 @@
 //! Snapshot loading: any bytes are refused with an error or load into a snapshot whose every
 //! accessor then works; never a panic, never undefined behaviour. Seed the corpus with
-//! ../snapshots/golden/v4.snap.
+//! ../builder/tests/golden/v4.snap.
 #![no_main]
 
 use bytes::Bytes;

@@ -12,10 +12,10 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
-use marks::cursor::CursorKey;
-use marks::http_server::{self, RunningServer, ServerConfig};
-use marks::response_body::DecodeLimits;
-use marks::state::{Settings, State};
+use marks::api::cursor::CursorKey;
+use marks::api::state::{Settings, State};
+use marks::response::body::DecodeLimits;
+use marks::server::{self, RunningServer, ServerConfig};
 use marks_builder::{BuildOptions, BuildReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -32,7 +32,7 @@ pub fn repo() -> PathBuf {
 }
 
 pub fn sample_dir() -> PathBuf {
-    repo().join("snapshots/sample")
+    repo().join("sample")
 }
 
 pub fn demo_signing_key() -> ed25519_dalek::SigningKey {
@@ -171,7 +171,7 @@ impl TestServer {
         ));
         state.load_keys(&keys_path).expect("demo keys load");
         let _ = state.load_snapshot(&snapshot_path);
-        let server = http_server::start(state.clone(), options.config)
+        let server = server::start(state.clone(), options.config)
             .await
             .expect("server starts");
         TestServer {

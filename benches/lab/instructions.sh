@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# User-space instructions per request, counted by callgrind: marks against the bare and the
+# same-headers reference server, on the same request, in one run.
+#
+#   bash benches/lab/instructions.sh        # REQUEST_SECONDS=6 by default
+#
+# Throughput on a shared 2-core machine drifts by 10-20% from minute to minute; an instruction
+# count does not, so this is the instrument for telling whether a change to the request path
+# made it cheaper. Each server runs under valgrind with counting switched off while it starts
+# (opening and checksumming the snapshot), on for REQUEST_SECONDS of keep-alive requests from
+# wrk, off again. Kernel work (the socket calls, the same for every server) is not counted.
+# Installs valgrind and wrk from Debian's packages when they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REQUEST_SECONDS=${REQUEST_SECONDS:-6}
+work=target/bench-instructions
+source benches/lab/setup.sh
+install_missing valgrind wrk
+prepare_sample
+
+server_pid=
+cleanup() { if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi; }
+trap cleanup EXIT
+
+# Prints "requests instructions instructions-per-request" for one server under callgrind.
+count() { # name url header-args -- server command...
+  local name=$1 url=$2; shift 2
+  local headers=()
+  while [ "$1" != "--" ]; do headers+=(-H "$1"); shift; done
+  shift
+  rm -f "$work/$name.callgrind"*
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/$name.callgrind" "$@" \
+    >"$work/$name.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 600); do
+    if curl -s -o /dev/null "${headers[@]}" "$url"; then break; fi
+    sleep 0.2
+  done
+  # Warm the code paths before counting.
+  wrk -t1 -c4 -d1s "${headers[@]}" "$url" >/dev/null
+  callgrind_control -i on "$server_pid" >/dev/null 2>&1
+  local out
+  out=$(wrk -t1 -c4 -d"${REQUEST_SECONDS}s" "${headers[@]}" "$url")
+  callgrind_control -i off "$server_pid" >/dev/null 2>&1
+  callgrind_control -d "$server_pid" >/dev/null 2>&1
+  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true
+  server_pid=
+  if grep -q "Non-2xx or 3xx" <<<"$out"; then echo "wrk saw error responses from $name" >&2; exit 1; fi
+  local requests instructions
+  requests=$(awk '/requests in/ {print $1}' <<<"$out")
+  instructions=$(cat "$work/$name.callgrind"* | awk '/^totals:/ {s += $2} END {print s}')
+  echo "$requests $instructions $((instructions / requests))"
+}
+
+port=9400
+row() { # operation path
+  local operation=$1 path=$2
+  port=$((port + 1))
+  local body="$work/body-$port.json" headers="$work/headers-$port.txt"
+  "$marks" serve --addr "127.0.0.1:$port" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
+    --threads 1 --no-access-log --log-level warn >/dev/null 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 100); do curl -s -o "$body" -H "X-API-Key: $key" "http://127.0.0.1:$port$path" && break; sleep 0.1; done
+  curl -s -D - -o /dev/null -H "X-API-Key: $key" "http://127.0.0.1:$port$path" | tr -d '\r' | tail -n +2 \
+    | grep -viE '^(date|content-length):' | grep ':' >"$headers"
+  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true
+  server_pid=
+
+  local m b s
+  read -r _ _ m < <(count marks "http://127.0.0.1:$port$path" "X-API-Key: $key" -- \
+    "$marks" serve --addr "127.0.0.1:$port" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
+    --threads 1 --no-access-log --log-level warn)
+  read -r _ _ b < <(count bare "http://127.0.0.1:$((port + 50))/" "X-API-Key: $key" -- \
+    "$reference" --addr "127.0.0.1:$((port + 50))" --body "$body" --threads 1)
+  read -r _ _ s < <(count same-headers "http://127.0.0.1:$((port + 60))/" "X-API-Key: $key" -- \
+    "$reference" --addr "127.0.0.1:$((port + 60))" --body "$body" --headers "$headers" --threads 1)
+  printf '| %s | %d | %d | %d | %d | %d |\n' "$operation" "$m" "$b" "$s" $((m - b)) $((m - s)) | tee -a "$work/results.md"
+}
+
+{
+  echo "| operation (sample) | marks | bare reference | same-headers reference | marks - bare | marks - same-headers |"
+  echo "|---|---:|---:|---:|---:|---:|"
+} | tee "$work/results.md"
+row getCompany /v1/companies/openai
+row "listCompanies limit=50" "/v1/companies?limit=50"
+echo "instructions per request (user space, callgrind); written to $work/results.md"

@@ -1,0 +1,475 @@
+//! The service: one request in, one response out, as a plain function over the shared `State`.
+//!
+//! `handle` is what the HTTP server calls for every request, and what benches and tests call
+//! without a socket. It never panics on client input, never reads a request body, never
+//! renders a stored body again.
+//!
+//! The steps of a request, in order, all in `Exchange::answer` and `Exchange::metered`:
+//! the server's budget of HTTP/2 streams (503), method (405), route (404; the unmetered
+//! documents are answered here), key (`access`: 401,
+//! or 429 when a failing attempt's address has failed too often), budget (429; every request
+//! reaching a valid key spends one unit), snapshot (503), then the operation itself
+//! (`operations`: scope 403, parameters 422, resource 404 or 403 outside the free universe,
+//! conditional request 304), and finally the response (`representation`).
+//!
+//! Budgets are this process's token buckets, or with `--budgets` the shared store's
+//! (`shared_budgets`). Asking the store is the one step that waits, so the request path stays a
+//! plain function: [`exchange`] stops at the budget step with a [`StoreAsk`], the server asks
+//! the store, and the same request is answered again with the store's answer
+//! ([`Budgeting::Answered`]).
+
+pub mod access;
+pub mod changes;
+pub mod cursor;
+pub mod list;
+pub mod metrics;
+pub mod operations;
+pub mod query;
+pub mod routes;
+pub mod state;
+
+use std::net::IpAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use bytes::Bytes;
+use http::header::{self, HeaderName, HeaderValue};
+use http::{HeaderMap, Method, Request};
+
+use crate::api::access::PresentedKey;
+use crate::api::operations::Call;
+use crate::api::routes::{route, Operation};
+use crate::api::state::{epoch_seconds, LoadedSnapshot, State};
+use crate::budgets::local::Decision;
+use crate::budgets::shared::Bucket;
+use crate::keys::ring::{Caller, RememberedKey};
+use crate::response::headers::{Composed, AUTH_FAILURES_POLICY, MINUTE_POLICY, PROBLEM_JSON, X_REQUEST_ID};
+use crate::response::problem::ApiError;
+use crate::response::{Budget, Metering, Negotiation, Representation};
+
+pub use crate::response::Response;
+
+const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+
+/// The request headers the service reads, found in one walk over the few headers a request
+/// carries instead of a hashed lookup each (`benches/lab/instructions.sh` measures it).
+/// `If-None-Match` and `Accept-Encoding` are only noted here; when present, their values are
+/// read where they are compared.
+#[derive(Debug, Default)]
+struct Asked<'r> {
+    api_key: PresentedKey<'r>,
+    request_id: Option<&'r HeaderValue>,
+    if_none_match: bool,
+    accept_encoding: bool,
+}
+
+impl<'r> Asked<'r> {
+    fn of(headers: &'r HeaderMap) -> Asked<'r> {
+        let mut asked = Asked::default();
+        for (name, value) in headers {
+            if name == header::IF_NONE_MATCH {
+                asked.if_none_match = true;
+            } else if name == header::ACCEPT_ENCODING {
+                asked.accept_encoding = true;
+            } else if name == X_API_KEY {
+                asked.api_key = match asked.api_key {
+                    PresentedKey::Missing => PresentedKey::One(value),
+                    _ => PresentedKey::Repeated,
+                };
+            } else if name == X_REQUEST_ID && asked.request_id.is_none() {
+                asked.request_id = Some(value);
+            }
+        }
+        asked
+    }
+}
+
+/// What the service keeps from one request of a connection to the next.
+#[derive(Clone, Debug, Default)]
+pub struct Connection {
+    key: RememberedKey,
+}
+
+/// One request being answered, and what was learnt about it on the way.
+struct Exchange<'a, B> {
+    state: &'a State,
+    request: &'a Request<B>,
+    peer: IpAddr,
+    asked: Asked<'a>,
+    connection: &'a mut Connection,
+    /// Read once per request; the budgets and the latency metric share it.
+    now: Instant,
+    operation: Operation,
+    caller: Option<Arc<Caller>>,
+    budgeting: Budgeting,
+    decision: Option<Decision>,
+    /// Set when the client address's failed-authentication budget refused the request.
+    auth_throttle: Option<Decision>,
+    /// The client's `X-Request-ID`, or one made for it.
+    request_id: HeaderValue,
+    /// Where this request's own header values are written.
+    composed: Composed,
+}
+
+/// The access-log facts of a request, returned alongside the response.
+#[derive(Debug)]
+pub struct Outcome {
+    pub operation: Operation,
+    /// The key the request was answered for, if one was accepted.
+    pub caller: Option<Arc<Caller>>,
+    /// Body bytes sent.
+    pub bytes: usize,
+    /// Time spent in the handler.
+    pub latency: std::time::Duration,
+}
+
+/// Where a request's budget is decided.
+#[derive(Clone, Debug, Default)]
+pub enum Budgeting {
+    /// This process's token buckets: without `--budgets`, and while the store is unavailable.
+    #[default]
+    Local,
+    /// The shared store's: the request stops at its budget step with a [`StoreAsk`] (unless a
+    /// recent refusal of the same bucket answers it). Without a store, the same as `Local`.
+    Shared,
+    /// The store's answer for a bucket, for the request answered again; `None`: the store did
+    /// not answer, and this process's buckets decide.
+    Answered(Bucket, Option<Decision>),
+}
+
+/// A request waiting for the shared store to spend a unit of `bucket`.
+#[derive(Debug)]
+pub struct StoreAsk {
+    pub bucket: Bucket,
+    pub limit: u32,
+    /// When the request arrived: its latency counts the wait for the store.
+    pub started: Instant,
+}
+
+/// Answers one request, as the first of its connection, with this process's buckets.
+pub fn handle<B>(state: &State, request: &Request<B>, peer: IpAddr) -> Response {
+    handle_with_outcome(state, request, peer, &mut Connection::default()).0
+}
+
+/// Answers one request of `connection` with this process's buckets and reports what it was,
+/// for the access log.
+pub fn handle_with_outcome<B>(
+    state: &State,
+    request: &Request<B>,
+    peer: IpAddr,
+    connection: &mut Connection,
+) -> (Response, Outcome) {
+    let mut budgeting = Budgeting::Local;
+    let started = Instant::now();
+    loop {
+        match exchange(state, request, peer, connection, budgeting, started) {
+            Ok(answered) => return answered,
+            // Only `Budgeting::Shared` asks; with no store to ask, the local buckets decide.
+            Err(ask) => budgeting = Budgeting::Answered(ask.bucket, None),
+        }
+    }
+}
+
+/// Answers one request of `connection`, or stops at its budget step to ask the shared store.
+pub fn exchange<B>(
+    state: &State,
+    request: &Request<B>,
+    peer: IpAddr,
+    connection: &mut Connection,
+    budgeting: Budgeting,
+    started: Instant,
+) -> Result<(Response, Outcome), StoreAsk> {
+    let mut composed = Composed::new();
+    let asked = Asked::of(request.headers());
+    let request_id = match asked.request_id {
+        Some(value) if valid_request_id(value) => value.clone(),
+        _ => composed.request_id(state.next_request_id()),
+    };
+    let mut exchange = Exchange {
+        state,
+        request,
+        peer,
+        asked,
+        connection,
+        now: started,
+        operation: Operation::Unknown,
+        caller: None,
+        budgeting,
+        decision: None,
+        auth_throttle: None,
+        request_id,
+        composed,
+    };
+    let response = match exchange.answer() {
+        Ok(representation) => exchange.respond(representation),
+        Err(Stop::Problem(error)) => exchange.problem(&error),
+        Err(Stop::AskStore(bucket, limit)) => return Err(StoreAsk { bucket, limit, started }),
+    };
+    let bytes = hyper::body::Body::size_hint(response.body()).exact().unwrap_or(0) as usize;
+    let latency = started.elapsed();
+    state
+        .metrics
+        .record(exchange.operation, response.status().as_u16(), latency, bytes);
+    let outcome = Outcome {
+        operation: exchange.operation,
+        caller: exchange.caller,
+        bytes,
+        latency,
+    };
+    Ok((response, outcome))
+}
+
+/// Why a request's steps stopped before its representation.
+enum Stop {
+    Problem(ApiError),
+    /// The budget step needs the shared store's answer for this bucket and limit.
+    AskStore(Bucket, u32),
+}
+
+impl From<ApiError> for Stop {
+    fn from(error: ApiError) -> Stop {
+        Stop::Problem(error)
+    }
+}
+
+/// A client's `X-Request-ID` is echoed when it is 1 to 128 visible ASCII characters.
+fn valid_request_id(value: &HeaderValue) -> bool {
+    let bytes = value.as_bytes();
+    (1..=128).contains(&bytes.len()) && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
+}
+
+impl<'a, B> Exchange<'a, B> {
+    fn answer(&mut self) -> Result<Representation, Stop> {
+        let request = self.request;
+        let route = route(request.uri().path());
+        self.operation = route.operation;
+        // Once: a request answered again after the shared store already passed this step, its
+        // own stream among those counted.
+        let first_pass = !matches!(self.budgeting, Budgeting::Answered(..));
+        if first_pass && request.version() == http::Version::HTTP_2 && self.state.h2_streams.refuses_another() {
+            return Err(ApiError::Unavailable(format!(
+                "The server holds its limit of {} HTTP/2 streams; retry shortly.",
+                self.state.h2_streams.limit()
+            ))
+            .into());
+        }
+        let method = request.method();
+        if method != Method::GET && method != Method::HEAD {
+            let shown: String = method.as_str().chars().take(32).collect();
+            return Err(ApiError::MethodNotAllowed(shown).into());
+        }
+        let negotiation = Negotiation {
+            headers: request.headers(),
+            if_none_match: self.asked.if_none_match,
+            accept_encoding: self.asked.accept_encoding,
+            head: method == Method::HEAD,
+        };
+        let query = request.uri().query();
+        match route.operation {
+            Operation::Healthz => Ok(operations::healthz()),
+            Operation::Readyz => Ok(operations::readyz(self.state)),
+            Operation::Metrics => Ok(operations::metrics(self.state)),
+            Operation::OpenApi => Ok(operations::openapi(query, &negotiation)?),
+            Operation::SigningKeys | Operation::Scorecard | Operation::ScorecardTargets => Ok(operations::published(
+                route.operation,
+                &*self.loaded()?,
+                query,
+                &negotiation,
+            )?),
+            Operation::Unknown => Err(ApiError::NotFound(
+                "No resource at this path. The API is under /v1; see /v1/openapi.json.".into(),
+            )
+            .into()),
+            operation => self.metered(operation, route.slug, &negotiation),
+        }
+    }
+
+    /// The steps of an operation that needs a key: who is asking, their budget, the snapshot,
+    /// then the operation.
+    fn metered(
+        &mut self,
+        operation: Operation,
+        slug: Option<&str>,
+        negotiation: &Negotiation<'_>,
+    ) -> Result<Representation, Stop> {
+        let state = self.state;
+        let caller = match access::authenticate(state, self.asked.api_key, &mut self.connection.key) {
+            Ok(caller) => caller,
+            Err(error) => return Err(self.failed_authentication(error)),
+        };
+        self.caller = Some(caller.clone());
+        let decision = self.spend(BucketOf::Key(&caller.key_id), caller.rate_per_min)?;
+        self.decision = Some(decision);
+        if !decision.allowed {
+            state.metrics.rate_limited.fetch_add(1, Relaxed);
+            return Err(ApiError::RateLimited {
+                retry_after: decision.retry_after,
+            }
+            .into());
+        }
+        let loaded = self.loaded()?;
+        Ok(operations::metered(
+            operation,
+            &Call {
+                state,
+                loaded: &loaded,
+                caller: &caller,
+                query: self.request.uri().query(),
+                slug,
+                negotiation,
+            },
+        )?)
+    }
+
+    /// A failing attempt spends a unit of its address's failure budget; past that budget it is
+    /// refused with 429 instead of 401 (`access` gives the rule).
+    fn failed_authentication(&mut self, error: ApiError) -> Stop {
+        let state = self.state;
+        let address = access::client_address(state, self.request.headers(), self.peer);
+        let group = access::throttle_group(address);
+        let decision = match self.spend(BucketOf::Address(group), state.settings.auth_failures_per_min) {
+            Ok(decision) => decision,
+            Err(stop) => return stop,
+        };
+        if decision.allowed {
+            return error.into();
+        }
+        state.metrics.auth_throttled.fetch_add(1, Relaxed);
+        self.auth_throttle = Some(decision);
+        ApiError::AuthThrottled {
+            retry_after: decision.retry_after,
+        }
+        .into()
+    }
+
+    /// Spends one unit of a bucket: in this process, or (with `Budgeting::Shared`) by stopping
+    /// to ask the store, unless the store refused the bucket so recently that it cannot have
+    /// refilled.
+    fn spend(&mut self, bucket: BucketOf<'_>, limit: u32) -> Result<Decision, Stop> {
+        let state = self.state;
+        match (&self.budgeting, &state.shared_budgets) {
+            (Budgeting::Shared, Some(store)) => {
+                let bucket = bucket.to_owned();
+                match store.noted_denial(&bucket, self.now) {
+                    Some(decision) => Ok(decision),
+                    None => Err(Stop::AskStore(bucket, limit)),
+                }
+            }
+            (Budgeting::Answered(asked, Some(decision)), _) if bucket.is(asked) => Ok(*decision),
+            _ => Ok(match bucket {
+                BucketOf::Key(key_id) => state.limiter.take(key_id, limit, self.now),
+                BucketOf::Address(group) => state.auth_failures.take(&group, limit, self.now),
+            }),
+        }
+    }
+
+    fn loaded(&self) -> Result<Arc<LoadedSnapshot>, ApiError> {
+        self.state
+            .snapshot()
+            .ok_or_else(|| ApiError::Unavailable("No dataset is loaded yet; retry shortly.".into()))
+    }
+
+    /// The response for `representation`, with this request's id and rate-limit headers.
+    fn respond(&mut self, representation: Representation) -> Response {
+        let head = self.request.method() == Method::HEAD;
+        let metering = Metering {
+            request_id: self.request_id.clone(),
+            caller: self.caller.as_deref(),
+            budget: budget(
+                &mut self.composed,
+                self.decision,
+                self.caller.is_some(),
+                self.auth_throttle,
+            ),
+        };
+        representation.into_response(head, metering)
+    }
+
+    fn problem(&mut self, error: &ApiError) -> Response {
+        let body = error.body(
+            &self.state.settings.public_base_url,
+            self.request.uri().path(),
+            self.request_id.to_str().unwrap_or(""),
+        );
+        let representation = Representation::uncached(error.status(), Bytes::from(body), PROBLEM_JSON);
+        let mut response = self.respond(representation);
+        let headers = response.headers_mut();
+        match error {
+            ApiError::MethodNotAllowed(_) => {
+                headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            }
+            ApiError::RateLimited { retry_after } | ApiError::AuthThrottled { retry_after } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            // The key's own download holds its place; a few seconds, then ask again.
+            ApiError::ExportsAtOnce(_) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            // Every cause of a 503 passes within moments: a snapshot loading, a stream or
+            // decoder freed.
+            ApiError::Unavailable(_) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            ApiError::RangeNotSatisfiable { length } => {
+                let unsatisfied = format!("bytes */{length}");
+                headers.insert(header::CONTENT_RANGE, crate::response::header_value(&unsatisfied));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+/// A bucket as the budget step names it, borrowed: the local path never copies a key id.
+#[derive(Clone, Copy)]
+enum BucketOf<'a> {
+    Key(&'a Arc<str>),
+    Address(IpAddr),
+}
+
+impl BucketOf<'_> {
+    fn to_owned(self) -> Bucket {
+        match self {
+            BucketOf::Key(key_id) => Bucket::Key(key_id.clone()),
+            BucketOf::Address(group) => Bucket::Address(group),
+        }
+    }
+
+    fn is(self, bucket: &Bucket) -> bool {
+        match (self, bucket) {
+            (BucketOf::Key(mine), Bucket::Key(theirs)) => mine == theirs,
+            (BucketOf::Address(mine), Bucket::Address(theirs)) => mine == *theirs,
+            _ => false,
+        }
+    }
+}
+
+/// The budget a request was metered against: the key's, or, when no key was accepted and the
+/// client's address was refused, that address's failed-authentication budget.
+fn budget(
+    text: &mut Composed,
+    decision: Option<Decision>,
+    has_caller: bool,
+    auth_throttle: Option<Decision>,
+) -> Option<Budget> {
+    let (decision, name, throttle_limits) = match (decision, has_caller, auth_throttle) {
+        (Some(decision), true, _) => (decision, MINUTE_POLICY, None),
+        (_, _, Some(decision)) => {
+            let policy = text.policy(AUTH_FAILURES_POLICY, decision.limit);
+            (
+                decision,
+                AUTH_FAILURES_POLICY,
+                Some((HeaderValue::from(decision.limit), policy)),
+            )
+        }
+        _ => return None,
+    };
+    let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
+    Some(Budget {
+        remaining: text.number(decision.remaining.into()),
+        reset: text.number(reset_at),
+        ratelimit: text.ratelimit(name, decision.remaining, decision.reset_after),
+        throttle_limits,
+    })
+}

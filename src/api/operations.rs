@@ -1,0 +1,357 @@
+//! What each endpoint answers: one function per operation, from the snapshot in force (and,
+//! for the metered operations, the caller) to a [`Representation`] or an [`ApiError`].
+//!
+//! No keys, budgets or response headers here: who is asking and whether they may is settled
+//! before (`service`, `access`), and the response is written after (`representation`). Data
+//! bodies are slices of the mapped snapshot; only list and change pages, `/readyz`,
+//! `/metrics` and a custom-budget usage body are assembled per request (and an export is
+//! decoded as it is sent for a client that does not accept gzip).
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use http::header::HeaderValue;
+use http::StatusCode;
+use marks_builder::format::{ArchivedCompanyEntry, UNIVERSE_ALL, UNIVERSE_FREE};
+use marks_builder::tiers::{Scope, Tier};
+use marks_builder::writer::etag_of;
+
+use crate::api::changes::{self, ChangesQuery, CHANGES_PARAMS};
+use crate::api::cursor::CursorKey;
+use crate::api::list;
+use crate::api::query::{self, ListQuery, Params, LIST_PARAMS};
+use crate::api::routes::Operation;
+use crate::api::state::{epoch_seconds, LoadedSnapshot, State};
+use crate::keys::ring::Caller;
+use crate::response::headers::JSON;
+use crate::response::problem::ApiError;
+use crate::response::{header_value, Cache, Negotiation, Representation};
+
+/// The interface description served at `/v1/openapi.json`.
+pub const OPENAPI_JSON: &[u8] = include_bytes!("../../openapi/openapi.json");
+
+/// A metered operation's inputs.
+#[derive(Debug)]
+pub struct Call<'a> {
+    pub state: &'a State,
+    pub loaded: &'a LoadedSnapshot,
+    pub caller: &'a Caller,
+    pub query: Option<&'a str>,
+    /// The `{slug}` of the path, still percent-encoded.
+    pub slug: Option<&'a str>,
+    pub negotiation: &'a Negotiation<'a>,
+}
+
+/// Answers a metered operation (one that needs a key and spends a unit of its budget).
+pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, ApiError> {
+    match operation {
+        Operation::ListCompanies => list_companies(call),
+        Operation::GetCompany => {
+            require(call.caller, Scope::CompaniesRead)?;
+            no_parameters(call.query)?;
+            let company = company(call)?;
+            Ok(call.negotiation.stored(call.loaded, &company.profile, Cache::Private))
+        }
+        Operation::GetMarkSeries => {
+            require(call.caller, Scope::Marks80)?;
+            let coverage = coverage(call)?;
+            let company = company(call)?;
+            let body = if coverage == 95 {
+                &company.marks_95
+            } else {
+                &company.marks_80
+            };
+            Ok(call.negotiation.stored(call.loaded, body, Cache::Private))
+        }
+        Operation::GetMarkEvents => {
+            require(call.caller, Scope::EventsRead)?;
+            no_parameters(call.query)?;
+            let company = company(call)?;
+            Ok(call.negotiation.stored(call.loaded, &company.events, Cache::Private))
+        }
+        Operation::GetResolution => {
+            require(call.caller, Scope::ResolutionRead)?;
+            no_parameters(call.query)?;
+            let company = company(call)?;
+            Ok(call
+                .negotiation
+                .stored(call.loaded, &company.resolution, Cache::Private))
+        }
+        Operation::GetUsage => usage(call),
+        Operation::GetChanges => changes(call),
+        Operation::GetExport => {
+            require(call.caller, Scope::ExportRead)?;
+            no_parameters(call.query)?;
+            let exports = &call.loaded.snapshot.index().exports;
+            call.negotiation.export(
+                call.loaded,
+                &exports.companies,
+                &call.state.export_decoders,
+                &call.caller.key_id,
+            )
+        }
+        Operation::GetSeriesExport => {
+            require(call.caller, Scope::ExportRead)?;
+            let coverage = coverage(call)?;
+            let exports = &call.loaded.snapshot.index().exports;
+            let export = if coverage == 95 {
+                &exports.series_95
+            } else {
+                &exports.series_80
+            };
+            call.negotiation
+                .export(call.loaded, export, &call.state.export_decoders, &call.caller.key_id)
+        }
+        _ => Err(ApiError::Internal),
+    }
+}
+
+fn changes(call: &Call<'_>) -> Result<Representation, ApiError> {
+    require(call.caller, Scope::ChangesRead)?;
+    let params = Params::parse(call.query, CHANGES_PARAMS)?;
+    let query = ChangesQuery::from_params(&params)?;
+    let cursor_key = &call.state.cursor_key;
+    let page = changes::Page::place(call.loaded, &query, cursor_key)?;
+    let etag = page_etag(call.loaded, cursor_key, b"changes", call.query.unwrap_or(""));
+    Ok(call
+        .negotiation
+        .conditional(&etag, header_value(&etag), Cache::Private, || page.render(cursor_key)))
+}
+
+fn list_companies(call: &Call<'_>) -> Result<Representation, ApiError> {
+    require(call.caller, Scope::CompaniesList)?;
+    let params = Params::parse(call.query, LIST_PARAMS)?;
+    let query = ListQuery::from_params(&params)?;
+    let index = call.loaded.snapshot.index();
+    let (universe, note) = if call.caller.tier.limited_universe() {
+        let note = format!(
+            "The free tier lists the 10 companies with the highest latest value_usd; \
+             Research and above list all {} companies.",
+            index.companies.len()
+        );
+        (UNIVERSE_FREE, Some(note))
+    } else {
+        (UNIVERSE_ALL, None)
+    };
+    let cursor_key = &call.state.cursor_key;
+    let page = list::Page::place(call.loaded, &query, universe, cursor_key)?;
+    let etag = page_etag(call.loaded, cursor_key, &[universe], call.query.unwrap_or(""));
+    Ok(call
+        .negotiation
+        .conditional(&etag, header_value(&etag), Cache::Private, || {
+            page.render(cursor_key, note.as_deref())
+        }))
+}
+
+fn usage(call: &Call<'_>) -> Result<Representation, ApiError> {
+    require(call.caller, Scope::UsageRead)?;
+    no_parameters(call.query)?;
+    let caller = call.caller;
+    let position = Tier::ALL.iter().position(|&t| t == caller.tier).unwrap_or(0);
+    match call.loaded.snapshot.index().usage.get(position) {
+        Some(body) if !caller.custom_rate => Ok(call.negotiation.stored(call.loaded, body, Cache::Private)),
+        _ => {
+            // A key with its own budget: its usage body is not in the snapshot.
+            let body = marks_builder::tiers::usage_body(&call.loaded.meta, caller.tier, caller.rate_per_min);
+            let etag = etag_of(&body);
+            Ok(call
+                .negotiation
+                .conditional(&etag, header_value(&etag), Cache::Private, || Bytes::from(body)))
+        }
+    }
+}
+
+/// The company the path names, within the caller's universe.
+fn company<'s>(call: &Call<'s>) -> Result<&'s ArchivedCompanyEntry, ApiError> {
+    let raw_slug = call.slug.unwrap_or("");
+    // Slugs are plain ASCII: decoding is for the rare client that escapes them anyway.
+    let slug = if raw_slug.contains('%') {
+        percent_encoding::percent_decode_str(raw_slug)
+            .decode_utf8()
+            .map_err(|_| ApiError::NotFound("No company has this slug.".into()))?
+    } else {
+        Cow::Borrowed(raw_slug)
+    };
+    let index = call.loaded.snapshot.index();
+    let shown = || slug.chars().take(64).collect::<String>();
+    let (position, company) = index
+        .company(&slug)
+        .ok_or_else(|| ApiError::NotFound(format!("No company has the slug {:?}.", shown())))?;
+    if call.caller.tier.limited_universe() {
+        let free = index.list(0, UNIVERSE_FREE, 0, 0);
+        if !free.iter().any(|row| row.to_native() as usize == position) {
+            return Err(ApiError::TierForbidden(format!(
+                "The free tier covers the 10 companies with the highest latest value; {:?} needs the {} tier or above.",
+                shown(),
+                Tier::Research
+            )));
+        }
+    }
+    Ok(company)
+}
+
+/// The one parameter of a series operation, `coverage` (80 unless 95 is asked for), and 95
+/// only for a tier that has it.
+fn coverage(call: &Call<'_>) -> Result<u32, ApiError> {
+    let params = Params::parse(call.query, &["coverage"])?;
+    let coverage = query::coverage(&params)?;
+    if coverage == 95 {
+        require(call.caller, Scope::Marks95)?;
+    }
+    Ok(coverage)
+}
+
+fn require(caller: &Caller, scope: Scope) -> Result<(), ApiError> {
+    if caller.tier.allows(scope) {
+        return Ok(());
+    }
+    let needed = Tier::lowest_with(scope);
+    let what = match scope {
+        Scope::Marks95 => "coverage 95".to_string(),
+        other => format!("the {} scope", other.as_str()),
+    };
+    Err(ApiError::TierForbidden(format!(
+        "Your key's tier ({}) does not include {what}; it needs the {needed} tier or above.",
+        caller.tier
+    )))
+}
+
+fn no_parameters(query: Option<&str>) -> Result<(), ApiError> {
+    Params::parse(query, &[]).map(|_| ())
+}
+
+/// A page's ETag: its bytes are a function of the snapshot, the cursor key (its
+/// `next_cursor`), which list it pages (`list`: the operation, or the universe of
+/// listCompanies) and the query string, so hashing those names them without rendering it.
+fn page_etag(loaded: &LoadedSnapshot, cursor_key: &CursorKey, list: &[u8], query: &str) -> String {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::with_seed(loaded.etag_seed);
+    hasher.update(&cursor_key.fingerprint().to_le_bytes());
+    hasher.update(list);
+    hasher.update(query.as_bytes());
+    format!("\"{:016x}\"", hasher.digest())
+}
+
+/// `/healthz`: the process is up.
+pub fn healthz() -> Representation {
+    Representation::uncached(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}"), JSON)
+}
+
+/// `/metrics`: Prometheus text.
+pub fn metrics(state: &State) -> Representation {
+    Representation::uncached(
+        StatusCode::OK,
+        Bytes::from(state.metrics_text()),
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    )
+}
+
+/// The interface description and its gzip form, compressed once on first use, each with its
+/// own ETag.
+struct OpenApiBodies {
+    etag: String,
+    gzip: Bytes,
+    gzip_etag: String,
+}
+
+/// `/v1/openapi.json`, compiled into the binary: gzip for a client that accepts it (a tenth of
+/// the bytes; the route is unauthenticated, so a flood of it is the balancer's to bound), and
+/// 304 when `If-None-Match` matches.
+pub fn openapi(query: Option<&str>, negotiation: &Negotiation<'_>) -> Result<Representation, ApiError> {
+    static BODIES: OnceLock<OpenApiBodies> = OnceLock::new();
+    no_parameters(query)?;
+    let bodies = BODIES.get_or_init(|| {
+        let gzip = marks_builder::gzip::Piece::of(OPENAPI_JSON, 9)
+            .map(|piece| Bytes::from(marks_builder::gzip::member(&[&piece])))
+            // Deflating into memory cannot fail; were it ever to, the text is served instead.
+            .unwrap_or_default();
+        OpenApiBodies {
+            etag: etag_of(OPENAPI_JSON),
+            gzip_etag: etag_of(&gzip),
+            gzip,
+        }
+    });
+    let gzip = negotiation.accepts_gzip() && !bodies.gzip.is_empty();
+    let (etag, body) = if gzip {
+        (&bodies.gzip_etag, bodies.gzip.clone())
+    } else {
+        (&bodies.etag, Bytes::from_static(OPENAPI_JSON))
+    };
+    let mut representation = negotiation.conditional(etag, header_value(etag), Cache::Public, || body);
+    representation.vary_encoding = true;
+    representation.gzip = gzip;
+    Ok(representation)
+}
+
+/// The documents the snapshot publishes to everyone: the signing keys, the scorecard and its
+/// scored targets.
+pub fn published(
+    operation: Operation,
+    loaded: &LoadedSnapshot,
+    query: Option<&str>,
+    negotiation: &Negotiation<'_>,
+) -> Result<Representation, ApiError> {
+    no_parameters(query)?;
+    let index = loaded.snapshot.index();
+    let body = match operation {
+        Operation::SigningKeys => &index.signing_keys,
+        Operation::ScorecardTargets => &index.scorecard_targets,
+        _ => &index.scorecard,
+    };
+    Ok(negotiation.stored(loaded, body, Cache::Public))
+}
+
+/// `/readyz`: whether a snapshot is in force, which one, and the last refusals.
+pub fn readyz(state: &State) -> Representation {
+    let loaded = state.snapshot();
+    let refusal = state.last_snapshot_refusal().map(|r| {
+        serde_json::json!({
+            "at": epoch_seconds(r.at),
+            "file": r.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "reason": r.reason,
+        })
+    });
+    let keys_refusal = state
+        .last_keys_refusal()
+        .map(|r| serde_json::json!({ "at": epoch_seconds(r.at), "reason": r.reason }));
+    let budgets = match &state.shared_budgets {
+        None => serde_json::json!({ "mode": "local" }),
+        Some(store) => serde_json::json!({
+            "mode": if store.is_shared() { "shared" } else { "local_fallback" },
+            "store": store.address,
+        }),
+    };
+    let source = state.snapshot_source.as_ref().map(|source| source.readiness());
+    let (status, body) = match &loaded {
+        Some(loaded) => {
+            let header = loaded.snapshot.header();
+            (
+                StatusCode::OK,
+                serde_json::json!({
+                    "status": "ready",
+                    "dataset_version": header.dataset_version,
+                    "methodology_version": header.methodology_version,
+                    "as_of": header.as_of,
+                    "loaded_at": epoch_seconds(loaded.loaded_at),
+                    "companies": loaded.snapshot.index().companies.len(),
+                    "last_refusal": refusal,
+                    "last_keys_refusal": keys_refusal,
+                    "budgets": budgets,
+                    "source": source,
+                }),
+            )
+        }
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({
+                "status": "not_ready",
+                "last_refusal": refusal,
+                "last_keys_refusal": keys_refusal,
+                "budgets": budgets,
+                "source": source,
+            }),
+        ),
+    };
+    let bytes = Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
+    Representation::uncached(status, bytes, JSON)
+}

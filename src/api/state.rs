@@ -1,0 +1,396 @@
+//! What the server shares across requests: the snapshot in force, the keys in force, the
+//! token buckets, the cursor key and the metrics.
+//!
+//! Snapshots and key rings are swapped whole behind `ArcSwap`: a request loads the current one
+//! once and finishes on it, even if a newer one is published meanwhile; the old one is dropped
+//! (and unmapped) when its last request is done. Loading and checking happen off the request
+//! path, one reload at a time; a file that fails a check never replaces what is being served.
+
+use std::fs::File;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use bytes::Bytes;
+use ed25519_dalek::VerifyingKey;
+use marks_builder::{regular_file, OpenOptions, Snapshot, SnapshotError};
+
+use crate::api::cursor::CursorKey;
+use crate::api::metrics::{Gauges, Metrics};
+use crate::budgets::local::RateLimiter;
+use crate::budgets::shared::SharedBudgets;
+use crate::keys::file::KeysError;
+use crate::keys::ring::KeyRing;
+use crate::response::body::{DecodeLimits, Decoders};
+use crate::server::h2_streams::StreamBudget;
+use crate::snapshot::object_store::SnapshotSource;
+
+/// Identifies a file's content cheaply, to notice a file replaced (by rename or a re-pointed
+/// symlink) or rewritten in place.
+///
+/// Metadata alone can miss a rewrite: file times are coarse (a few milliseconds), so a file
+/// read half-written and completed within the same tick would keep the identity of the half
+/// file it was refused as, and never be read again. So the identity also hashes the file's
+/// first and last bytes: the header, and the end of the index, which any writer writes last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileIdentity {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<SystemTime>,
+    ends: u64,
+}
+
+/// How many bytes at each end of a file its identity covers.
+const IDENTITY_ENDS: u64 = 4096;
+
+impl FileIdentity {
+    /// Follows symlinks, so re-pointing a link is a change. Never waits on the file: something
+    /// that is not a regular file (a FIFO, a device) is identified by its metadata alone, so
+    /// that it is seen as a change, refused once by the load, and not read again until it
+    /// changes.
+    pub fn of(path: &Path) -> Option<FileIdentity> {
+        match regular_file::open(path) {
+            Ok(file) => FileIdentity::of_file(&file),
+            Err(err) if err.kind() == std::io::ErrorKind::InvalidInput => {
+                FileIdentity::of_metadata(&std::fs::metadata(path).ok()?, 0)
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// The identity of an open file: the file actually read, whatever its path names now.
+    pub fn of_file(file: &File) -> Option<FileIdentity> {
+        let meta = file.metadata().ok()?;
+        let ends = ends_hash(file, meta.len());
+        FileIdentity::of_metadata(&meta, ends)
+    }
+
+    fn of_metadata(meta: &std::fs::Metadata, ends: u64) -> Option<FileIdentity> {
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        Some(FileIdentity {
+            device,
+            inode,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            ends,
+        })
+    }
+}
+
+/// XXH3 of a file's first and last `IDENTITY_ENDS` bytes (what could be read of them).
+fn ends_hash(file: &File, len: u64) -> u64 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = [0u8; IDENTITY_ENDS as usize];
+    for start in [0, len.saturating_sub(IDENTITY_ENDS)] {
+        let read = read_at(file, &mut buf, start);
+        hasher.update(&buf[..read]);
+    }
+    hasher.digest()
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> usize {
+    use std::os::unix::fs::FileExt;
+    file.read_at(buf, offset).unwrap_or(0)
+}
+
+#[cfg(not(unix))]
+fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> usize {
+    0
+}
+
+/// A snapshot in force, with what the hot path needs precomputed.
+#[derive(Debug)]
+pub struct LoadedSnapshot {
+    pub snapshot: Snapshot,
+    pub path: PathBuf,
+    pub identity: Option<FileIdentity>,
+    pub loaded_at: SystemTime,
+    /// The `meta` object, spliced into list pages.
+    pub meta: Bytes,
+    /// Seeds list-page ETags: a page's bytes are a function of the snapshot and the query.
+    pub etag_seed: u64,
+}
+
+/// Why a file was last refused, for `/readyz` and the logs.
+#[derive(Clone, Debug)]
+pub struct Refusal {
+    pub at: SystemTime,
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+pub fn epoch_seconds(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Why a snapshot file was not put in force.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot open {path}: {error}")]
+    Open { path: PathBuf, error: std::io::Error },
+    /// The file failed a check: refused until it changes.
+    #[error(transparent)]
+    Refused(#[from] SnapshotError),
+    /// The file changed while it was being read (a copy or rewrite in progress): not judged,
+    /// read again at the next look.
+    #[error("{path} changed while it was being read (still being written?); it is read again once it is complete")]
+    Changing { path: PathBuf },
+}
+
+/// Settings fixed at start.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Prefix of problem `type` URIs.
+    pub public_base_url: String,
+    /// Failed authentications allowed per client address (IPv6: per /64) per minute.
+    pub auth_failures_per_min: u32,
+    /// Most client addresses whose failed authentications are remembered at once.
+    pub max_throttled_addresses: usize,
+    /// Behind a proxy: the header whose last address is the client's (e.g. X-Forwarded-For).
+    pub client_ip_header: Option<http::HeaderName>,
+    pub publisher_key: Option<VerifyingKey>,
+    pub snapshot_path: PathBuf,
+    pub keys_path: PathBuf,
+    /// Exports decoded for clients that do not accept gzip: places, a key's share, the floor.
+    pub export_decoding: DecodeLimits,
+}
+
+#[derive(Debug)]
+pub struct State {
+    snapshot: ArcSwapOption<LoadedSnapshot>,
+    keys: ArcSwap<KeyRing>,
+    /// The generation of the ring in force, stored after the ring is: a connection's
+    /// remembered key is checked against it without loading the ring.
+    keys_generation: AtomicU64,
+    pub limiter: RateLimiter<Arc<str>>,
+    pub auth_failures: RateLimiter<IpAddr>,
+    /// With `--budgets`: the store every replica meters against (`limiter` and `auth_failures`
+    /// are then the fallback while it is unavailable).
+    pub shared_budgets: Option<SharedBudgets>,
+    /// With `--snapshot-from`: where published snapshots come from.
+    pub snapshot_source: Option<Arc<SnapshotSource>>,
+    pub cursor_key: CursorKey,
+    /// Exports being decoded for clients that do not accept gzip.
+    pub export_decoders: Decoders,
+    /// HTTP/2 stream tasks alive across the server, and how many may be.
+    pub h2_streams: Arc<StreamBudget>,
+    pub metrics: Metrics,
+    pub settings: Settings,
+    snapshot_refusal: Mutex<Option<Refusal>>,
+    keys_refusal: Mutex<Option<Refusal>>,
+    keys_identity: Mutex<Option<FileIdentity>>,
+    /// Held while a snapshot or keys file is read and put in force: SIGHUP and the watcher
+    /// never load at once, so an older file cannot be published after a newer one.
+    pub reloading: tokio::sync::Mutex<()>,
+    request_counter: AtomicU64,
+    request_id_seed: u64,
+}
+
+impl State {
+    pub fn new(settings: Settings, cursor_key: CursorKey) -> State {
+        State {
+            snapshot: ArcSwapOption::empty(),
+            keys: ArcSwap::from_pointee(KeyRing::default()),
+            keys_generation: AtomicU64::new(0),
+            limiter: RateLimiter::default(),
+            auth_failures: RateLimiter::with_max_buckets(settings.max_throttled_addresses),
+            shared_budgets: None,
+            snapshot_source: None,
+            cursor_key,
+            export_decoders: Decoders::new(settings.export_decoding),
+            h2_streams: Arc::new(StreamBudget::new(usize::MAX)),
+            metrics: Metrics::default(),
+            settings,
+            snapshot_refusal: Mutex::new(None),
+            keys_refusal: Mutex::new(None),
+            keys_identity: Mutex::new(None),
+            reloading: tokio::sync::Mutex::new(()),
+            request_counter: AtomicU64::new(0),
+            request_id_seed: rand::random(),
+        }
+    }
+
+    /// Meters budgets against a shared store from now on.
+    pub fn with_shared_budgets(mut self, store: SharedBudgets) -> State {
+        self.shared_budgets = Some(store);
+        self
+    }
+
+    /// Takes published snapshots from object storage from now on.
+    pub fn with_snapshot_source(mut self, source: Arc<SnapshotSource>) -> State {
+        self.snapshot_source = Some(source);
+        self
+    }
+
+    pub fn snapshot(&self) -> Option<Arc<LoadedSnapshot>> {
+        self.snapshot.load_full()
+    }
+
+    pub fn keys(&self) -> arc_swap::Guard<Arc<KeyRing>> {
+        self.keys.load()
+    }
+
+    /// The generation of the keys in force ([`KeyRing::generation`]).
+    pub fn keys_generation(&self) -> u64 {
+        self.keys_generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Copies, maps and checks a snapshot file, then publishes it. Blocking: call it off the
+    /// request path, under `reloading`. On failure the snapshot in force stays; a refusal is
+    /// recorded.
+    pub fn load_snapshot(&self, path: &Path) -> Result<Arc<LoadedSnapshot>, LoadError> {
+        let file = match regular_file::open(path) {
+            Ok(file) => file,
+            // Something that is not a regular file is refused like a file that fails a check.
+            Err(source) if source.kind() == std::io::ErrorKind::InvalidInput => {
+                return Err(self.refuse_snapshot(
+                    path,
+                    SnapshotError::Io {
+                        path: path.to_owned(),
+                        source,
+                    },
+                ))
+            }
+            Err(error) => {
+                return Err(LoadError::Open {
+                    path: path.to_owned(),
+                    error,
+                })
+            }
+        };
+        let options = OpenOptions {
+            publisher_key: self.settings.publisher_key,
+        };
+        let before = FileIdentity::of_file(&file);
+        let opened = Snapshot::from_file(&file, path, &options);
+        if FileIdentity::of_file(&file) != before {
+            return Err(LoadError::Changing { path: path.to_owned() });
+        }
+        match opened {
+            Ok(snapshot) => {
+                let meta = snapshot.body(&snapshot.index().meta_json);
+                let etag_seed = snapshot.header().checksum as u64;
+                let loaded = Arc::new(LoadedSnapshot {
+                    snapshot,
+                    path: path.to_owned(),
+                    identity: before,
+                    loaded_at: SystemTime::now(),
+                    meta,
+                    etag_seed,
+                });
+                // Counted before it is in force: whoever sees the new snapshot served finds
+                // its load counted already.
+                self.metrics.snapshot_loads.fetch_add(1, Relaxed);
+                self.snapshot.store(Some(loaded.clone()));
+                Ok(loaded)
+            }
+            Err(err) => Err(self.refuse_snapshot(path, err)),
+        }
+    }
+
+    /// Records why a snapshot file was refused, for `/readyz`, and counts it.
+    fn refuse_snapshot(&self, path: &Path, err: SnapshotError) -> LoadError {
+        if let Ok(mut refusal) = self.snapshot_refusal.lock() {
+            *refusal = Some(Refusal {
+                at: SystemTime::now(),
+                path: path.to_owned(),
+                reason: err.to_string(),
+            });
+        }
+        // Counted after the reason is recorded: a count seen going up has its reason in
+        // `/readyz` already.
+        self.metrics.snapshot_refusals.fetch_add(1, Relaxed);
+        LoadError::Refused(err)
+    }
+
+    pub fn last_snapshot_refusal(&self) -> Option<Refusal> {
+        self.snapshot_refusal.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// Loads the keys file and puts it in force; a malformed file leaves the old keys.
+    /// Blocking, and long for a large file: call it off the request path. The ring it replaces
+    /// is dropped here too, not on a request thread.
+    pub fn load_keys(&self, path: &Path) -> Result<usize, KeysError> {
+        let identity = FileIdentity::of(path);
+        match KeyRing::load(path) {
+            Ok(ring) => {
+                let count = ring.len();
+                let generation = ring.generation();
+                // Counted before the keys are in force, as snapshot loads are.
+                self.metrics.keys_reloads.fetch_add(1, Relaxed);
+                let replaced = self.keys.swap(Arc::new(ring));
+                self.keys_generation
+                    .store(generation, std::sync::atomic::Ordering::Release);
+                drop(replaced);
+                if let Ok(mut known) = self.keys_identity.lock() {
+                    *known = identity;
+                }
+                Ok(count)
+            }
+            Err(err) => {
+                if let Ok(mut refusal) = self.keys_refusal.lock() {
+                    *refusal = Some(Refusal {
+                        at: SystemTime::now(),
+                        path: path.to_owned(),
+                        reason: err.to_string(),
+                    });
+                }
+                // Counted after the reason is recorded: a count seen going up has its reason
+                // in `/readyz` already.
+                self.metrics.keys_refusals.fetch_add(1, Relaxed);
+                if let Ok(mut known) = self.keys_identity.lock() {
+                    // Do not retry the same bad file every poll; retry when it changes.
+                    *known = identity;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Whether the keys file on disk differs from the one last read.
+    pub fn keys_changed(&self) -> bool {
+        let now = FileIdentity::of(&self.settings.keys_path);
+        self.keys_identity.lock().is_ok_and(|known| *known != now)
+    }
+
+    pub fn last_keys_refusal(&self) -> Option<Refusal> {
+        self.keys_refusal.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// A fresh request id's 64 bits (written out as `req_` and 16 hex digits): a counter
+    /// mixed with a per-process seed, unique within this process and not guessable across.
+    pub fn next_request_id(&self) -> u64 {
+        let n = self.request_counter.fetch_add(1, Relaxed);
+        xxhash_rust::xxh3::xxh3_64_with_seed(&n.to_le_bytes(), self.request_id_seed)
+    }
+
+    pub fn metrics_text(&self) -> String {
+        let loaded = self.snapshot();
+        let header = loaded.as_ref().map(|l| l.snapshot.header());
+        self.metrics.render(&Gauges {
+            dataset_version: header.map(|h| h.dataset_version.as_str()),
+            methodology_version: header.map(|h| h.methodology_version.as_str()),
+            snapshot_bytes: loaded.as_ref().map_or(0, |l| l.snapshot.file_len()),
+            snapshot_loaded_at: loaded.as_ref().map(|l| epoch_seconds(l.loaded_at)),
+            last_refusal_at: self.last_snapshot_refusal().map(|r| epoch_seconds(r.at)),
+            keys: self.keys().len(),
+            buckets: self.limiter.len() + self.auth_failures.len(),
+            throttle_buckets_dropped: self.auth_failures.dropped(),
+            budget_store: self.shared_budgets.as_ref(),
+            snapshot_source: self.snapshot_source.as_deref(),
+            h2_streams: Some(&self.h2_streams),
+            export_decoders: Some(&self.export_decoders),
+        })
+    }
+}

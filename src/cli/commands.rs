@@ -1,0 +1,309 @@
+//! The offline subcommands of `marks`: build, keygen, synth, verify-snapshot and keys.
+//!
+//! Each takes already-parsed arguments, does one job and returns a one-line error on failure;
+//! printing of results is here, argument parsing is in `main.rs`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use marks_builder::dataset::Day;
+use marks_builder::signing;
+use marks_builder::synth::{self, SynthOptions};
+use marks_builder::tiers::Tier;
+
+use crate::keys::file::{self as keys_file, KeyStatus};
+use marks_builder::{BuildOptions, OpenOptions, Snapshot};
+
+/// The repository's bundled sample: dataset, demo signing key and demo API keys.
+pub fn sample_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("sample")
+}
+
+/// Where `serve` keeps the sample snapshot it builds on first run: a build product, so under
+/// `target/`, not beside its sources.
+pub fn sample_snapshot() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("sample.snap")
+}
+
+pub fn demo_signing_key() -> PathBuf {
+    sample_dir().join("demo-signing-key.pem")
+}
+
+pub fn demo_keys_file() -> PathBuf {
+    sample_dir().join("demo-keys.toml")
+}
+
+#[derive(Debug)]
+pub struct BuildArgs {
+    pub source: PathBuf,
+    pub out: PathBuf,
+    pub signing_key: PathBuf,
+    pub previous: Option<PathBuf>,
+    pub publisher_key: Option<PathBuf>,
+    pub gzip_level: u32,
+    pub quiet: bool,
+}
+
+pub fn build(args: &BuildArgs) -> Result<()> {
+    let started = Instant::now();
+    let signing_key = signing::read_signing_key(&args.signing_key)?;
+    let publisher_key = args
+        .publisher_key
+        .as_deref()
+        .map(signing::read_signing_key)
+        .transpose()?;
+    let report = marks_builder::build(&BuildOptions {
+        source: args.source.clone(),
+        out: args.out.clone(),
+        signing_key,
+        previous: args.previous.clone(),
+        publisher_key,
+        gzip_level: args.gzip_level,
+        progress: !args.quiet,
+    })?;
+    if !args.quiet {
+        println!("{}", report.scorecard);
+    }
+    println!(
+        "built {} (dataset {}): {} companies, {} events, {} series points, {} bytes in {:.2}s (read {:.2}s, fit {:.2}s, render+write {:.2}s); records signed by kid {}",
+        args.out.display(),
+        report.dataset_version,
+        report.companies,
+        report.events,
+        report.series_points,
+        report.bytes,
+        started.elapsed().as_secs_f64(),
+        report.load_time.as_secs_f64(),
+        report.fit_time.as_secs_f64(),
+        report.render_time.as_secs_f64(),
+        report.kid,
+    );
+    Ok(())
+}
+
+pub fn keygen(out: &Path) -> Result<()> {
+    let key = signing::generate_key();
+    let public = signing::write_new_key(out, &key)?;
+    println!("{}", signing::kid(&key.verifying_key()));
+    eprintln!(
+        "wrote private key {} (mode 0600) and public key {}; the line above is its kid",
+        out.display(),
+        public.display()
+    );
+    Ok(())
+}
+
+#[derive(Debug)]
+pub struct SynthArgs {
+    pub companies: usize,
+    pub events: Option<usize>,
+    pub seed: u64,
+    pub as_of: Option<String>,
+    pub out: PathBuf,
+}
+
+pub fn synth(args: &SynthArgs) -> Result<()> {
+    let mut options = SynthOptions::new(args.companies, args.seed);
+    if let Some(events) = args.events {
+        options.events = events;
+    }
+    if let Some(as_of) = &args.as_of {
+        options.as_of = Day::parse(as_of).with_context(|| format!("--as-of {as_of:?} is not a date YYYY-MM-DD"))?;
+    }
+    let report =
+        synth::generate(&options, &args.out).with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!(
+        "wrote synthetic dataset {}: {} companies, {} events (seed {})",
+        args.out.display(),
+        report.companies,
+        report.events,
+        args.seed
+    );
+    Ok(())
+}
+
+pub fn verify_snapshot(path: &Path, publisher_key: Option<&Path>) -> Result<()> {
+    let options = OpenOptions {
+        publisher_key: publisher_key.map(signing::read_verifying_key).transpose()?,
+    };
+    let started = Instant::now();
+    let snapshot = Snapshot::open(path, &options).with_context(|| format!("{} refused", path.display()))?;
+    let header = snapshot.header();
+    let index = snapshot.index();
+    println!(
+        "{}: ok in {:.3}s; format {}, dataset {}, methodology {}, as_of {}, {} companies, {} events, {} bytes, publisher {}",
+        path.display(),
+        started.elapsed().as_secs_f64(),
+        header.format_version,
+        header.dataset_version,
+        header.methodology_version,
+        header.as_of,
+        index.companies.len(),
+        index.events.len(),
+        snapshot.file_len(),
+        match &header.publisher {
+            Some((key, _)) => ed25519_dalek::VerifyingKey::from_bytes(key)
+                .map(|k| format!("signed, kid {}", signing::kid(&k)))
+                .unwrap_or_else(|_| "signed by an invalid key".into()),
+            None => "unsigned".into(),
+        }
+    );
+    let exports = &index.exports;
+    for (name, export) in [
+        ("companies", &exports.companies),
+        ("series 80", &exports.series_80),
+        ("series 95", &exports.series_95),
+    ] {
+        println!(
+            "  export {name}: {} bytes gzip, {} bytes of NDJSON",
+            export.gzip.len, export.identity_len
+        );
+    }
+    let versions = index.changes.versions.as_slice();
+    println!(
+        "  change log: {} versions, {} to {}",
+        versions.len(),
+        versions.first().map_or("", |v| v.as_str()),
+        versions.last().map_or("", |v| v.as_str())
+    );
+    Ok(())
+}
+
+/// `marks publish`: checks the snapshot and publishes it to object storage for replicas run
+/// with `--snapshot-from` (`snapshot_source` describes the layout).
+pub fn publish(snapshot: &Path, to: &str, publisher_key: Option<&Path>) -> Result<()> {
+    let location = crate::snapshot::object_store::Location::parse(to)?;
+    let options = OpenOptions {
+        publisher_key: publisher_key.map(signing::read_verifying_key).transpose()?,
+    };
+    let started = Instant::now();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let manifest = runtime.block_on(crate::snapshot::object_store::publish(snapshot, &location, options))?;
+    eprintln!(
+        "published {} to {location} as snapshots/{}.snap (dataset {}, methodology {}, {} bytes) in {:.2}s; \
+         replicas polling it swap at their next look",
+        snapshot.display(),
+        manifest.sha256,
+        manifest.dataset_version,
+        manifest.methodology_version,
+        manifest.size,
+        started.elapsed().as_secs_f64()
+    );
+    println!("{}", manifest.sha256);
+    Ok(())
+}
+
+/// Puts a snapshot in place of the one a server watches, the safe way: checks it as the server
+/// would, copies it to a temporary file beside `live`, fsyncs it and renames it over `live`, so
+/// the server sees the old file or the whole new one and never a partial copy.
+pub fn install(snapshot: &Path, live: &Path, publisher_key: Option<&Path>) -> Result<()> {
+    let options = OpenOptions {
+        publisher_key: publisher_key.map(signing::read_verifying_key).transpose()?,
+    };
+    let checked = Snapshot::open(snapshot, &options)
+        .with_context(|| format!("{} refused; {} left as it was", snapshot.display(), live.display()))?;
+    let header = checked.header().clone();
+    drop(checked);
+    let started = Instant::now();
+    let bytes = marks_builder::atomic_file::copy(snapshot, live)
+        .with_context(|| format!("cannot install {} as {}", snapshot.display(), live.display()))?;
+    eprintln!(
+        "installed {} as {} (dataset {}, methodology {}, {bytes} bytes) in {:.2}s; a server watching it swaps to it at its next look",
+        snapshot.display(),
+        live.display(),
+        header.dataset_version,
+        header.methodology_version,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Builds the bundled sample snapshot with the demo key when it is missing or older than its
+/// sources, so that `marks serve` works on a fresh clone.
+pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
+    let newest_source = ["dataset.toml", "companies.csv", "events.csv", "demo-signing-key.pem"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(sample_dir().join(f)).and_then(|m| m.modified()).ok())
+        .max();
+    let built = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    // A sample built by an older version of this program is rebuilt too, not refused.
+    let current_format = || {
+        let mut header = [0u8; marks_builder::format::HEADER_LEN];
+        std::fs::File::open(path)
+            .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut header))
+            .ok()
+            .and_then(|()| marks_builder::format::Header::decode(&header).ok())
+            .is_some_and(|h| h.format_version == marks_builder::format::FORMAT_VERSION)
+    };
+    if matches!((built, newest_source), (Some(built), Some(source)) if built >= source) && current_format() {
+        return Ok(());
+    }
+    eprintln!(
+        "building the sample snapshot {} from {}",
+        path.display(),
+        sample_dir().display()
+    );
+    build(&BuildArgs {
+        source: sample_dir(),
+        out: path.to_owned(),
+        signing_key: demo_signing_key(),
+        previous: None,
+        publisher_key: None,
+        gzip_level: 4,
+        quiet: true,
+    })
+}
+
+pub fn keys_issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u32>) -> Result<()> {
+    let (key_id, key) = keys_file::issue(path, tier, tenant, rate_per_min)?;
+    // The key alone on stdout, so scripts can capture it; everything else on stderr.
+    println!("{key}");
+    eprintln!(
+        "issued {key_id} ({tier}, tenant {tenant:?}, {} requests/min) into {}; the key above is shown only now",
+        rate_per_min.unwrap_or(tier.rate_per_min()),
+        path.display()
+    );
+    Ok(())
+}
+
+/// Revokes, suspends or reinstates a key.
+pub fn keys_set_status(path: &Path, key_id: &str, status: KeyStatus) -> Result<()> {
+    keys_file::set_status(path, key_id, status)?;
+    let done = match status {
+        KeyStatus::Active => "reinstated",
+        KeyStatus::Revoked => "revoked",
+        KeyStatus::Suspended => "suspended",
+    };
+    eprintln!(
+        "{done} {key_id} in {}; a running server picks it up on its next reload",
+        path.display()
+    );
+    Ok(())
+}
+
+pub fn keys_list(path: &Path) -> Result<()> {
+    println!(
+        "{:<20} {:<20} {:<11} {:<10} {:<11} {:>10}",
+        "key_id", "tenant", "tier", "status", "created", "rate/min"
+    );
+    for entry in keys_file::list(path)? {
+        let rate = entry
+            .rate_per_min
+            .or_else(|| Tier::parse(&entry.tier).map(Tier::rate_per_min))
+            .map_or("-".to_string(), |r| r.to_string());
+        println!(
+            "{:<20} {:<20} {:<11} {:<10} {:<11} {:>10}",
+            entry.key_id,
+            entry.tenant,
+            entry.tier,
+            format!("{:?}", entry.status).to_lowercase(),
+            entry.created,
+            rate
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,491 @@
+//! The body of every response: bytes (a slice of the mapped snapshot, or made for the
+//! request), or a stored export decoded from gzip as it is sent, for a client that does not
+//! accept gzip.
+//!
+//! Exports are stored only compressed; decoding one costs CPU for as long as it streams, so
+//! the number decoded at once is capped ([`Decoders`]), and a client that accepts gzip, which
+//! every HTTP library does, is always served the stored bytes without a copy.
+//!
+//! Over HTTP/1.1 a body is handed to hyper whole. Over HTTP/2 it is paced
+//! ([`ResponseBody::paced`]): handed over a piece at a time, each piece a sign of progress for
+//! the stream's stall deadline (`h2_streams` says why).
+
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::pin::Pin;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use hyper::body::{Frame, SizeHint};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::server::h2_streams::{note_progress, PIECE};
+
+/// Bytes of decoded text handed to hyper at a time.
+const DECODED_CHUNK: usize = 64 * 1024;
+
+/// What a response carries.
+#[derive(Debug)]
+pub enum Payload {
+    Bytes(Bytes),
+    /// A gzip member whose text is sent from byte `skip`, `len` bytes of it; the permit is
+    /// the decoder's place (none for a HEAD, which decodes nothing).
+    Gunzip {
+        gzip: Bytes,
+        skip: u64,
+        len: u64,
+        permit: Option<DecodePermit>,
+    },
+}
+
+impl Payload {
+    /// Bytes of the body as sent (its `Content-Length`).
+    pub fn len(&self) -> u64 {
+        match self {
+            Payload::Bytes(bytes) => bytes.len() as u64,
+            Payload::Gunzip { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// How the exports decoded for clients without gzip are shared out.
+///
+/// A decoded export holds one of a few places for as long as it streams, so a reader that
+/// stops reading, or trickles, could keep a place for good, and one key with a few such
+/// readers could hold them all. So each key holds at most `per_key` places, and a decoded
+/// response that moves less than `floor_bytes_per_sec` over a `floor_window` is cut and its
+/// place freed at once (its connection then learns it at its next read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// Exports decoded at once across the server.
+    pub places: usize,
+    /// Places one key may hold at once.
+    pub per_key: usize,
+    /// The least a decoded response must move, on average over each window.
+    pub floor_bytes_per_sec: u64,
+    pub floor_window: Duration,
+}
+
+impl Default for DecodeLimits {
+    /// Four places (each costs a core while it streams), one per key, and a floor of 256 KiB/s
+    /// over 30 s: a 2 Mbit/s link clears it with room, the 222 MB decoded companies export of
+    /// 10,000 companies then takes at most 15 minutes, and a client slower than that is better
+    /// served by the stored gzip bytes (a tenth of the size, and no place held).
+    fn default() -> DecodeLimits {
+        DecodeLimits {
+            places: 4,
+            per_key: 1,
+            floor_bytes_per_sec: 256 * 1024,
+            floor_window: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The exports being decoded at once, by key, within [`DecodeLimits`].
+#[derive(Debug)]
+pub struct Decoders {
+    places: Arc<Semaphore>,
+    holders: Arc<Mutex<HashMap<Arc<str>, usize>>>,
+    limits: DecodeLimits,
+    /// Decoded exports refused because their key held its share.
+    pub refused_for_share: AtomicU64,
+    /// Decoded exports cut for moving less than the floor rate.
+    pub cut_slow: Arc<AtomicU64>,
+}
+
+/// Why a decoded export was not started.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecodeRefused {
+    /// The key holds its share already.
+    KeyShare { held: usize },
+    /// Every place is taken (by other keys).
+    AllTaken { active: usize },
+}
+
+/// One decode's place among [`Decoders`], given back when dropped: when its body is done or
+/// dropped, or when it is cut for moving too slowly.
+#[derive(Debug)]
+pub struct DecodePermit {
+    _place: OwnedSemaphorePermit,
+    key: Arc<str>,
+    holders: Arc<Mutex<HashMap<Arc<str>, usize>>>,
+    /// The floor the body is held to, and where a cut is counted.
+    limits: DecodeLimits,
+    cut_slow: Arc<AtomicU64>,
+}
+
+impl Drop for DecodePermit {
+    fn drop(&mut self) {
+        if let Ok(mut holders) = self.holders.lock() {
+            if let Some(held) = holders.get_mut(&self.key) {
+                *held -= 1;
+                if *held == 0 {
+                    holders.remove(&self.key);
+                }
+            }
+        }
+    }
+}
+
+impl Decoders {
+    pub fn new(limits: DecodeLimits) -> Decoders {
+        Decoders {
+            places: Arc::new(Semaphore::new(limits.places)),
+            holders: Arc::default(),
+            limits,
+            refused_for_share: AtomicU64::new(0),
+            cut_slow: Arc::default(),
+        }
+    }
+
+    pub fn limits(&self) -> DecodeLimits {
+        self.limits
+    }
+
+    /// A place for `key`, unless it holds its share or every place is taken.
+    pub fn try_acquire(&self, key: &Arc<str>) -> Result<DecodePermit, DecodeRefused> {
+        let mut holders = self
+            .holders
+            .lock()
+            .map_err(|_| DecodeRefused::AllTaken { active: self.active() })?;
+        let held = holders.get(key).copied().unwrap_or(0);
+        if held >= self.limits.per_key {
+            self.refused_for_share.fetch_add(1, Relaxed);
+            return Err(DecodeRefused::KeyShare { held });
+        }
+        let place = self
+            .places
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| DecodeRefused::AllTaken { active: self.active() })?;
+        *holders.entry(key.clone()).or_insert(0) += 1;
+        Ok(DecodePermit {
+            _place: place,
+            key: key.clone(),
+            holders: self.holders.clone(),
+            limits: self.limits,
+            cut_slow: self.cut_slow.clone(),
+        })
+    }
+
+    pub fn active(&self) -> usize {
+        self.limits.places - self.places.available_permits()
+    }
+}
+
+/// What a decoded body and its floor-rate watchdog share.
+#[derive(Debug, Default)]
+struct Progress {
+    /// Bytes of text handed to hyper so far.
+    sent: AtomicU64,
+    /// Set by the watchdog: the body ends in an error at its next poll.
+    cut: AtomicBool,
+    /// Set by the body when it is done or dropped: the watchdog stops.
+    over: AtomicBool,
+    /// The place, held until the body is done or the watchdog cuts it.
+    permit: Mutex<Option<DecodePermit>>,
+}
+
+/// A decoded body's floor: every window, the body must have moved `floor_bytes_per_sec` times
+/// the window's seconds; if not, it is cut and its place freed at once. It runs as a task of
+/// its own because a body whose reader stopped is never polled (hyper polls a body only when
+/// the connection can take more), so the body itself cannot notice.
+fn watch_floor(progress: Arc<Progress>, limits: DecodeLimits, cut_slow: Arc<AtomicU64>) {
+    let window = limits.floor_window;
+    let least = (limits.floor_bytes_per_sec as f64 * window.as_secs_f64()) as u64;
+    tokio::spawn(async move {
+        let mut before = 0;
+        loop {
+            tokio::time::sleep(window).await;
+            if progress.over.load(Acquire) {
+                return;
+            }
+            let sent = progress.sent.load(Acquire);
+            if sent - before < least {
+                progress.cut.store(true, Release);
+                let freed = progress.permit.lock().ok().and_then(|mut permit| permit.take());
+                drop(freed);
+                cut_slow.fetch_add(1, Relaxed);
+                tracing::info!(
+                    sent_in_window = sent - before,
+                    floor_bytes = least,
+                    window_secs = window.as_secs_f64(),
+                    "decoded export cut: its reader took less than the floor rate; its place is freed"
+                );
+                return;
+            }
+            before = sent;
+        }
+    });
+}
+
+/// The `hyper` body of a response.
+#[derive(Debug)]
+pub struct ResponseBody {
+    state: State,
+    /// HTTP/2: handed over a piece at a time, progress noted.
+    paced: bool,
+}
+
+#[derive(Debug)]
+enum State {
+    Bytes(Option<Bytes>),
+    Gunzip(Box<Decoding>),
+}
+
+struct Decoding {
+    decoder: flate2::bufread::GzDecoder<io::Cursor<Bytes>>,
+    skip: u64,
+    left: u64,
+    /// Shared with the floor's watchdog (none for a HEAD, which decodes nothing).
+    progress: Option<Arc<Progress>>,
+}
+
+impl Decoding {
+    /// Whether the watchdog cut this body for moving too slowly.
+    fn is_cut(&self) -> bool {
+        self.progress.as_ref().is_some_and(|p| p.cut.load(Acquire))
+    }
+
+    fn moved(&self, bytes: u64) {
+        if let Some(progress) = &self.progress {
+            progress.sent.fetch_add(bytes, Release);
+        }
+    }
+}
+
+impl Drop for Decoding {
+    /// Done, broken or dropped: the place is given back now, not when the watchdog next wakes.
+    fn drop(&mut self) {
+        if let Some(progress) = &self.progress {
+            progress.over.store(true, Release);
+            let permit = progress.permit.lock().ok().and_then(|mut permit| permit.take());
+            drop(permit);
+        }
+    }
+}
+
+impl std::fmt::Debug for Decoding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoding").field("left", &self.left).finish()
+    }
+}
+
+impl ResponseBody {
+    pub fn new(payload: Payload) -> ResponseBody {
+        let state = match payload {
+            Payload::Bytes(bytes) => State::Bytes((!bytes.is_empty()).then_some(bytes)),
+            Payload::Gunzip { len: 0, .. } => State::Bytes(None),
+            Payload::Gunzip {
+                gzip,
+                skip,
+                len,
+                permit,
+            } => State::Gunzip(Box::new(Decoding {
+                decoder: flate2::bufread::GzDecoder::new(io::Cursor::new(gzip)),
+                skip,
+                left: len,
+                progress: permit.map(|permit| {
+                    let (limits, cut_slow) = (permit.limits, permit.cut_slow.clone());
+                    let progress = Arc::new(Progress {
+                        permit: Mutex::new(Some(permit)),
+                        ..Progress::default()
+                    });
+                    watch_floor(progress.clone(), limits, cut_slow);
+                    progress
+                }),
+            })),
+        };
+        ResponseBody { state, paced: false }
+    }
+
+    pub fn empty() -> ResponseBody {
+        ResponseBody::new(Payload::Bytes(Bytes::new()))
+    }
+
+    /// The same body, sent the HTTP/2 way: pieces of at most [`PIECE`] bytes, each noted as
+    /// progress of its stream.
+    pub fn paced(self) -> ResponseBody {
+        ResponseBody { paced: true, ..self }
+    }
+}
+
+/// How much of the `left` bytes to hand over next.
+fn next_piece(paced: bool, left: usize) -> usize {
+    if paced {
+        PIECE.min(left)
+    } else {
+        left
+    }
+}
+
+/// Text decoded and thrown away per poll on the way to a range's start: a range deep into an
+/// export is reached over many polls, never in one long stretch of a worker thread.
+const SKIP_PER_POLL: u64 = 256 * 1024;
+
+impl Decoding {
+    /// Decodes and drops up to [`SKIP_PER_POLL`] bytes of what comes before the range.
+    fn skip_some(&mut self) -> io::Result<()> {
+        let mut sink = [0u8; 16 * 1024];
+        let mut skipped = 0;
+        while self.skip > 0 && skipped < SKIP_PER_POLL {
+            let want = usize::try_from(self.skip).unwrap_or(usize::MAX).min(sink.len());
+            let n = self.decoder.read(&mut sink[..want])?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "export ends before its range",
+                ));
+            }
+            self.skip -= n as u64;
+            skipped += n as u64;
+            // The server's own work: it counts as progress against the floor rate.
+            self.moved(n as u64);
+        }
+        Ok(())
+    }
+
+    /// The next `most` bytes (or fewer, at the end) of text, once the skip is done.
+    fn next_chunk(&mut self, most: usize) -> io::Result<Bytes> {
+        let want = (self.left as usize).min(most);
+        let mut chunk = BytesMut::zeroed(want);
+        let mut filled = 0;
+        while filled < want {
+            let n = self.decoder.read(&mut chunk[filled..])?;
+            if n == 0 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "export ends early"));
+            }
+            filled += n;
+        }
+        self.left -= want as u64;
+        self.moved(want as u64);
+        Ok(chunk.freeze())
+    }
+}
+
+impl hyper::body::Body for ResponseBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        let this = self.get_mut();
+        let paced = this.paced;
+        let piece = match &mut this.state {
+            State::Bytes(None) => return Poll::Ready(None),
+            State::Bytes(Some(bytes)) if next_piece(paced, bytes.len()) < bytes.len() => {
+                Ok(bytes.split_to(next_piece(paced, bytes.len())))
+            }
+            State::Bytes(last) => Ok(last.take().unwrap_or_default()),
+            State::Gunzip(decoding) if decoding.is_cut() => {
+                this.state = State::Bytes(None);
+                return Poll::Ready(Some(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "decoded export cut: the reader took less than the floor rate",
+                ))));
+            }
+            State::Gunzip(decoding) if decoding.skip > 0 => {
+                // The server's own work, not the peer's to wait for: it counts as progress.
+                if paced {
+                    note_progress();
+                }
+                if let Err(error) = decoding.skip_some() {
+                    this.state = State::Bytes(None);
+                    return Poll::Ready(Some(Err(error)));
+                }
+                // The rest at the next poll, after whatever else the worker has to do.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            State::Gunzip(decoding) => {
+                let left = usize::try_from(decoding.left).unwrap_or(usize::MAX);
+                let chunk = decoding.next_chunk(next_piece(paced, left).min(DECODED_CHUNK));
+                if decoding.left == 0 || chunk.is_err() {
+                    // Done (or broken): the decoder and its permit go now, not when hyper
+                    // drops the body.
+                    this.state = State::Bytes(None);
+                }
+                chunk
+            }
+        };
+        if paced {
+            note_progress();
+        }
+        Poll::Ready(Some(piece.map(Frame::data)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.state, State::Bytes(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.state {
+            State::Bytes(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
+            State::Gunzip(decoding) => SizeHint::with_exact(decoding.left),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(places: usize, per_key: usize) -> DecodeLimits {
+        DecodeLimits {
+            places,
+            per_key,
+            ..DecodeLimits::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn decoders_are_capped_and_a_dropped_body_gives_its_place_back() {
+        let decoders = Decoders::new(limits(2, 2));
+        let key: Arc<str> = Arc::from("k1");
+        let first = decoders.try_acquire(&key).unwrap();
+        let second = decoders.try_acquire(&key).unwrap();
+        assert_eq!(
+            decoders.try_acquire(&Arc::from("k2")).unwrap_err(),
+            DecodeRefused::AllTaken { active: 2 }
+        );
+        drop(first);
+        let third = decoders.try_acquire(&key).unwrap();
+        let body = ResponseBody::new(Payload::Gunzip {
+            gzip: Bytes::new(),
+            skip: 0,
+            len: 10,
+            permit: Some(third),
+        });
+        assert_eq!(decoders.active(), 2);
+        drop(body);
+        drop(second);
+        assert_eq!(decoders.active(), 0);
+    }
+
+    #[test]
+    fn a_key_holds_at_most_its_share_and_others_still_get_places() {
+        let decoders = Decoders::new(limits(4, 1));
+        let (greedy, other): (Arc<str>, Arc<str>) = (Arc::from("greedy"), Arc::from("other"));
+        let held = decoders.try_acquire(&greedy).unwrap();
+        for _ in 0..3 {
+            assert_eq!(
+                decoders.try_acquire(&greedy).unwrap_err(),
+                DecodeRefused::KeyShare { held: 1 }
+            );
+        }
+        assert_eq!(decoders.refused_for_share.load(Relaxed), 3);
+        let theirs = decoders.try_acquire(&other).unwrap();
+        assert_eq!(decoders.active(), 2);
+        drop(held);
+        drop(theirs);
+        assert!(decoders.try_acquire(&greedy).is_ok());
+    }
+}

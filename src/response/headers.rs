@@ -1,0 +1,234 @@
+//! Response headers: the names and fixed values this service sends, the values a request
+//! composes for itself, and the prebuilt header block of a metered answer. (Which headers a
+//! response gets is decided in `representation`.)
+//!
+//! A metered answer (a 200 or 304 from the snapshot, to a request that spent a unit of a key's
+//! budget) carries ten headers. Inserted one at a time into a `HeaderMap`, each costs a hash of
+//! its name, a probe and a push; `benches/lab/instructions.sh` measures that. So each budget (every
+//! key of one per-minute rate) gets, when the keys file is read, the block already built, with
+//! its fixed values set and placeholders for the five that change per request; an answer
+//! clones the block and writes those five by position, hashing nothing.
+//!
+//! Those five (and the rate-limit values of other answers) are [`Composed`]: text this process
+//! writes itself from digits and fixed ASCII, so it is not validated byte by byte again.
+
+use bytes::BytesMut;
+use http::header::{self, HeaderName, HeaderValue};
+use http::HeaderMap;
+
+pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+pub const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+pub const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+pub const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+
+/// The names of the two budgets in `RateLimit` and `RateLimit-Policy`: a key's, and a client
+/// address's failed-authentication budget.
+pub const MINUTE_POLICY: &[u8] = b"\"minute\"";
+pub const AUTH_FAILURES_POLICY: &[u8] = b"\"auth-failures\"";
+
+pub const JSON: HeaderValue = HeaderValue::from_static("application/json");
+pub const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
+pub const NDJSON: HeaderValue = HeaderValue::from_static("application/x-ndjson");
+pub const GZIP: HeaderValue = HeaderValue::from_static("gzip");
+pub const BYTES: HeaderValue = HeaderValue::from_static("bytes");
+pub const PRIVATE_NO_CACHE: HeaderValue = HeaderValue::from_static("private, no-cache");
+pub const PUBLIC_MAX_AGE_60: HeaderValue = HeaderValue::from_static("public, max-age=60");
+pub const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
+pub const VARY_KEY: HeaderValue = HeaderValue::from_static("X-API-Key");
+pub const VARY_KEY_ENCODING: HeaderValue = HeaderValue::from_static("X-API-Key, Accept-Encoding");
+pub const VARY_ENCODING: HeaderValue = HeaderValue::from_static("Accept-Encoding");
+
+/// The header values a request composes for itself (its id, remaining budget, reset time,
+/// `RateLimit`), written into one buffer and handed out as slices of it: one allocation per
+/// request rather than one per value. Every method writes only ASCII digits, lowercase hex and
+/// fixed text of this crate, never bytes from a request or a file; that is what lets them
+/// skip `HeaderValue`'s byte-by-byte check, which `benches/lab/instructions.sh` counted at 500
+/// instructions per request.
+#[derive(Debug)]
+pub struct Composed(BytesMut);
+
+impl Composed {
+    pub fn new() -> Composed {
+        Composed(BytesMut::with_capacity(128))
+    }
+
+    /// `req_` and 16 hex digits, from a request counter.
+    pub fn request_id(&mut self, mixed: u64) -> HeaderValue {
+        let mut id = *b"req_0000000000000000";
+        for (i, slot) in id[4..].iter_mut().enumerate() {
+            *slot = b"0123456789abcdef"[((mixed >> (60 - 4 * i)) & 0xf) as usize];
+        }
+        self.value(&[&id])
+    }
+
+    pub fn number(&mut self, n: u64) -> HeaderValue {
+        self.value(&[itoa::Buffer::new().format(n).as_bytes()])
+    }
+
+    /// The IETF draft `RateLimit` value: `<policy>;r=<remaining>;t=<seconds to full>`.
+    pub fn ratelimit(&mut self, policy: &'static [u8], remaining: u32, reset_after: u64) -> HeaderValue {
+        let (mut r, mut t) = (itoa::Buffer::new(), itoa::Buffer::new());
+        self.value(&[
+            policy,
+            b";r=",
+            r.format(remaining).as_bytes(),
+            b";t=",
+            t.format(reset_after).as_bytes(),
+        ])
+    }
+
+    /// The IETF draft `RateLimit-Policy` value: `<policy>;q=<quota>;w=60`.
+    pub fn policy(&mut self, policy: &'static [u8], quota: u32) -> HeaderValue {
+        self.value(&[policy, b";q=", itoa::Buffer::new().format(quota).as_bytes(), b";w=60"])
+    }
+
+    /// The concatenation of `parts`, which the methods above make only of visible ASCII.
+    #[allow(unsafe_code)]
+    fn value(&mut self, parts: &[&[u8]]) -> HeaderValue {
+        for part in parts {
+            self.0.extend_from_slice(part);
+        }
+        let text = self.0.split().freeze();
+        debug_assert!(text.iter().all(|b| (0x20..0x7f).contains(b)), "{text:?}");
+        // SAFETY: the only requirement is that the bytes be a valid field value; see above.
+        unsafe { HeaderValue::from_maybe_shared_unchecked(text) }
+    }
+}
+
+impl Default for Composed {
+    fn default() -> Self {
+        Composed::new()
+    }
+}
+
+/// The values of a metered answer that change from one request to the next.
+#[derive(Debug)]
+pub struct MeteredValues {
+    pub etag: HeaderValue,
+    pub request_id: HeaderValue,
+    pub remaining: HeaderValue,
+    pub reset: HeaderValue,
+    pub ratelimit: HeaderValue,
+}
+
+/// The header names of [`MeteredValues`], in the order of its fields.
+const PER_REQUEST: [HeaderName; 5] = [
+    header::ETAG,
+    X_REQUEST_ID,
+    X_RATELIMIT_REMAINING,
+    X_RATELIMIT_RESET,
+    RATELIMIT,
+];
+
+/// One budget's header blocks for metered answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MeteredHead {
+    /// Indexed by whether `Vary` names `Accept-Encoding` (the body has a gzip variant).
+    blocks: [Block; 2],
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Block {
+    headers: HeaderMap,
+    /// For each header in `headers`' iteration order, which [`PER_REQUEST`] value goes there,
+    /// if any. Found by name once here, so `fill` needs no assumption about that order beyond
+    /// a clone iterating like its original.
+    per_request: Vec<Option<usize>>,
+}
+
+impl MeteredHead {
+    /// The blocks for a budget whose `X-RateLimit-Limit` and `RateLimit-Policy` are `limit`
+    /// and `policy`.
+    pub fn new(limit: &HeaderValue, policy: &HeaderValue) -> MeteredHead {
+        let block = |vary: HeaderValue| {
+            let mut headers = HeaderMap::with_capacity(10);
+            headers.insert(header::CONTENT_TYPE, JSON);
+            headers.insert(header::CACHE_CONTROL, PRIVATE_NO_CACHE);
+            headers.insert(header::VARY, vary);
+            headers.insert(X_RATELIMIT_LIMIT, limit.clone());
+            headers.insert(RATELIMIT_POLICY, policy.clone());
+            for name in PER_REQUEST {
+                headers.insert(name, HeaderValue::from_static(""));
+            }
+            let per_request = headers
+                .keys()
+                .map(|name| PER_REQUEST.iter().position(|n| n == name))
+                .collect();
+            Block { headers, per_request }
+        };
+        MeteredHead {
+            blocks: [block(VARY_KEY), block(VARY_KEY_ENCODING)],
+        }
+    }
+
+    /// The ten headers of one metered answer.
+    pub fn fill(&self, vary_encoding: bool, values: MeteredValues) -> HeaderMap {
+        let block = &self.blocks[usize::from(vary_encoding)];
+        let mut headers = block.headers.clone();
+        let MeteredValues {
+            etag,
+            request_id,
+            remaining,
+            reset,
+            ratelimit,
+        } = values;
+        let mut values = [
+            Some(etag),
+            Some(request_id),
+            Some(remaining),
+            Some(reset),
+            Some(ratelimit),
+        ];
+        for (slot, source) in headers.values_mut().zip(&block.per_request) {
+            if let Some(value) = source.and_then(|i| values[i].take()) {
+                *slot = value;
+            }
+        }
+        headers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_writes_each_value_under_its_name() {
+        let head = MeteredHead::new(
+            &HeaderValue::from(6000),
+            &HeaderValue::from_static("\"minute\";q=6000;w=60"),
+        );
+        let value = |text: &'static str| HeaderValue::from_static(text);
+        for vary_encoding in [false, true] {
+            let headers = head.fill(
+                vary_encoding,
+                MeteredValues {
+                    etag: value("\"e\""),
+                    request_id: value("req_1"),
+                    remaining: value("5999"),
+                    reset: value("1800000000"),
+                    ratelimit: value("\"minute\";r=5999;t=1"),
+                },
+            );
+            let get = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("missing");
+            assert_eq!(headers.len(), 10);
+            assert_eq!(get(header::CONTENT_TYPE), "application/json");
+            assert_eq!(get(header::ETAG), "\"e\"");
+            assert_eq!(get(header::CACHE_CONTROL), "private, no-cache");
+            let vary = if vary_encoding {
+                "X-API-Key, Accept-Encoding"
+            } else {
+                "X-API-Key"
+            };
+            assert_eq!(get(header::VARY), vary);
+            assert_eq!(get(X_REQUEST_ID), "req_1");
+            assert_eq!(get(X_RATELIMIT_LIMIT), "6000");
+            assert_eq!(get(X_RATELIMIT_REMAINING), "5999");
+            assert_eq!(get(X_RATELIMIT_RESET), "1800000000");
+            assert_eq!(get(RATELIMIT), "\"minute\";r=5999;t=1");
+            assert_eq!(get(RATELIMIT_POLICY), "\"minute\";q=6000;w=60");
+        }
+    }
+}

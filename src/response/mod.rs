@@ -1,0 +1,374 @@
+//! How an answer becomes a response: the [`Representation`] (a body and everything that
+//! describes it: status, media type, ETag, cache policy, what it varies on, its content
+//! coding) and [`Representation::into_response`], the one function that writes every header a
+//! response carries, the request's own (its id, the rate-limit headers of the budget it was
+//! metered against) included.
+//!
+//! Conditional requests (`If-None-Match`), content negotiation (`Accept-Encoding`) and, for the
+//! exports, range requests are decided here too, by [`Negotiation`], so a handler only says
+//! which body it answers with.
+
+pub mod body;
+pub mod headers;
+pub mod problem;
+pub mod ranges;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{HeaderMap, StatusCode};
+use marks_builder::format::{ArchivedBody, ArchivedExport};
+
+use crate::api::state::LoadedSnapshot;
+use crate::keys::ring::Caller;
+use crate::response::body::{DecodeRefused, Decoders, Payload, ResponseBody};
+use crate::response::headers::{
+    MeteredValues, BYTES, GZIP, JSON, NDJSON, NO_STORE, PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, RATELIMIT,
+    RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
+    X_RATELIMIT_RESET, X_REQUEST_ID,
+};
+use crate::response::problem::ApiError;
+use crate::response::ranges::Asked;
+
+pub type Response = http::Response<ResponseBody>;
+
+/// How a response may be cached, and what it varies on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cache {
+    /// Per-key data: every client revalidates.
+    Private,
+    /// The same for everyone (signing keys, scorecard, OpenAPI document).
+    Public,
+    /// Operational answers and errors.
+    NoStore,
+}
+
+/// A body with everything that describes it.
+#[derive(Debug)]
+pub struct Representation {
+    pub status: StatusCode,
+    /// Empty for a 304.
+    pub body: Payload,
+    pub content_type: HeaderValue,
+    pub etag: Option<HeaderValue>,
+    pub cache: Cache,
+    /// The body has a gzip variant, so caches must key on `Accept-Encoding` too.
+    pub vary_encoding: bool,
+    /// The body is the gzip variant.
+    pub gzip: bool,
+    /// Ranges of it may be asked for (`Accept-Ranges: bytes`).
+    pub ranges: bool,
+    /// For a 206: which bytes of the representation the body is.
+    pub content_range: Option<HeaderValue>,
+}
+
+impl Representation {
+    /// An operational answer or an error: no validator, not stored by caches.
+    pub fn uncached(status: StatusCode, body: Bytes, content_type: HeaderValue) -> Representation {
+        Representation {
+            status,
+            body: Payload::Bytes(body),
+            content_type,
+            etag: None,
+            cache: Cache::NoStore,
+            vary_encoding: false,
+            gzip: false,
+            ranges: false,
+            content_range: None,
+        }
+    }
+}
+
+/// The rate-limit header values of the budget a request was metered against.
+#[derive(Debug)]
+pub struct Budget {
+    pub remaining: HeaderValue,
+    pub reset: HeaderValue,
+    pub ratelimit: HeaderValue,
+    /// `X-RateLimit-Limit` and `RateLimit-Policy` of a failed-authentication budget. A key's
+    /// are shared by every key of its budget, in its `Caller`.
+    pub throttle_limits: Option<(HeaderValue, HeaderValue)>,
+}
+
+/// What a response says about the request it answers.
+#[derive(Debug)]
+pub struct Metering<'a> {
+    /// The client's `X-Request-ID`, or one made for it.
+    pub request_id: HeaderValue,
+    /// The key the request was answered for.
+    pub caller: Option<&'a Caller>,
+    pub budget: Option<Budget>,
+}
+
+impl Representation {
+    /// The response with every header it carries. `head`: a HEAD request, answered like GET
+    /// without the body.
+    pub fn into_response(self, head: bool, metering: Metering<'_>) -> Response {
+        let Representation {
+            status,
+            body,
+            content_type,
+            etag,
+            cache,
+            vary_encoding,
+            gzip,
+            ranges,
+            content_range,
+        } = self;
+        let length = body.len();
+        let with_body = status != StatusCode::NOT_MODIFIED && !head;
+        let mut response = Response::new(if with_body {
+            ResponseBody::new(body)
+        } else {
+            ResponseBody::empty()
+        });
+        *response.status_mut() = status;
+        let headers = response.headers_mut();
+        let Metering {
+            request_id,
+            caller,
+            budget,
+        } = metering;
+        match (caller, budget, etag) {
+            // A metered answer from the snapshot, nearly every request: the budget's prebuilt
+            // block, cloned and five values written by position (`response_headers`).
+            (Some(caller), Some(budget), Some(etag)) if cache == Cache::Private && content_type == JSON => {
+                let values = MeteredValues {
+                    etag,
+                    request_id,
+                    remaining: budget.remaining,
+                    reset: budget.reset,
+                    ratelimit: budget.ratelimit,
+                };
+                *headers = caller.headers.head.fill(vary_encoding, values);
+                if status == StatusCode::NOT_MODIFIED {
+                    headers.remove(header::CONTENT_TYPE);
+                }
+            }
+            (caller, budget, etag) => {
+                // Room for every header, so the map never grows and rehashes.
+                headers.reserve(12);
+                if status != StatusCode::NOT_MODIFIED {
+                    headers.insert(header::CONTENT_TYPE, content_type);
+                }
+                if let Some(etag) = etag {
+                    headers.insert(header::ETAG, etag);
+                }
+                let (cache_control, vary) = match (cache, vary_encoding) {
+                    (Cache::Private, false) => (PRIVATE_NO_CACHE, Some(VARY_KEY)),
+                    (Cache::Private, true) => (PRIVATE_NO_CACHE, Some(VARY_KEY_ENCODING)),
+                    (Cache::Public, false) => (PUBLIC_MAX_AGE_60, None),
+                    (Cache::Public, true) => (PUBLIC_MAX_AGE_60, Some(VARY_ENCODING)),
+                    (Cache::NoStore, _) => (NO_STORE, None),
+                };
+                headers.insert(header::CACHE_CONTROL, cache_control);
+                if let Some(vary) = vary {
+                    headers.insert(header::VARY, vary);
+                }
+                headers.insert(X_REQUEST_ID, request_id);
+                if let Some(budget) = budget {
+                    let limits = budget
+                        .throttle_limits
+                        .or_else(|| caller.map(|caller| (caller.headers.limit.clone(), caller.headers.policy.clone())));
+                    if let Some((limit, policy)) = limits {
+                        headers.insert(X_RATELIMIT_LIMIT, limit);
+                        headers.insert(RATELIMIT_POLICY, policy);
+                    }
+                    headers.insert(X_RATELIMIT_REMAINING, budget.remaining);
+                    headers.insert(X_RATELIMIT_RESET, budget.reset);
+                    headers.insert(RATELIMIT, budget.ratelimit);
+                }
+            }
+        }
+        if gzip && (status == StatusCode::OK || status == StatusCode::PARTIAL_CONTENT) {
+            headers.insert(header::CONTENT_ENCODING, GZIP);
+        }
+        if ranges {
+            headers.insert(header::ACCEPT_RANGES, BYTES);
+        }
+        if let Some(content_range) = content_range {
+            headers.insert(header::CONTENT_RANGE, content_range);
+        }
+        if head && status != StatusCode::NOT_MODIFIED {
+            // What a GET would have sent.
+            headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        }
+        response
+    }
+}
+
+/// What a request asked of the representation: its validators and the codings it accepts.
+/// The flags say whether the headers are there at all, found in the one walk over the
+/// request's headers (`service::Asked`); their values are read only when present.
+#[derive(Debug)]
+pub struct Negotiation<'r> {
+    pub headers: &'r HeaderMap,
+    pub if_none_match: bool,
+    pub accept_encoding: bool,
+    /// A HEAD request: no body will be sent, and ranges apply to GET only (RFC 9110 14.2).
+    pub head: bool,
+}
+
+impl Negotiation<'_> {
+    /// A stored body, in the encoding the client prefers, or 304 if it has it already.
+    /// Whether the response may be gzip: the client accepts it and the route allows encodings.
+    pub fn accepts_gzip(&self) -> bool {
+        self.accept_encoding && accepts_gzip(self.headers)
+    }
+
+    pub fn stored(&self, loaded: &LoadedSnapshot, body: &ArchivedBody, cache: Cache) -> Representation {
+        let gzip = body.gzip.as_ref().filter(|_| self.accepts_gzip());
+        let (bytes, etag) = match gzip {
+            Some(encoded) => (loaded.snapshot.body(&encoded.bytes), encoded.etag.as_str()),
+            None => (loaded.snapshot.body(&body.identity), body.etag.as_str()),
+        };
+        let etag_value = mapped_header_value(loaded, etag);
+        let mut representation = self.conditional(etag, etag_value, cache, || bytes);
+        representation.vary_encoding = body.gzip.is_some();
+        representation.gzip = gzip.is_some();
+        representation
+    }
+
+    /// A stored export: its gzip bytes as stored for a client that accepts gzip, else its
+    /// text decoded as it is sent (one of `decoders`' places, or 503 while all are taken); 304
+    /// when `If-None-Match` matches, and the single byte range asked for (206, or 416).
+    pub fn export(
+        &self,
+        loaded: &LoadedSnapshot,
+        export: &ArchivedExport,
+        decoders: &Decoders,
+        key: &Arc<str>,
+    ) -> Result<Representation, ApiError> {
+        let gzip = self.accepts_gzip();
+        let (etag, len) = if gzip {
+            (export.gzip_etag.as_str(), export.gzip.len.to_native())
+        } else {
+            (export.identity_etag.as_str(), export.identity_len.to_native())
+        };
+        let etag_value = mapped_header_value(loaded, etag);
+        let mut representation = self.conditional(etag, etag_value, Cache::Private, Bytes::new);
+        representation.content_type = NDJSON;
+        representation.vary_encoding = true;
+        representation.gzip = gzip;
+        representation.ranges = true;
+        if representation.status == StatusCode::NOT_MODIFIED {
+            return Ok(representation);
+        }
+        let asked = if self.head {
+            Asked::Whole
+        } else {
+            ranges::asked(self.headers, etag, len)
+        };
+        let (first, last) = match asked {
+            Asked::Whole => (0, len.saturating_sub(1)),
+            Asked::Unsatisfiable => return Err(ApiError::RangeNotSatisfiable { length: len }),
+            Asked::Part { first, last } => {
+                representation.status = StatusCode::PARTIAL_CONTENT;
+                representation.content_range = Some(header_value(&format!("bytes {first}-{last}/{len}")));
+                (first, last)
+            }
+        };
+        let part_len = if len == 0 { 0 } else { last - first + 1 };
+        representation.body = if gzip {
+            let stored = loaded.snapshot.body(&export.gzip);
+            Payload::Bytes(stored.slice(first as usize..(first + part_len) as usize))
+        } else {
+            // A HEAD decodes nothing, so it takes no decoder's place.
+            let permit = match self.head {
+                true => None,
+                false => Some(decoders.try_acquire(key).map_err(|refused| match refused {
+                    DecodeRefused::KeyShare { held } => ApiError::ExportsAtOnce(format!(
+                        "this key is already decoding {held} export(s) for a client that does not accept gzip, its share of the server's {} decoders; retry when that download ends, or send Accept-Encoding: gzip, which is always served.",
+                        decoders.limits().places
+                    )),
+                    DecodeRefused::AllTaken { active } => ApiError::Unavailable(format!(
+                        "{active} exports are being decoded for clients that do not accept gzip; retry shortly, or send Accept-Encoding: gzip, which is always served."
+                    )),
+                })?),
+            };
+            Payload::Gunzip {
+                gzip: loaded.snapshot.body(&export.gzip),
+                skip: first,
+                len: part_len,
+                permit,
+            }
+        };
+        Ok(representation)
+    }
+
+    /// 200 with the body, or 304 when `If-None-Match` matches its ETag, in which case the body
+    /// is never made (a list page is not rendered to be revalidated).
+    pub fn conditional(
+        &self,
+        etag: &str,
+        etag_value: HeaderValue,
+        cache: Cache,
+        body: impl FnOnce() -> Bytes,
+    ) -> Representation {
+        let (status, body) = if self.if_none_match && if_none_match(self.headers, etag) {
+            (StatusCode::NOT_MODIFIED, Bytes::new())
+        } else {
+            (StatusCode::OK, body())
+        };
+        Representation {
+            status,
+            body: Payload::Bytes(body),
+            content_type: JSON,
+            etag: Some(etag_value),
+            cache,
+            vary_encoding: false,
+            gzip: false,
+            ranges: false,
+            content_range: None,
+        }
+    }
+}
+
+/// The header value of text inside the mapped snapshot (a stored ETag): it borrows the bytes,
+/// no copy.
+fn mapped_header_value(loaded: &LoadedSnapshot, text: &str) -> HeaderValue {
+    HeaderValue::from_maybe_shared(loaded.snapshot.file_slice(text.as_bytes())).unwrap_or_else(|_| header_value(text))
+}
+
+/// A header value from text this server made (an ETag), which is always valid; should it not
+/// be, a harmless placeholder rather than a panic.
+pub fn header_value(text: &str) -> HeaderValue {
+    HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+}
+
+/// Whether `If-None-Match` matches `etag` under the weak comparison of RFC 9110 13.1.2.
+pub fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+    let opaque = |tag: &str| -> Option<usize> { tag.strip_prefix("W/").unwrap_or(tag).find('"') };
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || (opaque(tag) == Some(0) && tag.strip_prefix("W/").unwrap_or(tag) == etag))
+}
+
+/// Whether the client accepts gzip, honouring `q=0` and `*`.
+pub fn accepts_gzip(headers: &HeaderMap) -> bool {
+    let (mut gzip, mut any) = (None, None);
+    for part in headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+    {
+        let mut pieces = part.split(';');
+        let name = pieces.next().unwrap_or("").trim();
+        let quality = pieces
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
+            gzip = Some(quality);
+        } else if name == "*" {
+            any = Some(quality);
+        }
+    }
+    gzip.or(any).is_some_and(|q| q > 0.0)
+}
