@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crate::api::routes::Operation;
 use crate::budgets::shared::SharedBudgets;
+use crate::budgets::streams::StreamBudget;
 use crate::response::body::Decoders;
-use crate::server::h2_streams::StreamBudget;
 use crate::snapshot::object_store::SnapshotSource;
 
 /// The statuses the server produces; anything else is counted as "other".

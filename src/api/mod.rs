@@ -375,7 +375,7 @@ impl<'a, B> Exchange<'a, B> {
         let head = self.request.method() == Method::HEAD;
         let metering = Metering {
             request_id: self.request_id.clone(),
-            caller: self.caller.as_deref(),
+            budget_headers: self.caller.as_deref().map(|caller| &*caller.headers),
             budget: budget(
                 &mut self.composed,
                 self.decision,

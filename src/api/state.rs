@@ -22,10 +22,10 @@ use crate::api::cursor::CursorKey;
 use crate::api::metrics::{Gauges, Metrics};
 use crate::budgets::local::RateLimiter;
 use crate::budgets::shared::SharedBudgets;
+use crate::budgets::streams::StreamBudget;
 use crate::keys::file::KeysError;
 use crate::keys::ring::KeyRing;
 use crate::response::body::{DecodeLimits, Decoders};
-use crate::server::h2_streams::StreamBudget;
 use crate::snapshot::object_store::SnapshotSource;
 
 /// Identifies a file's content cheaply, to notice a file replaced (by rename or a re-pointed

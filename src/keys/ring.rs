@@ -18,29 +18,7 @@ use std::sync::{Arc, OnceLock};
 use marks_builder::tiers::Tier;
 
 use crate::keys::file::{self as keys_file, KeyStatus, KeysError, KeysFile};
-use crate::response::headers::{Composed, MeteredHead, MINUTE_POLICY};
-
-/// The headers every key of one per-minute budget shares.
-#[derive(Debug, PartialEq, Eq)]
-pub struct BudgetHeaders {
-    /// `X-RateLimit-Limit` and `RateLimit-Policy`.
-    pub limit: http::HeaderValue,
-    pub policy: http::HeaderValue,
-    /// The header blocks of metered answers, built from the two above.
-    pub head: MeteredHead,
-}
-
-impl BudgetHeaders {
-    fn new(rate_per_min: u32) -> BudgetHeaders {
-        let limit = http::HeaderValue::from(rate_per_min);
-        let policy = Composed::new().policy(MINUTE_POLICY, rate_per_min);
-        BudgetHeaders {
-            head: MeteredHead::new(&limit, &policy),
-            limit,
-            policy,
-        }
-    }
-}
+use crate::response::headers::BudgetHeaders;
 
 /// An authenticated caller: what the server needs to authorise and meter a request.
 #[derive(Clone, Debug, PartialEq, Eq)]

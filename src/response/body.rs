@@ -10,6 +10,7 @@
 //! ([`ResponseBody::paced`]): handed over a piece at a time, each piece a sign of progress for
 //! the stream's stall deadline (`h2_streams` says why).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::pin::Pin;
@@ -24,7 +25,25 @@ use bytes::{Bytes, BytesMut};
 use hyper::body::{Frame, SizeHint};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::server::h2_streams::{note_progress, PIECE};
+/// The most an HTTP/2 response hands over at once: one frame at h2's default frame size.
+pub const PIECE: usize = 16 * 1024;
+
+thread_local! {
+    /// Pieces handed over by response bodies polled on this thread. A stream's task polls only
+    /// its own body, so what changes while it is polled is its progress.
+    static PROGRESS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Called by a paced body each time it hands over a piece (or its end).
+pub fn note_progress() {
+    PROGRESS.with(|p| p.set(p.get().wrapping_add(1)));
+}
+
+/// Pieces handed over on this thread so far: a stream task compares it before and after
+/// polling its response.
+pub fn progress() -> u64 {
+    PROGRESS.with(Cell::get)
+}
 
 /// Bytes of decoded text handed to hyper at a time.
 const DECODED_CHUNK: usize = 64 * 1024;

@@ -190,6 +190,28 @@ impl MeteredHead {
     }
 }
 
+/// The headers every key of one per-minute budget shares.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BudgetHeaders {
+    /// `X-RateLimit-Limit` and `RateLimit-Policy`.
+    pub limit: HeaderValue,
+    pub policy: HeaderValue,
+    /// The header blocks of metered answers, built from the two above.
+    pub head: MeteredHead,
+}
+
+impl BudgetHeaders {
+    pub fn new(rate_per_min: u32) -> BudgetHeaders {
+        let limit = HeaderValue::from(rate_per_min);
+        let policy = Composed::new().policy(MINUTE_POLICY, rate_per_min);
+        BudgetHeaders {
+            head: MeteredHead::new(&limit, &policy),
+            limit,
+            policy,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,10 +21,9 @@ use http::{HeaderMap, StatusCode};
 use marks_builder::format::{ArchivedBody, ArchivedExport};
 
 use crate::api::state::LoadedSnapshot;
-use crate::keys::ring::Caller;
 use crate::response::body::{DecodeRefused, Decoders, Payload, ResponseBody};
 use crate::response::headers::{
-    MeteredValues, BYTES, GZIP, JSON, NDJSON, NO_STORE, PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, RATELIMIT,
+    BudgetHeaders, MeteredValues, BYTES, GZIP, JSON, NDJSON, NO_STORE, PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, RATELIMIT,
     RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
     X_RATELIMIT_RESET, X_REQUEST_ID,
 };
@@ -87,7 +86,7 @@ pub struct Budget {
     pub reset: HeaderValue,
     pub ratelimit: HeaderValue,
     /// `X-RateLimit-Limit` and `RateLimit-Policy` of a failed-authentication budget. A key's
-    /// are shared by every key of its budget, in its `Caller`.
+    /// are shared by every key of its budget ([`BudgetHeaders`]).
     pub throttle_limits: Option<(HeaderValue, HeaderValue)>,
 }
 
@@ -96,8 +95,9 @@ pub struct Budget {
 pub struct Metering<'a> {
     /// The client's `X-Request-ID`, or one made for it.
     pub request_id: HeaderValue,
-    /// The key the request was answered for.
-    pub caller: Option<&'a Caller>,
+    /// The header values shared by every key of the budget of the key the request was
+    /// answered for.
+    pub budget_headers: Option<&'a BudgetHeaders>,
     pub budget: Option<Budget>,
 }
 
@@ -127,13 +127,13 @@ impl Representation {
         let headers = response.headers_mut();
         let Metering {
             request_id,
-            caller,
+            budget_headers,
             budget,
         } = metering;
-        match (caller, budget, etag) {
+        match (budget_headers, budget, etag) {
             // A metered answer from the snapshot, nearly every request: the budget's prebuilt
             // block, cloned and five values written by position (`response_headers`).
-            (Some(caller), Some(budget), Some(etag)) if cache == Cache::Private && content_type == JSON => {
+            (Some(shared), Some(budget), Some(etag)) if cache == Cache::Private && content_type == JSON => {
                 let values = MeteredValues {
                     etag,
                     request_id,
@@ -141,12 +141,12 @@ impl Representation {
                     reset: budget.reset,
                     ratelimit: budget.ratelimit,
                 };
-                *headers = caller.headers.head.fill(vary_encoding, values);
+                *headers = shared.head.fill(vary_encoding, values);
                 if status == StatusCode::NOT_MODIFIED {
                     headers.remove(header::CONTENT_TYPE);
                 }
             }
-            (caller, budget, etag) => {
+            (shared, budget, etag) => {
                 // Room for every header, so the map never grows and rehashes.
                 headers.reserve(12);
                 if status != StatusCode::NOT_MODIFIED {
@@ -170,7 +170,7 @@ impl Representation {
                 if let Some(budget) = budget {
                     let limits = budget
                         .throttle_limits
-                        .or_else(|| caller.map(|caller| (caller.headers.limit.clone(), caller.headers.policy.clone())));
+                        .or_else(|| shared.map(|shared| (shared.limit.clone(), shared.policy.clone())));
                     if let Some((limit, policy)) = limits {
                         headers.insert(X_RATELIMIT_LIMIT, limit);
                         headers.insert(RATELIMIT_POLICY, policy);
