@@ -52,7 +52,7 @@ fn state() -> Arc<State> {
         hash: String::new(),
         rate_per_min: Some(u32::MAX),
     };
-    marks::keys::file::add_known(&keys, KEY, entry).expect("bench key");
+    marks::keys::edit::add_known(&keys, KEY, entry).expect("bench key");
     let state = Arc::new(State::new(
         Settings {
             public_base_url: "https://api.example.test".into(),

@@ -3,7 +3,8 @@
 //!
 //! Usage: cargo run --example demo_keys
 
-use marks::keys::file::{add_known, KeyEntry, KeyStatus};
+use marks::keys::edit::add_known;
+use marks::keys::file::{KeyEntry, KeyStatus};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = marks::cli::commands::demo_keys_file();

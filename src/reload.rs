@@ -20,9 +20,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::api::state::{FileIdentity, LoadError, State};
+use crate::api::state::State;
 use crate::budgets::local::EVICTION_INTERVAL;
 use crate::snapshot::background;
+use crate::snapshot::identity::FileIdentity;
+use crate::snapshot::LoadError;
 
 /// What one look at the snapshot file found.
 #[derive(Debug, PartialEq, Eq)]

@@ -449,8 +449,8 @@ async fn revocation_and_new_keys_apply_on_reload_without_failing_requests() {
         200
     );
     let (_, new_key) =
-        marks::keys::file::issue(&server.keys_path, marks_builder::tiers::Tier::Business, "acme", None).unwrap();
-    marks::keys::file::set_status(&server.keys_path, "demo-pro", marks::keys::file::KeyStatus::Revoked).unwrap();
+        marks::keys::edit::issue(&server.keys_path, marks_builder::tiers::Tier::Business, "acme", None).unwrap();
+    marks::keys::edit::set_status(&server.keys_path, "demo-pro", marks::keys::file::KeyStatus::Revoked).unwrap();
     let mut applied = false;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -467,7 +467,7 @@ async fn revocation_and_new_keys_apply_on_reload_without_failing_requests() {
     let reply = server.get("/v1/usage", Some(&new_key)).await;
     assert_eq!((reply.status, reply.json()["tier"].as_str()), (200, Some("business")));
     // A suspended key is as invalid as a revoked one.
-    marks::keys::file::set_status(
+    marks::keys::edit::set_status(
         &server.keys_path,
         "demo-business",
         marks::keys::file::KeyStatus::Suspended,
@@ -504,7 +504,7 @@ async fn revocation_and_new_keys_apply_on_reload_without_failing_requests() {
 #[tokio::test]
 async fn a_key_with_its_own_budget_reports_it() {
     let server = TestServer::start().await;
-    let (_, key) = marks::keys::file::issue(
+    let (_, key) = marks::keys::edit::issue(
         &server.keys_path,
         marks_builder::tiers::Tier::Pro,
         "loadtest",

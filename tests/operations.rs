@@ -20,7 +20,7 @@ async fn snapshots_swap_under_load_without_a_failed_request() {
         ..Options::default()
     })
     .await;
-    let (_, key) = marks::keys::file::issue(
+    let (_, key) = marks::keys::edit::issue(
         &server.keys_path,
         marks_builder::tiers::Tier::Enterprise,
         "load",
@@ -450,7 +450,7 @@ async fn sighup_reloads_the_snapshot_and_the_keys_at_once() {
     let temp = dir.path().join(".incoming.snap");
     std::fs::copy(&versions[1].1, &temp).unwrap();
     std::fs::rename(&temp, dir.path().join("live.snap")).unwrap();
-    marks::keys::file::set_status(
+    marks::keys::edit::set_status(
         &dir.path().join("keys.toml"),
         "demo-pro",
         marks::keys::file::KeyStatus::Revoked,

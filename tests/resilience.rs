@@ -17,7 +17,7 @@ use crate::util::*;
 
 /// A key whose budget no test here can spend, so load loops never meet a 429.
 async fn unlimited_key(server: &TestServer) -> String {
-    let (_, key) = marks::keys::file::issue(
+    let (_, key) = marks::keys::edit::issue(
         &server.keys_path,
         marks_builder::tiers::Tier::Enterprise,
         "load",

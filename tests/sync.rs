@@ -508,7 +508,7 @@ async fn start_unread_export(server: &TestServer, path: &str, key: &str) -> (u16
 
 /// An enterprise key of a tenant of its own.
 fn second_enterprise_key(server: &TestServer) -> String {
-    let (_, key) = marks::keys::file::issue(
+    let (_, key) = marks::keys::edit::issue(
         &server.keys_path,
         marks_builder::tiers::Tier::Enterprise,
         "another-tenant",

@@ -14,8 +14,8 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::api::cursor::{Cursor, CursorKey, SortKey};
 use crate::api::list::{put_page_info, put_plain_array, put_plain_string};
 use crate::api::query::{self, Params};
-use crate::api::state::LoadedSnapshot;
 use crate::response::problem::ApiError;
+use crate::snapshot::LoadedSnapshot;
 
 pub const CHANGES_PARAMS: &[&str] = &["since", "limit", "cursor"];
 

@@ -9,8 +9,8 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::cursor::{Cursor, CursorKey, SortKey};
 use crate::api::query::ListQuery;
-use crate::api::state::LoadedSnapshot;
 use crate::response::problem::ApiError;
+use crate::snapshot::LoadedSnapshot;
 
 /// Identifies the list a cursor walks: sort, filters and universe, not the page size.
 pub fn binding(query: &ListQuery<'_>, universe: u8) -> u64 {

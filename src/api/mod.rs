@@ -40,13 +40,14 @@ use http::{HeaderMap, Method, Request};
 use crate::api::access::PresentedKey;
 use crate::api::operations::Call;
 use crate::api::routes::{route, Operation};
-use crate::api::state::{epoch_seconds, LoadedSnapshot, State};
+use crate::api::state::State;
 use crate::budgets::local::Decision;
 use crate::budgets::shared::Bucket;
 use crate::keys::ring::{Caller, RememberedKey};
 use crate::response::headers::{Composed, AUTH_FAILURES_POLICY, MINUTE_POLICY, PROBLEM_JSON, X_REQUEST_ID};
 use crate::response::problem::ApiError;
 use crate::response::{Budget, Metering, Negotiation, Representation};
+use crate::snapshot::{epoch_seconds, LoadedSnapshot};
 
 pub use crate::response::Response;
 

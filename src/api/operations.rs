@@ -22,11 +22,12 @@ use crate::api::cursor::CursorKey;
 use crate::api::list;
 use crate::api::query::{self, ListQuery, Params, LIST_PARAMS};
 use crate::api::routes::Operation;
-use crate::api::state::{epoch_seconds, LoadedSnapshot, State};
+use crate::api::state::State;
 use crate::keys::ring::Caller;
 use crate::response::headers::JSON;
 use crate::response::problem::ApiError;
 use crate::response::{header_value, Cache, Negotiation, Representation};
+use crate::snapshot::{epoch_seconds, LoadedSnapshot};
 
 /// The interface description served at `/v1/openapi.json`.
 pub const OPENAPI_JSON: &[u8] = include_bytes!("../../openapi/openapi.json");

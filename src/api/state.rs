@@ -6,15 +6,13 @@
 //! (and unmapped) when its last request is done. Loading and checking happen off the request
 //! path, one reload at a time; a file that fails a check never replaces what is being served.
 
-use std::fs::File;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use bytes::Bytes;
 use ed25519_dalek::VerifyingKey;
 use marks_builder::{regular_file, OpenOptions, Snapshot, SnapshotError};
 
@@ -26,127 +24,9 @@ use crate::budgets::streams::StreamBudget;
 use crate::keys::file::KeysError;
 use crate::keys::ring::KeyRing;
 use crate::response::body::{DecodeLimits, Decoders};
+use crate::snapshot::identity::FileIdentity;
 use crate::snapshot::object_store::SnapshotSource;
-
-/// Identifies a file's content cheaply, to notice a file replaced (by rename or a re-pointed
-/// symlink) or rewritten in place.
-///
-/// Metadata alone can miss a rewrite: file times are coarse (a few milliseconds), so a file
-/// read half-written and completed within the same tick would keep the identity of the half
-/// file it was refused as, and never be read again. So the identity also hashes the file's
-/// first and last bytes: the header, and the end of the index, which any writer writes last.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileIdentity {
-    device: u64,
-    inode: u64,
-    len: u64,
-    modified: Option<SystemTime>,
-    ends: u64,
-}
-
-/// How many bytes at each end of a file its identity covers.
-const IDENTITY_ENDS: u64 = 4096;
-
-impl FileIdentity {
-    /// Follows symlinks, so re-pointing a link is a change. Never waits on the file: something
-    /// that is not a regular file (a FIFO, a device) is identified by its metadata alone, so
-    /// that it is seen as a change, refused once by the load, and not read again until it
-    /// changes.
-    pub fn of(path: &Path) -> Option<FileIdentity> {
-        match regular_file::open(path) {
-            Ok(file) => FileIdentity::of_file(&file),
-            Err(err) if err.kind() == std::io::ErrorKind::InvalidInput => {
-                FileIdentity::of_metadata(&std::fs::metadata(path).ok()?, 0)
-            }
-            Err(_) => None,
-        }
-    }
-
-    /// The identity of an open file: the file actually read, whatever its path names now.
-    pub fn of_file(file: &File) -> Option<FileIdentity> {
-        let meta = file.metadata().ok()?;
-        let ends = ends_hash(file, meta.len());
-        FileIdentity::of_metadata(&meta, ends)
-    }
-
-    fn of_metadata(meta: &std::fs::Metadata, ends: u64) -> Option<FileIdentity> {
-        #[cfg(unix)]
-        let (device, inode) = {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        };
-        #[cfg(not(unix))]
-        let (device, inode) = (0, 0);
-        Some(FileIdentity {
-            device,
-            inode,
-            len: meta.len(),
-            modified: meta.modified().ok(),
-            ends,
-        })
-    }
-}
-
-/// XXH3 of a file's first and last `IDENTITY_ENDS` bytes (what could be read of them).
-fn ends_hash(file: &File, len: u64) -> u64 {
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    let mut buf = [0u8; IDENTITY_ENDS as usize];
-    for start in [0, len.saturating_sub(IDENTITY_ENDS)] {
-        let read = read_at(file, &mut buf, start);
-        hasher.update(&buf[..read]);
-    }
-    hasher.digest()
-}
-
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> usize {
-    use std::os::unix::fs::FileExt;
-    file.read_at(buf, offset).unwrap_or(0)
-}
-
-#[cfg(not(unix))]
-fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> usize {
-    0
-}
-
-/// A snapshot in force, with what the hot path needs precomputed.
-#[derive(Debug)]
-pub struct LoadedSnapshot {
-    pub snapshot: Snapshot,
-    pub path: PathBuf,
-    pub identity: Option<FileIdentity>,
-    pub loaded_at: SystemTime,
-    /// The `meta` object, spliced into list pages.
-    pub meta: Bytes,
-    /// Seeds list-page ETags: a page's bytes are a function of the snapshot and the query.
-    pub etag_seed: u64,
-}
-
-/// Why a file was last refused, for `/readyz` and the logs.
-#[derive(Clone, Debug)]
-pub struct Refusal {
-    pub at: SystemTime,
-    pub path: PathBuf,
-    pub reason: String,
-}
-
-pub fn epoch_seconds(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-/// Why a snapshot file was not put in force.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("cannot open {path}: {error}")]
-    Open { path: PathBuf, error: std::io::Error },
-    /// The file failed a check: refused until it changes.
-    #[error(transparent)]
-    Refused(#[from] SnapshotError),
-    /// The file changed while it was being read (a copy or rewrite in progress): not judged,
-    /// read again at the next look.
-    #[error("{path} changed while it was being read (still being written?); it is read again once it is complete")]
-    Changing { path: PathBuf },
-}
+use crate::snapshot::{epoch_seconds, LoadError, LoadedSnapshot, Publisher, Refusal};
 
 /// Settings fixed at start.
 #[derive(Clone, Debug)]
@@ -392,5 +272,19 @@ impl State {
             h2_streams: Some(&self.h2_streams),
             export_decoders: Some(&self.export_decoders),
         })
+    }
+}
+
+impl Publisher for State {
+    fn serves_a_snapshot(&self) -> bool {
+        self.snapshot().is_some()
+    }
+
+    fn reload_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.reloading
+    }
+
+    fn load(&self, path: &Path) -> Result<Arc<LoadedSnapshot>, LoadError> {
+        self.load_snapshot(path)
     }
 }

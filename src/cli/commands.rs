@@ -259,7 +259,7 @@ pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
 }
 
 pub fn keys_issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u32>) -> Result<()> {
-    let (key_id, key) = keys_file::issue(path, tier, tenant, rate_per_min)?;
+    let (key_id, key) = crate::keys::edit::issue(path, tier, tenant, rate_per_min)?;
     // The key alone on stdout, so scripts can capture it; everything else on stderr.
     println!("{key}");
     eprintln!(
@@ -272,7 +272,7 @@ pub fn keys_issue(path: &Path, tier: Tier, tenant: &str, rate_per_min: Option<u3
 
 /// Revokes, suspends or reinstates a key.
 pub fn keys_set_status(path: &Path, key_id: &str, status: KeyStatus) -> Result<()> {
-    keys_file::set_status(path, key_id, status)?;
+    crate::keys::edit::set_status(path, key_id, status)?;
     let done = match status {
         KeyStatus::Active => "reinstated",
         KeyStatus::Revoked => "revoked",

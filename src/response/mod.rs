@@ -20,7 +20,6 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode};
 use marks_builder::format::{ArchivedBody, ArchivedExport};
 
-use crate::api::state::LoadedSnapshot;
 use crate::response::body::{DecodeRefused, Decoders, Payload, ResponseBody};
 use crate::response::headers::{
     BudgetHeaders, MeteredValues, BYTES, GZIP, JSON, NDJSON, NO_STORE, PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, RATELIMIT,
@@ -29,6 +28,7 @@ use crate::response::headers::{
 };
 use crate::response::problem::ApiError;
 use crate::response::ranges::Asked;
+use crate::snapshot::LoadedSnapshot;
 
 pub type Response = http::Response<ResponseBody>;
 

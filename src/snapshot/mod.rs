@@ -2,4 +2,66 @@
 //! object-store source of a fleet, and the idle-priority thread that reads new files.
 
 pub mod background;
+pub mod identity;
 pub mod object_store;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use marks_builder::{Snapshot, SnapshotError};
+
+use crate::snapshot::identity::FileIdentity;
+
+/// A snapshot in force, with what the hot path needs precomputed.
+#[derive(Debug)]
+pub struct LoadedSnapshot {
+    pub snapshot: Snapshot,
+    pub path: PathBuf,
+    pub identity: Option<FileIdentity>,
+    pub loaded_at: SystemTime,
+    /// The `meta` object, spliced into list pages.
+    pub meta: Bytes,
+    /// Seeds list-page ETags: a page's bytes are a function of the snapshot and the query.
+    pub etag_seed: u64,
+}
+
+/// Why a file was last refused, for `/readyz` and the logs.
+#[derive(Clone, Debug)]
+pub struct Refusal {
+    pub at: SystemTime,
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+pub fn epoch_seconds(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Why a snapshot file was not put in force.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot open {path}: {error}")]
+    Open { path: PathBuf, error: std::io::Error },
+    /// The file failed a check: refused until it changes.
+    #[error(transparent)]
+    Refused(#[from] SnapshotError),
+    /// The file changed while it was being read (a copy or rewrite in progress): not judged,
+    /// read again at the next look.
+    #[error("{path} changed while it was being read (still being written?); it is read again once it is complete")]
+    Changing { path: PathBuf },
+}
+
+/// What a source of snapshots needs from the server it feeds: whether it serves one, the lock
+/// every reload holds (so an older file is never put in force after a newer one), and the
+/// load itself, with every check the server makes. `api::state::State` is the one there is.
+pub trait Publisher: Send + Sync + 'static {
+    fn serves_a_snapshot(&self) -> bool;
+
+    fn reload_lock(&self) -> &tokio::sync::Mutex<()>;
+
+    /// Copies, maps, checks and publishes the file. Blocking: run it off the request path,
+    /// under `reload_lock`.
+    fn load(&self, path: &Path) -> Result<Arc<LoadedSnapshot>, LoadError>;
+}

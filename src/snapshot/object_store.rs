@@ -33,8 +33,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
-use crate::api::state::{epoch_seconds, State};
 use crate::snapshot::background;
+use crate::snapshot::{epoch_seconds, Publisher};
 
 /// What `CURRENT` says: the snapshot to serve.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -297,9 +297,9 @@ impl SnapshotSource {
     /// An error means the store could not be reached (or the download broke off): retried at
     /// the next poll. A refused manifest or snapshot is not an error of the poll: it is
     /// recorded and not fetched again until `CURRENT` changes.
-    pub async fn poll(&self, state: &Arc<State>) -> Result<Poll> {
+    pub async fn poll<P: Publisher>(&self, server: &Arc<P>) -> Result<Poll> {
         self.counters.polls.fetch_add(1, Relaxed);
-        let result = self.poll_inner(state).await;
+        let result = self.poll_inner(server).await;
         if let Ok(mut status) = self.status.lock() {
             status.last_poll_at = Some(SystemTime::now());
             if let Err(error) = &result {
@@ -312,7 +312,7 @@ impl SnapshotSource {
         result
     }
 
-    async fn poll_inner(&self, state: &Arc<State>) -> Result<Poll> {
+    async fn poll_inner<P: Publisher>(&self, server: &Arc<P>) -> Result<Poll> {
         let options = GetOptions {
             if_none_match: self.handled_etag.lock().ok().and_then(|e| e.clone()),
             ..GetOptions::default()
@@ -340,7 +340,7 @@ impl SnapshotSource {
             }
         };
         let serving = self.status().serving;
-        if serving.as_ref().is_some_and(|s| s.sha256 == manifest.sha256) && state.snapshot().is_some() {
+        if serving.as_ref().is_some_and(|s| s.sha256 == manifest.sha256) && server.serves_a_snapshot() {
             self.handled(etag);
             return Ok(Poll::Unchanged);
         }
@@ -369,8 +369,8 @@ impl SnapshotSource {
         let download_ms = started.elapsed().as_millis() as u64;
         // Loaded and renamed under the reload lock: the file watcher must not see the old
         // `current.snap` after the new snapshot is in force, and load that again.
-        let reloading = state.reloading.lock().await;
-        if let Err(reason) = load(state, &part).await {
+        let reloading = server.reload_lock().lock().await;
+        if let Err(reason) = load(server, &part).await {
             let _ = std::fs::remove_file(&part);
             self.refuse(etag, format!("snapshot {} refused: {reason}", manifest.sha256));
             return Ok(Poll::Unchanged);
@@ -460,10 +460,10 @@ impl SnapshotSource {
 
 /// Loads and publishes `file` with every check the server makes (the caller holds the reload
 /// lock); the reason when refused.
-async fn load(state: &Arc<State>, file: &FsPath) -> std::result::Result<(), String> {
-    let loader = state.clone();
+async fn load<P: Publisher>(server: &Arc<P>, file: &FsPath) -> std::result::Result<(), String> {
+    let loader = server.clone();
     let path = file.to_owned();
-    match background::run("marks-reload", move || loader.load_snapshot(&path)).await {
+    match background::run("marks-reload", move || loader.load(&path)).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(error)) => Err(error.to_string()),
         Err(error) => Err(error.to_string()),
@@ -471,9 +471,9 @@ async fn load(state: &Arc<State>, file: &FsPath) -> std::result::Result<(), Stri
 }
 
 /// Polls the source every `poll_interval` until shutdown.
-pub async fn poll_forever(
+pub async fn poll_forever<P: Publisher>(
     source: Arc<SnapshotSource>,
-    state: Arc<State>,
+    server: Arc<P>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let interval = source.poll_interval;
@@ -485,7 +485,7 @@ pub async fn poll_forever(
             _ = ticker.tick() => {}
             _ = shutdown.changed() => return,
         }
-        match source.poll(&state).await {
+        match source.poll(&server).await {
             Ok(_) if failing => {
                 failing = false;
                 tracing::info!(source = %source.location, "snapshot source reachable again");
