@@ -16,7 +16,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use http::Request;
 use http_body_util::Full;
 use marks::api::cursor::{Cursor, CursorKey, SortKey};
-use marks::api::state::{Settings, State};
+use marks::api::state::State;
 use marks::api::{handle, handle_with_outcome, Connection};
 use marks::keys::ring::{KeyRing, RememberedKey};
 
@@ -53,21 +53,23 @@ fn state() -> Arc<State> {
         rate_per_min: Some(u32::MAX),
     };
     marks::keys::edit::add_known(&keys, KEY, entry).expect("bench key");
-    let state = Arc::new(State::new(
-        Settings {
-            public_base_url: "https://api.example.test".into(),
-            auth_failures_per_min: u32::MAX,
-            max_throttled_addresses: 100_000,
-            client_ip_header: None,
-            publisher_key: None,
-            snapshot_path: snapshot.clone(),
-            keys_path: keys.clone(),
-            export_decoding: marks::response::body::DecodeLimits::default(),
-        },
-        CursorKey::generate(),
-    ));
-    state.load_keys(&keys).expect("keys load");
-    state.load_snapshot(&snapshot).expect("snapshot loads");
+    // The production start-up path: the state a running server answers from. The server it
+    // also starts listens on a free port and is never called; the benches call `handle`.
+    let mut settings = marks::settings::Settings::default();
+    settings.listen.addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    settings.listen.public_base_url = Some("https://api.example.test".into());
+    settings.data.snapshot = Some(snapshot);
+    settings.data.keys = Some(keys);
+    settings.access.auth_failures_per_min = u32::MAX;
+    settings.logging.no_access_log = true;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let app = runtime
+        .block_on(marks::app::App::start(settings))
+        .expect("the app starts");
+    let state = app.state.clone();
+    // Kept running (and its runtime with it) for the whole bench process.
+    std::mem::forget(app);
+    std::mem::forget(runtime);
     state
 }
 

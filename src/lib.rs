@@ -22,12 +22,14 @@
 //!   idle-priority thread that reads new files.
 
 pub mod api;
+pub mod app;
 pub mod budgets;
 pub mod cli;
 pub mod keys;
 pub mod reload;
 pub mod response;
 pub mod server;
+pub mod settings;
 pub mod snapshot;
 
 /// Makes `ring` the process's TLS provider for outbound HTTPS (object storage, `marks mcp`),

@@ -39,7 +39,7 @@ pub enum SnapshotReload {
 /// Loads the snapshot file now, off the async workers, and logs the outcome.
 pub async fn reload_snapshot(state: &Arc<State>) -> SnapshotReload {
     let _one_at_a_time = state.reloading.lock().await;
-    let path = state.settings.snapshot_path.clone();
+    let path = state.resolved.snapshot_path.clone();
     let loader = state.clone();
     let had_one = state.snapshot().is_some();
     let result = background::run("marks-reload", move || {
@@ -66,7 +66,7 @@ pub async fn reload_snapshot(state: &Arc<State>) -> SnapshotReload {
             SnapshotReload::Loaded
         }
         Ok(Err(LoadError::Refused(err))) => {
-            tracing::error!(path = %state.settings.snapshot_path.display(), error = %err, "snapshot refused; {keeping}");
+            tracing::error!(path = %state.resolved.snapshot_path.display(), error = %err, "snapshot refused; {keeping}");
             SnapshotReload::Refused
         }
         Ok(Err(err)) => {
@@ -87,11 +87,11 @@ pub async fn reload_keys(state: &Arc<State>) -> bool {
     let result = background::run("marks-reload", move || {
         let started = Instant::now();
         loader
-            .load_keys(&loader.settings.keys_path)
+            .load_keys(&loader.resolved.keys_path)
             .map(|count| (count, started.elapsed()))
     })
     .await;
-    let path = state.settings.keys_path.display();
+    let path = state.resolved.keys_path.display();
     match result {
         Ok(Ok((count, took))) => {
             tracing::info!(path = %path, keys = count, load_ms = took.as_millis() as u64, "keys file loaded and in force");
@@ -180,9 +180,9 @@ async fn watch_files(state: Arc<State>, interval: Duration, mut shutdown: watch:
         }
         if last_sweep.elapsed() >= EVICTION_INTERVAL {
             let now = Instant::now();
-            state.limiter.evict_idle(now);
-            state.auth_failures.evict_idle(now);
-            if let Some(store) = &state.shared_budgets {
+            state.budgets.local.evict_idle(now);
+            state.budgets.auth_failures.evict_idle(now);
+            if let Some(store) = &state.budgets.shared {
                 store.forget_expired_denials(now);
             }
             last_sweep = now;
@@ -219,7 +219,7 @@ async fn look_at_files(state: &Arc<State>, looking: &Arc<AtomicBool>) -> Option<
     let (files, done) = (state.clone(), looking.clone());
     let look = tokio::task::spawn_blocking(move || {
         let look = Look {
-            snapshot: FileIdentity::of(&files.settings.snapshot_path),
+            snapshot: FileIdentity::of(&files.resolved.snapshot_path),
             keys_changed: files.keys_changed(),
         };
         done.store(false, SeqCst);
@@ -236,8 +236,8 @@ async fn look_at_files(state: &Arc<State>, looking: &Arc<AtomicBool>) -> Option<
             state.metrics.file_look_timeouts.fetch_add(1, Relaxed);
             tracing::warn!(
                 timeout_ms = LOOK_TIMEOUT.as_millis() as u64,
-                snapshot = %state.settings.snapshot_path.display(),
-                keys = %state.settings.keys_path.display(),
+                snapshot = %state.resolved.snapshot_path.display(),
+                keys = %state.resolved.keys_path.display(),
                 "the snapshot and keys files did not answer in time (a hung filesystem?); looked at again later"
             );
             None

@@ -7,18 +7,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Method;
-use marks::server::ServerConfig;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::util::*;
-
-fn with(config: ServerConfig) -> Options {
-    Options {
-        config,
-        ..Options::default()
-    }
-}
 
 /// An HTTP/2 connection whose client never reads: a zero flow-control window, so every
 /// response stays queued at the server.
@@ -44,10 +36,9 @@ fn openapi_request(addr: SocketAddr) -> http::Request<()> {
 #[tokio::test]
 async fn stalled_http2_streams_kept_alive_by_pings_are_closed_at_the_idle_deadline() {
     let idle = Duration::from_millis(800);
-    let server = TestServer::start_with(with(ServerConfig {
-        http2: true,
-        idle_timeout: idle,
-        ..Options::default().config
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.listen.http2 = true;
+        s.connections.idle_timeout = idle;
     }))
     .await;
     let (mut sender, mut connection) = stalled_h2(server.addr).await;
@@ -98,10 +89,9 @@ async fn stalled_http2_streams_kept_alive_by_pings_are_closed_at_the_idle_deadli
 /// off, while a well-behaved HTTP/2 client on another connection is served.
 #[tokio::test]
 async fn a_ping_flood_closes_its_connection() {
-    let server = TestServer::start_with(with(ServerConfig {
-        http2: true,
-        control_frames_per_sec: 20,
-        ..Options::default().config
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.listen.http2 = true;
+        s.http2.h2_max_control_frames_per_sec = 20;
     }))
     .await;
     let tcp = TcpStream::connect(server.addr).await.unwrap();
@@ -152,10 +142,9 @@ async fn read_body(mut body: h2::RecvStream) -> Result<usize, h2::Error> {
 #[tokio::test]
 async fn a_stalled_http2_stream_is_reset_while_its_connection_keeps_working() {
     let stall = Duration::from_secs(1);
-    let server = TestServer::start_with(with(ServerConfig {
-        http2: true,
-        h2_stream_timeout: stall,
-        ..Options::default().config
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.listen.http2 = true;
+        s.http2.h2_stream_timeout = stall;
     }))
     .await;
     let whole = server.get("/v1/openapi.json", None).await.body.len();
@@ -194,10 +183,9 @@ async fn a_stalled_http2_stream_is_reset_while_its_connection_keeps_working() {
 /// its connection closed once the response has sent nothing for twice the stream deadline.
 #[tokio::test]
 async fn a_response_tail_the_peer_never_makes_room_for_closes_its_connection() {
-    let server = TestServer::start_with(with(ServerConfig {
-        http2: true,
-        h2_stream_timeout: Duration::from_millis(300),
-        ..Options::default().config
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.listen.http2 = true;
+        s.http2.h2_stream_timeout = Duration::from_millis(300);
     }))
     .await;
     let tcp = TcpStream::connect(server.addr).await.unwrap();
@@ -236,13 +224,12 @@ async fn a_response_tail_the_peer_never_makes_room_for_closes_its_connection() {
 /// reset at their deadline, requests are answered again.
 #[tokio::test]
 async fn past_the_stream_budget_requests_get_503_until_stalled_streams_are_reset() {
-    let server = TestServer::start_with(with(ServerConfig {
-        http2: true,
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.listen.http2 = true;
         // Long enough that no stalled stream is reset while the test fills the budget, however
         // slow the machine.
-        h2_stream_timeout: Duration::from_secs(3),
-        max_h2_streams: 5,
-        ..Options::default().config
+        s.http2.h2_stream_timeout = Duration::from_secs(3);
+        s.http2.h2_max_streams = 5;
     }))
     .await;
     let (mut stalled_sender, connection) = stalled_h2(server.addr).await;
@@ -258,12 +245,12 @@ async fn past_the_stream_budget_requests_get_503_until_stalled_streams_are_reset
         );
     }
     for _ in 0..200 {
-        if server.state.h2_streams.open() == 5 {
+        if server.state.budgets.streams.open() == 5 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(server.state.h2_streams.open(), 5, "five streams held");
+    assert_eq!(server.state.budgets.streams.open(), 5, "five streams held");
     let mut sender = reading_h2(server.addr).await;
     let get = |path: &str| {
         http::Request::builder()
@@ -277,7 +264,7 @@ async fn past_the_stream_budget_requests_get_503_until_stalled_streams_are_reset
     assert_eq!(refused.status(), 503);
     assert_eq!(refused.headers()["retry-after"], "1");
     // A peer that never reads keeps asking: its 503s stall too, until the headroom is full.
-    let hard = server.state.h2_streams.hard_limit();
+    let hard = server.state.budgets.streams.hard_limit();
     let (mut flood_sender, connection) = stalled_h2(server.addr).await;
     tokio::spawn(connection);
     let mut flood = Vec::new();
@@ -297,9 +284,9 @@ async fn past_the_stream_budget_requests_get_503_until_stalled_streams_are_reset
     }
     assert!(reset_unanswered >= 20, "{reset_unanswered} reset unanswered");
     assert!(
-        server.state.h2_streams.open() <= hard,
+        server.state.budgets.streams.open() <= hard,
         "{} held",
-        server.state.h2_streams.open()
+        server.state.budgets.streams.open()
     );
     let mut answered = None;
     let started = Instant::now();
@@ -356,9 +343,8 @@ async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
 /// once and counted, while another address is still served.
 #[tokio::test]
 async fn one_address_is_held_to_its_connection_cap_while_others_are_served() {
-    let server = TestServer::start_with(with(ServerConfig {
-        max_connections_per_address: 3,
-        ..Options::default().config
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.connections.max_connections_per_address = 3;
     }))
     .await;
     let mut held = Vec::new();
@@ -392,9 +378,8 @@ async fn one_address_is_held_to_its_connection_cap_while_others_are_served() {
 /// real client from a fifth address is answered meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_valid_client_is_answered_while_thousands_of_silent_sockets_are_held_open() {
-    let server = TestServer::start_with(with(ServerConfig {
-        header_read_timeout: Duration::from_secs(3),
-        ..Options::default().config
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.connections.header_read_timeout = Duration::from_secs(3);
     }))
     .await;
     // Each socket costs this process a descriptor, and the server one for those it holds.

@@ -243,11 +243,7 @@ fn parse_ratelimit(value: &str) -> (u64, u64) {
 
 #[tokio::test]
 async fn failed_authentication_is_throttled_per_address_and_never_a_valid_key() {
-    let server = TestServer::start_with(Options {
-        auth_failures_per_min: 5,
-        ..Options::default()
-    })
-    .await;
+    let server = TestServer::start_with(Options::settings(|s| s.access.auth_failures_per_min = 5)).await;
     for _ in 0..5 {
         server
             .get("/v1/companies", Some("vmk_guess"))
@@ -291,11 +287,10 @@ async fn failed_authentication_is_throttled_per_address_and_never_a_valid_key() 
 
 #[tokio::test]
 async fn behind_a_proxy_failures_count_against_the_address_it_appends() {
-    let server = TestServer::start_with(Options {
-        auth_failures_per_min: 3,
-        client_ip_header: Some(http::HeaderName::from_static("x-forwarded-for")),
-        ..Options::default()
-    })
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.access.auth_failures_per_min = 3;
+        s.access.client_ip_header = Some(http::HeaderName::from_static("x-forwarded-for"));
+    }))
     .await;
     // Whatever a client writes in the header itself comes before what the proxy appends.
     for spoofed in ["198.51.100.1", "198.51.100.2", "198.51.100.3", "198.51.100.4"] {
@@ -334,11 +329,10 @@ async fn behind_a_proxy_failures_count_against_the_address_it_appends() {
 /// /64 has its own.
 #[tokio::test]
 async fn ipv6_clients_are_throttled_by_their_64() {
-    let server = TestServer::start_with(Options {
-        auth_failures_per_min: 3,
-        client_ip_header: Some(http::HeaderName::from_static("x-forwarded-for")),
-        ..Options::default()
-    })
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.access.auth_failures_per_min = 3;
+        s.access.client_ip_header = Some(http::HeaderName::from_static("x-forwarded-for"));
+    }))
     .await;
     let fail_from = |address: &'static str| {
         let server = &server;
@@ -363,12 +357,11 @@ async fn ipv6_clients_are_throttled_by_their_64() {
 /// seen are forgotten (and counted), the table stays small, and the server keeps answering.
 #[tokio::test]
 async fn the_failure_table_is_capped_and_forgets_the_oldest_addresses() {
-    let server = TestServer::start_with(Options {
-        auth_failures_per_min: 1,
-        max_throttled_addresses: 16,
-        client_ip_header: Some(http::HeaderName::from_static("x-forwarded-for")),
-        ..Options::default()
-    })
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.access.auth_failures_per_min = 1;
+        s.access.max_throttled_addresses = 16;
+        s.access.client_ip_header = Some(http::HeaderName::from_static("x-forwarded-for"));
+    }))
     .await;
     let fail_from = |address: String| {
         let server = &server;

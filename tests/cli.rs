@@ -45,15 +45,18 @@ fn help_explains_every_subcommand_and_flag() {
         "--listen-backlog",
         "--h2-max-concurrent-streams",
         "--h2-max-send-buffer",
-        "--max-control-frames-per-sec",
+        "--h2-max-control-frames-per-sec",
+        "--h2-max-streams",
         "--max-throttled-addresses",
         "--shutdown-grace",
         "--log-format",
         "--snapshot-from",
         "--snapshot-cache",
-        "--poll-interval-ms",
-        "--budgets",
-        "--budgets-timeout-ms",
+        "--poll-interval",
+        "--watch-interval",
+        "--budget-store",
+        "--budget-store-timeout",
+        "--export-decoders-per-key",
     ] {
         let lines: Vec<&str> = serve.lines().collect();
         let at = lines
@@ -67,6 +70,47 @@ fn help_explains_every_subcommand_and_flag() {
                 .is_some_and(|next| !next.trim_start().starts_with('-') && next.trim().len() > 10);
         assert!(explained, "{flag} has no explanation: {}", lines[at]);
     }
+    // The flags are grouped under headings, one per section of the settings.
+    for heading in [
+        "Listening:",
+        "Data:",
+        "Connections:",
+        "HTTP/2:",
+        "Access:",
+        "Exports:",
+        "Fleet:",
+        "Logging:",
+    ] {
+        assert!(
+            serve.lines().any(|l| l == heading),
+            "{heading} missing from serve --help:\n{serve}"
+        );
+    }
+    // The old names of renamed flags are hidden, and still taken: a value out of bounds is
+    // refused with the new name's rule, so it was read as that flag.
+    for (old, value, rule) in [
+        ("--watch-interval-ms", "5", "at least 10ms"),
+        ("--poll-interval-ms", "50", "at least 100ms"),
+        ("--budgets-timeout-ms", "0", "at least 1ms"),
+        ("--max-h2-streams", "0", "0"),
+        ("--max-control-frames-per-sec", "0", "0"),
+        ("--export-decode-window-secs", "0", "at least 1s"),
+    ] {
+        assert!(!serve.contains(old), "{old} shows in --help");
+        let refused = marks(&["serve", old, value]);
+        let stderr = text(&refused.stderr);
+        assert!(!refused.status.success() && stderr.contains(rule), "{old}: {stderr}");
+        assert!(
+            !stderr.contains("unexpected argument"),
+            "{old} is no longer taken: {stderr}"
+        );
+    }
+    // Bounds are refused by the parser, never silently clamped.
+    let small = text(&marks(&["serve", "--max-header-bytes", "100"]).stderr);
+    assert!(
+        small.contains("--max-header-bytes") && small.contains("8192"),
+        "{small}"
+    );
     // Every flag of every subcommand says what it does.
     for command in [
         &["serve"][..],
@@ -465,4 +509,16 @@ fn an_mcp_message_over_the_line_limit_is_logged_and_the_next_one_answered() {
     let output = child.wait_with_output().unwrap();
     let stderr = text(&output.stderr);
     assert!(stderr.contains("exceeded the maximum line length"), "{stderr}");
+}
+
+/// The flag reference in docs/flags.md is `marks serve --help`, generated, never kept by hand.
+#[test]
+fn the_flag_reference_is_the_help() {
+    let help = text(&marks(&["serve", "--help"]).stdout);
+    let page = std::fs::read_to_string(repo().join("docs/flags.md")).unwrap();
+    let fenced = format!("```text\n{help}```\n");
+    assert!(
+        page.ends_with(&fenced),
+        "docs/flags.md is not the current `marks serve --help`: run `bash tools/flags-doc.sh`"
+    );
 }

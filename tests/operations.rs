@@ -241,15 +241,11 @@ async fn sigterm_finishes_in_flight_requests_refuses_new_ones_and_exits_zero() {
 
 #[tokio::test]
 async fn slow_and_oversized_clients_are_cut_off_while_others_are_served() {
-    let server = TestServer::start_with(Options {
-        config: marks::server::ServerConfig {
-            header_read_timeout: Duration::from_millis(500),
-            idle_timeout: Duration::from_millis(800),
-            max_header_bytes: 8192,
-            ..Options::default().config
-        },
-        ..Options::default()
-    })
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.connections.header_read_timeout = Duration::from_millis(500);
+        s.connections.idle_timeout = Duration::from_millis(800);
+        s.connections.max_header_bytes = 8192;
+    }))
     .await;
     // Slowloris: a head that never ends.
     let started = Instant::now();
@@ -291,14 +287,11 @@ async fn tls_serves_http1_and_http2() {
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert, certified.cert.pem()).unwrap();
     std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
-    let server = TestServer::start_with(Options {
-        config: marks::server::ServerConfig {
-            tls: Some(marks::server::TlsFiles { cert, key }),
-            http2: true,
-            ..Options::default().config
-        },
-        ..Options::default()
-    })
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.listen.tls_cert = Some(cert.clone());
+        s.listen.tls_key = Some(key.clone());
+        s.listen.http2 = true;
+    }))
     .await;
     let mut roots = rustls::RootCertStore::empty();
     roots.add(certified.cert.der().clone()).unwrap();
@@ -486,16 +479,12 @@ async fn sighup_reloads_the_snapshot_and_the_keys_at_once() {
 #[tokio::test]
 async fn http2_connections_may_rest_between_requests_and_connections_are_capped() {
     use http_body_util::{BodyExt, Empty};
-    let server = TestServer::start_with(Options {
-        config: marks::server::ServerConfig {
-            http2: true,
-            header_read_timeout: Duration::from_millis(300),
-            idle_timeout: Duration::from_secs(5),
-            max_connections: 2,
-            ..Options::default().config
-        },
-        ..Options::default()
-    })
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.listen.http2 = true;
+        s.connections.header_read_timeout = Duration::from_millis(300);
+        s.connections.idle_timeout = Duration::from_secs(5);
+        s.connections.max_connections = 2;
+    }))
     .await;
     // HTTP/2 by prior knowledge. A series is larger than the initial flow-control window, so
     // the client answers it with WINDOW_UPDATE frames the server has no reply to: that is not

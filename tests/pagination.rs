@@ -253,9 +253,8 @@ async fn cursors_are_bound_to_their_list_and_authenticated() {
 
 #[tokio::test]
 async fn a_cursor_minted_before_a_swap_continues_after_the_same_row() {
-    let shared_key = marks::api::cursor::CursorKey::generate();
     let server = TestServer::start_with(Options {
-        cursor_key: Some(shared_key),
+        cursor_secret: Some(b"a cursor secret shared by replicas".to_vec()),
         ..Options::default()
     })
     .await;

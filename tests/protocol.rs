@@ -248,7 +248,7 @@ async fn no_snapshot_means_503_and_not_ready() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("missing.snap");
     std::fs::write(&empty, b"").unwrap();
-    let server = TestServer::start_with(Options {
+    let server = TestServer::start_without_snapshot(Options {
         snapshot: Some(empty),
         ..Options::default()
     })

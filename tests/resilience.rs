@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::Method;
-use marks::server::ServerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::util::*;
@@ -29,14 +28,10 @@ async fn unlimited_key(server: &TestServer) -> String {
 }
 
 fn with_deadlines(header_read: Duration, idle: Duration) -> Options {
-    Options {
-        config: ServerConfig {
-            header_read_timeout: header_read,
-            idle_timeout: idle,
-            ..Options::default().config
-        },
-        ..Options::default()
-    }
+    Options::settings(|s| {
+        s.connections.header_read_timeout = header_read;
+        s.connections.idle_timeout = idle;
+    })
 }
 
 /// The head deadline is for one slow request head, never for a connection that keeps

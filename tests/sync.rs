@@ -561,14 +561,10 @@ async fn one_keys_stalled_readers_hold_only_its_share_of_the_decoders() {
 #[tokio::test]
 async fn a_trickling_reader_of_a_decoded_export_is_cut_at_the_floor_rate() {
     use tokio::io::AsyncReadExt;
-    let server = TestServer::start_with(Options {
-        export_decoding: marks::response::body::DecodeLimits {
-            floor_bytes_per_sec: 1024 * 1024,
-            floor_window: std::time::Duration::from_secs(1),
-            ..marks::response::body::DecodeLimits::default()
-        },
-        ..Options::default()
-    })
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.exports.export_decode_floor_kib_per_sec = 1024;
+        s.exports.export_decode_window = std::time::Duration::from_secs(1);
+    }))
     .await;
     let path = "/v1/export/series?coverage=95";
     let (status, head, mut stream) = start_unread_export(&server, path, ENTERPRISE).await;

@@ -56,7 +56,7 @@ pub fn authenticate(
 /// proxy appends (`--client-ip-header`); a client can put anything in that header itself, but
 /// not after what the proxy appends.
 pub fn client_address(state: &State, headers: &HeaderMap, peer: IpAddr) -> IpAddr {
-    let Some(name) = &state.settings.client_ip_header else {
+    let Some(name) = &state.access.client_ip_header else {
         return peer;
     };
     headers

@@ -24,6 +24,18 @@ const MAX_PAYLOAD_LEN: usize =
 /// Cursors longer than this are not ours; refused before any decoding work.
 pub const MAX_CURSOR_LEN: usize = MAX_PAYLOAD_LEN.div_ceil(3) * 4;
 
+/// Why a cursor key file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CursorKeyError {
+    #[error("{path}: cannot read")]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: a cursor key needs at least 16 bytes of secret; it has {bytes}")]
+    TooShort { path: std::path::PathBuf, bytes: usize },
+}
+
 /// The server-side key that authenticates cursors. Every replica behind one load balancer
 /// needs the same key, and it must survive restarts, or cursors break across them.
 #[derive(Clone)]
@@ -41,14 +53,16 @@ impl CursorKey {
     }
 
     /// Derives the key from a file's whole contents (any secret of at least 16 bytes).
-    pub fn from_file(path: &Path) -> Result<CursorKey, String> {
-        let secret =
-            marks_builder::regular_file::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    pub fn from_file(path: &Path) -> Result<CursorKey, CursorKeyError> {
+        let secret = marks_builder::regular_file::read(path).map_err(|source| CursorKeyError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
         if secret.len() < 16 {
-            return Err(format!(
-                "{}: a cursor key needs at least 16 bytes of secret",
-                path.display()
-            ));
+            return Err(CursorKeyError::TooShort {
+                path: path.to_owned(),
+                bytes: secret.len(),
+            });
         }
         Ok(CursorKey(blake3::derive_key("valuation-marks cursor key v1", &secret)))
     }

@@ -248,10 +248,10 @@ impl<'a, B> Exchange<'a, B> {
         // Once: a request answered again after the shared store already passed this step, its
         // own stream among those counted.
         let first_pass = !matches!(self.budgeting, Budgeting::Answered(..));
-        if first_pass && request.version() == http::Version::HTTP_2 && self.state.h2_streams.refuses_another() {
+        if first_pass && request.version() == http::Version::HTTP_2 && self.state.budgets.streams.refuses_another() {
             return Err(ApiError::Unavailable(format!(
                 "The server holds its limit of {} HTTP/2 streams; retry shortly.",
-                self.state.h2_streams.limit()
+                self.state.budgets.streams.limit()
             ))
             .into());
         }
@@ -329,7 +329,7 @@ impl<'a, B> Exchange<'a, B> {
         let state = self.state;
         let address = access::client_address(state, self.request.headers(), self.peer);
         let group = access::throttle_group(address);
-        let decision = match self.spend(BucketOf::Address(group), state.settings.auth_failures_per_min) {
+        let decision = match self.spend(BucketOf::Address(group), state.access.auth_failures_per_min) {
             Ok(decision) => decision,
             Err(stop) => return stop,
         };
@@ -349,7 +349,7 @@ impl<'a, B> Exchange<'a, B> {
     /// refilled.
     fn spend(&mut self, bucket: BucketOf<'_>, limit: u32) -> Result<Decision, Stop> {
         let state = self.state;
-        match (&self.budgeting, &state.shared_budgets) {
+        match (&self.budgeting, &state.budgets.shared) {
             (Budgeting::Shared, Some(store)) => {
                 let bucket = bucket.to_owned();
                 match store.noted_denial(&bucket, self.now) {
@@ -359,8 +359,8 @@ impl<'a, B> Exchange<'a, B> {
             }
             (Budgeting::Answered(asked, Some(decision)), _) if bucket.is(asked) => Ok(*decision),
             _ => Ok(match bucket {
-                BucketOf::Key(key_id) => state.limiter.take(key_id, limit, self.now),
-                BucketOf::Address(group) => state.auth_failures.take(&group, limit, self.now),
+                BucketOf::Key(key_id) => state.budgets.local.take(key_id, limit, self.now),
+                BucketOf::Address(group) => state.budgets.auth_failures.take(&group, limit, self.now),
             }),
         }
     }
@@ -389,7 +389,7 @@ impl<'a, B> Exchange<'a, B> {
 
     fn problem(&mut self, error: &ApiError) -> Response {
         let body = error.body(
-            &self.state.settings.public_base_url,
+            &self.state.resolved.public_base_url,
             self.request.uri().path(),
             self.request_id.to_str().unwrap_or(""),
         );

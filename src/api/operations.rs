@@ -88,7 +88,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
             call.negotiation.export(
                 call.loaded,
                 &exports.companies,
-                &call.state.export_decoders,
+                &call.state.budgets.decoders,
                 &call.caller.key_id,
             )
         }
@@ -102,7 +102,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                 &exports.series_80
             };
             call.negotiation
-                .export(call.loaded, export, &call.state.export_decoders, &call.caller.key_id)
+                .export(call.loaded, export, &call.state.budgets.decoders, &call.caller.key_id)
         }
         _ => Err(ApiError::Internal),
     }
@@ -315,7 +315,7 @@ pub fn readyz(state: &State) -> Representation {
     let keys_refusal = state
         .last_keys_refusal()
         .map(|r| serde_json::json!({ "at": epoch_seconds(r.at), "reason": r.reason }));
-    let budgets = match &state.shared_budgets {
+    let budgets = match &state.budgets.shared {
         None => serde_json::json!({ "mode": "local" }),
         Some(store) => serde_json::json!({
             "mode": if store.is_shared() { "shared" } else { "local_fallback" },

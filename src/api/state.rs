@@ -7,13 +7,12 @@
 //! path, one reload at a time; a file that fails a check never replaces what is being served.
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use ed25519_dalek::VerifyingKey;
 use marks_builder::{regular_file, OpenOptions, Snapshot, SnapshotError};
 
 use crate::api::cursor::CursorKey;
@@ -24,26 +23,26 @@ use crate::budgets::streams::StreamBudget;
 use crate::keys::file::KeysError;
 use crate::keys::ring::KeyRing;
 use crate::response::body::{DecodeLimits, Decoders};
+use crate::settings::{Access, Exports, Resolved};
 use crate::snapshot::identity::FileIdentity;
 use crate::snapshot::object_store::SnapshotSource;
 use crate::snapshot::{epoch_seconds, LoadError, LoadedSnapshot, Publisher, Refusal};
 
-/// Settings fixed at start.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// Prefix of problem `type` URIs.
-    pub public_base_url: String,
-    /// Failed authentications allowed per client address (IPv6: per /64) per minute.
-    pub auth_failures_per_min: u32,
-    /// Most client addresses whose failed authentications are remembered at once.
-    pub max_throttled_addresses: usize,
-    /// Behind a proxy: the header whose last address is the client's (e.g. X-Forwarded-For).
-    pub client_ip_header: Option<http::HeaderName>,
-    pub publisher_key: Option<VerifyingKey>,
-    pub snapshot_path: PathBuf,
-    pub keys_path: PathBuf,
-    /// Exports decoded for clients that do not accept gzip: places, a key's share, the floor.
-    pub export_decoding: DecodeLimits,
+/// Every request budget the server keeps: per key, per failing address, in the shared store,
+/// for HTTP/2 streams, and for exports being decoded.
+#[derive(Debug)]
+pub struct Budgets {
+    /// This process's per-key token buckets.
+    pub local: RateLimiter<Arc<str>>,
+    /// Failed authentications per client address.
+    pub auth_failures: RateLimiter<IpAddr>,
+    /// With `--budget-store`: the store every replica meters against (`local` and
+    /// `auth_failures` are then the fallback while it is unavailable).
+    pub shared: Option<SharedBudgets>,
+    /// HTTP/2 stream tasks alive across the server, and how many may be.
+    pub streams: Arc<StreamBudget>,
+    /// Exports being decoded for clients that do not accept gzip.
+    pub decoders: Decoders,
 }
 
 #[derive(Debug)]
@@ -53,20 +52,15 @@ pub struct State {
     /// The generation of the ring in force, stored after the ring is: a connection's
     /// remembered key is checked against it without loading the ring.
     keys_generation: AtomicU64,
-    pub limiter: RateLimiter<Arc<str>>,
-    pub auth_failures: RateLimiter<IpAddr>,
-    /// With `--budgets`: the store every replica meters against (`limiter` and `auth_failures`
-    /// are then the fallback while it is unavailable).
-    pub shared_budgets: Option<SharedBudgets>,
+    pub budgets: Budgets,
     /// With `--snapshot-from`: where published snapshots come from.
     pub snapshot_source: Option<Arc<SnapshotSource>>,
     pub cursor_key: CursorKey,
-    /// Exports being decoded for clients that do not accept gzip.
-    pub export_decoders: Decoders,
-    /// HTTP/2 stream tasks alive across the server, and how many may be.
-    pub h2_streams: Arc<StreamBudget>,
     pub metrics: Metrics,
-    pub settings: Settings,
+    /// Who may ask, and what a failed attempt costs (`marks serve`'s Access section).
+    pub access: Access,
+    /// The problem URL base, the publisher key, and where the snapshot and keys files are.
+    pub resolved: Resolved,
     snapshot_refusal: Mutex<Option<Refusal>>,
     keys_refusal: Mutex<Option<Refusal>>,
     keys_identity: Mutex<Option<FileIdentity>>,
@@ -78,20 +72,23 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(settings: Settings, cursor_key: CursorKey) -> State {
+    pub fn new(access: &Access, exports: &Exports, resolved: Resolved, cursor_key: CursorKey) -> State {
         State {
             snapshot: ArcSwapOption::empty(),
             keys: ArcSwap::from_pointee(KeyRing::default()),
             keys_generation: AtomicU64::new(0),
-            limiter: RateLimiter::default(),
-            auth_failures: RateLimiter::with_max_buckets(settings.max_throttled_addresses),
-            shared_budgets: None,
+            budgets: Budgets {
+                local: RateLimiter::default(),
+                auth_failures: RateLimiter::with_max_buckets(access.max_throttled_addresses as usize),
+                shared: None,
+                streams: Arc::new(StreamBudget::new(usize::MAX)),
+                decoders: Decoders::new(DecodeLimits::from(exports)),
+            },
             snapshot_source: None,
             cursor_key,
-            export_decoders: Decoders::new(settings.export_decoding),
-            h2_streams: Arc::new(StreamBudget::new(usize::MAX)),
             metrics: Metrics::default(),
-            settings,
+            access: access.clone(),
+            resolved,
             snapshot_refusal: Mutex::new(None),
             keys_refusal: Mutex::new(None),
             keys_identity: Mutex::new(None),
@@ -103,7 +100,7 @@ impl State {
 
     /// Meters budgets against a shared store from now on.
     pub fn with_shared_budgets(mut self, store: SharedBudgets) -> State {
-        self.shared_budgets = Some(store);
+        self.budgets.shared = Some(store);
         self
     }
 
@@ -150,7 +147,7 @@ impl State {
             }
         };
         let options = OpenOptions {
-            publisher_key: self.settings.publisher_key,
+            publisher_key: self.resolved.publisher_key,
         };
         let before = FileIdentity::of_file(&file);
         let opened = Snapshot::from_file(&file, path, &options);
@@ -240,7 +237,7 @@ impl State {
 
     /// Whether the keys file on disk differs from the one last read.
     pub fn keys_changed(&self) -> bool {
-        let now = FileIdentity::of(&self.settings.keys_path);
+        let now = FileIdentity::of(&self.resolved.keys_path);
         self.keys_identity.lock().is_ok_and(|known| *known != now)
     }
 
@@ -265,12 +262,12 @@ impl State {
             snapshot_loaded_at: loaded.as_ref().map(|l| epoch_seconds(l.loaded_at)),
             last_refusal_at: self.last_snapshot_refusal().map(|r| epoch_seconds(r.at)),
             keys: self.keys().len(),
-            buckets: self.limiter.len() + self.auth_failures.len(),
-            throttle_buckets_dropped: self.auth_failures.dropped(),
-            budget_store: self.shared_budgets.as_ref(),
+            buckets: self.budgets.local.len() + self.budgets.auth_failures.len(),
+            throttle_buckets_dropped: self.budgets.auth_failures.dropped(),
+            budget_store: self.budgets.shared.as_ref(),
             snapshot_source: self.snapshot_source.as_deref(),
-            h2_streams: Some(&self.h2_streams),
-            export_decoders: Some(&self.export_decoders),
+            h2_streams: Some(&self.budgets.streams),
+            export_decoders: Some(&self.budgets.decoders),
         })
     }
 }

@@ -25,6 +25,8 @@ use bytes::{Bytes, BytesMut};
 use hyper::body::{Frame, SizeHint};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::settings::Exports;
+
 /// The most an HTTP/2 response hands over at once: one frame at h2's default frame size.
 pub const PIECE: usize = 16 * 1024;
 
@@ -94,17 +96,22 @@ pub struct DecodeLimits {
     pub floor_window: Duration,
 }
 
-impl Default for DecodeLimits {
-    /// Four places (each costs a core while it streams), one per key, and a floor of 256 KiB/s
-    /// over 30 s: a 2 Mbit/s link clears it with room, the 222 MB decoded companies export of
-    /// 10,000 companies then takes at most 15 minutes, and a client slower than that is better
-    /// served by the stored gzip bytes (a tenth of the size, and no place held).
-    fn default() -> DecodeLimits {
+impl DecodeLimits {
+    /// Exports decoded at once across the server: each costs a core for as long as it streams.
+    pub const PLACES: usize = 4;
+}
+
+/// The floor is 256 KiB/s over 30 s by default (`settings::Exports`): a 2 Mbit/s link clears
+/// it with room, the 222 MB decoded companies export of 10,000 companies then takes at most 15
+/// minutes, and a client slower than that is better served by the stored gzip bytes (a tenth
+/// of the size, and no place held).
+impl From<&Exports> for DecodeLimits {
+    fn from(exports: &Exports) -> DecodeLimits {
         DecodeLimits {
-            places: 4,
-            per_key: 1,
-            floor_bytes_per_sec: 256 * 1024,
-            floor_window: Duration::from_secs(30),
+            places: DecodeLimits::PLACES,
+            per_key: usize::from(exports.export_decoders_per_key),
+            floor_bytes_per_sec: u64::from(exports.export_decode_floor_kib_per_sec) * 1024,
+            floor_window: exports.export_decode_window,
         }
     }
 }
@@ -461,7 +468,7 @@ mod tests {
         DecodeLimits {
             places,
             per_key,
-            ..DecodeLimits::default()
+            ..DecodeLimits::from(&crate::settings::Settings::default().exports)
         }
     }
 

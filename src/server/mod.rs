@@ -11,12 +11,12 @@
 pub mod access_log;
 pub mod connection_guard;
 pub mod h2_streams;
+pub mod tls;
 
 use std::cell::RefCell;
 use std::convert::Infallible;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +26,6 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
-use marks_builder::regular_file;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
@@ -34,86 +33,33 @@ use tokio::task::JoinHandle;
 use crate::api::access;
 use crate::api::state::State;
 use crate::api::{self, Budgeting, Connection, Response};
-use crate::reload;
 use crate::response::body::ResponseBody;
 use crate::server::access_log::{AccessLog, Entry};
 use crate::server::connection_guard::{ConnectionGuard, Deadlines};
 use crate::server::h2_streams::WatchingExecutor;
+use crate::settings::{Connections, Http2, Listen};
 
 /// Certificate chain and private key, PEM.
+/// What the server is told: its sections of the settings, the TLS acceptor resolved from the
+/// files they name, and where each request's line goes.
 #[derive(Clone, Debug)]
-pub struct TlsFiles {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-}
-
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    pub addr: SocketAddr,
-    pub tls: Option<TlsFiles>,
-    /// Offer HTTP/2: by ALPN over TLS, by prior knowledge (h2c) over plain TCP.
-    pub http2: bool,
-    pub header_read_timeout: Duration,
-    pub idle_timeout: Duration,
-    pub tls_handshake_timeout: Duration,
-    pub max_header_bytes: usize,
-    pub max_connections: usize,
-    /// Connections one client address (IPv6: one /64) may hold at once; more are closed at
-    /// accept. Behind a proxy every client shares its address: set it there instead.
-    pub max_connections_per_address: usize,
-    /// Connections the kernel may queue before they are accepted (capped by
-    /// `net.core.somaxconn`).
-    pub listen_backlog: u32,
-    /// HTTP/2 streams one connection may have open at once.
-    pub h2_max_concurrent_streams: u32,
-    /// Bytes HTTP/2 may buffer per stream for a peer that does not read.
-    pub h2_max_send_buffer: usize,
-    /// How long an HTTP/2 stream may go without its response making progress (a piece of at
-    /// most 16 KiB taken by the peer) before it is reset.
-    pub h2_stream_timeout: Duration,
-    /// HTTP/2 streams the whole server holds at once; past it new ones get 503.
-    pub max_h2_streams: usize,
-    /// PING and SETTINGS frames an HTTP/2 peer may send per second.
-    pub control_frames_per_sec: u32,
-    pub shutdown_grace: Duration,
-    /// How often the snapshot and keys files are checked for replacement.
-    pub watch_interval: Duration,
-    /// Where each request's line goes; `None`: no access log.
+pub struct ServerSetup {
+    pub listen: Listen,
+    pub connections: Connections,
+    pub http2: Http2,
+    pub tls: Option<tls::ServerTls>,
+    /// `None`: no access log.
     pub access_log: Option<AccessLog>,
 }
 
-impl Default for ServerConfig {
-    fn default() -> ServerConfig {
-        ServerConfig {
-            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            tls: None,
-            http2: false,
-            header_read_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-            tls_handshake_timeout: Duration::from_secs(10),
-            max_header_bytes: 16 * 1024,
-            max_connections: 10_000,
-            max_connections_per_address: 256,
-            listen_backlog: 4096,
-            h2_max_concurrent_streams: 100,
-            h2_max_send_buffer: 64 * 1024,
-            h2_stream_timeout: Duration::from_secs(10),
-            max_h2_streams: 20_000,
-            control_frames_per_sec: 50,
-            shutdown_grace: Duration::from_secs(10),
-            watch_interval: Duration::from_millis(500),
-            access_log: None,
-        }
-    }
-}
+/// A TLS handshake is held to this, and to the head deadline when that is shorter.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     /// The OS error is the source, printed once after this line by whoever shows the chain.
     #[error("cannot listen on {addr}")]
     Bind { addr: SocketAddr, source: io::Error },
-    #[error("TLS: {0}")]
-    Tls(String),
 }
 
 /// A server running on the current tokio runtime.
@@ -144,88 +90,54 @@ impl RunningServer {
     }
 }
 
-fn tls_acceptor(files: &TlsFiles, http2: bool) -> Result<tokio_rustls::TlsAcceptor, ServerError> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    // Read as regular files (never waiting on a FIFO or a device), then parsed.
-    let read = |path: &std::path::Path, what: &str| {
-        regular_file::read(path).map_err(|e| ServerError::Tls(format!("{}: cannot read {what}: {e}", path.display())))
-    };
-    let cert_pem = read(&files.cert, "certificates")?;
-    let key_pem = read(&files.key, "the private key")?;
-    let certs = CertificateDer::pem_slice_iter(&cert_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ServerError::Tls(format!("{}: cannot read certificates: {e}", files.cert.display())))?;
-    let key = PrivateKeyDer::from_pem_slice(&key_pem)
-        .map_err(|e| ServerError::Tls(format!("{}: cannot read the private key: {e}", files.key.display())))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .and_then(|b| b.with_no_client_auth().with_single_cert(certs, key))
-        .map_err(|e| ServerError::Tls(e.to_string()))?;
-    config.alpn_protocols = if http2 {
-        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
-    } else {
-        vec![b"http/1.1".to_vec()]
-    };
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
-}
-
 /// What every connection task needs.
 struct Shared {
     state: Arc<State>,
-    config: ServerConfig,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    config: ServerSetup,
     http1: hyper::server::conn::http1::Builder,
     http2: hyper::server::conn::http2::Builder<WatchingExecutor>,
     auto: hyper_util::server::conn::auto::Builder<WatchingExecutor>,
 }
 
-/// Binds and starts serving on the current runtime, with the reload watcher running.
-pub async fn start(state: Arc<State>, config: ServerConfig) -> Result<RunningServer, ServerError> {
-    let tls = config.tls.as_ref().map(|f| tls_acceptor(f, config.http2)).transpose()?;
-    let listener = listen(config.addr, config.listen_backlog).map_err(|source| ServerError::Bind {
-        addr: config.addr,
-        source,
-    })?;
-    let addr = listener.local_addr().map_err(|source| ServerError::Bind {
-        addr: config.addr,
-        source,
-    })?;
+/// Binds and starts serving on the current runtime. Spawns nothing but the accept loop and its
+/// connections: the watcher and the object-store poller are the app's.
+pub async fn start(state: Arc<State>, config: ServerSetup) -> Result<RunningServer, ServerError> {
+    let addr = config.listen.addr;
+    let listener = listen(addr, config.listen.listen_backlog).map_err(|source| ServerError::Bind { addr, source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| ServerError::Bind { addr, source })?;
+    let max_header_bytes = config.connections.max_header_bytes as usize;
+    let h2 = &config.http2;
     // Header read and idle deadlines are enforced per connection by `ConnectionGuard`; hyper's
     // own header timer would arm a timer for every request.
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1
         .header_read_timeout(None)
-        .max_buf_size(config.max_header_bytes.max(8192))
+        .max_buf_size(max_header_bytes)
         .keep_alive(true);
-    state.h2_streams.set_limit(config.max_h2_streams);
-    let streams = WatchingExecutor::new(state.h2_streams.clone(), config.h2_stream_timeout);
+    state.budgets.streams.set_limit(h2.h2_max_streams as usize);
+    let streams = WatchingExecutor::new(state.budgets.streams.clone(), h2.h2_stream_timeout);
     let mut http2 = hyper::server::conn::http2::Builder::new(streams.clone());
     http2
         .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX))
+        .max_header_list_size(config.connections.max_header_bytes)
         // No server pings: they would keep an unused connection busy past the idle deadline.
         .keep_alive_interval(None)
-        .max_concurrent_streams(config.h2_max_concurrent_streams)
-        .max_send_buf_size(config.h2_max_send_buffer);
+        .max_concurrent_streams(h2.h2_max_concurrent_streams)
+        .max_send_buf_size(h2.h2_max_send_buffer as usize);
     let mut auto = hyper_util::server::conn::auto::Builder::new(streams);
-    auto.http1()
-        .header_read_timeout(None)
-        .max_buf_size(config.max_header_bytes.max(8192));
+    auto.http1().header_read_timeout(None).max_buf_size(max_header_bytes);
     auto.http2()
         .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX))
+        .max_header_list_size(config.connections.max_header_bytes)
         .keep_alive_interval(None)
-        .max_concurrent_streams(config.h2_max_concurrent_streams)
-        .max_send_buf_size(config.h2_max_send_buffer);
+        .max_concurrent_streams(h2.h2_max_concurrent_streams)
+        .max_send_buf_size(h2.h2_max_send_buffer as usize);
     let (shutdown, shutdown_rx) = watch::channel(false);
-    reload::spawn_watcher(state.clone(), config.watch_interval, shutdown_rx.clone());
-    reload::spawn_source_poller(state.clone(), shutdown_rx.clone());
     let shared = Arc::new(Shared {
         state: state.clone(),
         config,
-        tls,
         http1,
         http2,
         auto,
@@ -293,7 +205,7 @@ impl Drop for AddressSlot {
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) -> bool {
     let graceful = GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
+    let slots = Arc::new(Semaphore::new(shared.config.connections.max_connections as usize));
     let per_address = Arc::new(PerAddress::default());
     loop {
         let permit = tokio::select! {
@@ -315,7 +227,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
             },
             _ = shutdown.changed() => break,
         };
-        let cap = shared.config.max_connections_per_address;
+        let cap = shared.config.connections.max_connections_per_address as usize;
         let Some(address_slot) = PerAddress::take(&per_address, peer.ip(), cap) else {
             // Closed at once: one address may not take every slot.
             shared
@@ -344,7 +256,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
     }
     // Closing the listener refuses new connections from here on.
     drop(listener);
-    let grace = shared.config.shutdown_grace;
+    let grace = shared.config.connections.shutdown_grace;
     tokio::time::timeout(grace, graceful.shutdown()).await.is_ok()
 }
 
@@ -362,7 +274,7 @@ async fn serve_connection(
     // runs inside `call`, where the connection's remembered key is borrowed.
     let connection = RefCell::new(Connection::default());
     let service = service_fn(move |request: hyper::Request<Incoming>| {
-        let budgeting = if state.shared_budgets.is_some() {
+        let budgeting = if state.budgets.shared.is_some() {
             Budgeting::Shared
         } else {
             Budgeting::Local
@@ -404,15 +316,15 @@ async fn serve_connection(
         }
     });
     let deadlines = Deadlines {
-        idle: shared.config.idle_timeout,
-        head: shared.config.header_read_timeout,
-        control_frames_per_sec: shared.config.control_frames_per_sec,
+        idle: shared.config.connections.idle_timeout,
+        head: shared.config.connections.header_read_timeout,
+        control_frames_per_sec: shared.config.http2.h2_max_control_frames_per_sec,
         // Past the stream deadline, so every stream still in its task has been reset by then:
         // what is left is a tail h2 holds with no task to reset it.
-        response_tail: shared.config.h2_stream_timeout.saturating_mul(2),
+        response_tail: shared.config.http2.h2_stream_timeout.saturating_mul(2),
     };
-    match &shared.tls {
-        None if shared.config.http2 => {
+    match &shared.config.tls {
+        None if shared.config.listen.http2 => {
             let stream = ConnectionGuard::new(stream, deadlines);
             let builder = shared.auto.clone();
             watcher
@@ -428,8 +340,8 @@ async fn serve_connection(
         Some(acceptor) => {
             // A handshake is held to the head deadline too: a socket that never completes one
             // is as silent as one that never sends a head.
-            let handshake_deadline = shared.config.tls_handshake_timeout.min(deadlines.head);
-            let tls = tokio::time::timeout(handshake_deadline, acceptor.accept(stream))
+            let handshake_deadline = TLS_HANDSHAKE_TIMEOUT.min(deadlines.head);
+            let tls = tokio::time::timeout(handshake_deadline, acceptor.0.accept(stream))
                 .await
                 .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
@@ -454,7 +366,7 @@ async fn answer_with_store(
     mut ask: api::StoreAsk,
 ) -> (Response, api::Outcome) {
     loop {
-        let decision = match &state.shared_budgets {
+        let decision = match &state.budgets.shared {
             Some(store) => store.spend(&ask.bucket, ask.limit).await,
             None => None,
         };

@@ -12,10 +12,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
-use marks::api::cursor::CursorKey;
-use marks::api::state::{Settings, State};
-use marks::response::body::DecodeLimits;
-use marks::server::{self, RunningServer, ServerConfig};
+use marks::api::state::State;
+use marks::app::App;
+use marks::settings::Settings;
 use marks_builder::{BuildOptions, BuildReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -106,39 +105,53 @@ pub struct TestServer {
     pub snapshot_path: PathBuf,
     pub keys_path: PathBuf,
     pub state: Arc<State>,
-    server: Option<RunningServer>,
+    app: Option<App>,
 }
 
+/// What a test server is started with: the production settings (`App::start` is the one
+/// start-up path) and the files a test provides.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// The snapshot to serve (default: the sample), copied into the server's directory.
     pub snapshot: Option<PathBuf>,
-    pub auth_failures_per_min: u32,
-    pub max_throttled_addresses: usize,
-    pub client_ip_header: Option<http::HeaderName>,
-    pub config: ServerConfig,
+    /// The server's settings; the tests' defaults are [`test_settings`].
+    pub settings: Settings,
+    /// Written to a file and named by `--publisher-key`.
     pub publisher_key: Option<ed25519_dalek::VerifyingKey>,
-    pub cursor_key: Option<CursorKey>,
-    pub export_decoding: DecodeLimits,
+    /// Written to a file and named by `--cursor-key`.
+    pub cursor_secret: Option<Vec<u8>>,
+}
+
+/// `marks serve`'s defaults, but on a free port, looking at its files every 50 ms, with a
+/// short shutdown grace, no access log, and failed authentications hardly throttled.
+pub fn test_settings() -> Settings {
+    let mut settings = Settings::default();
+    settings.listen.addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    settings.listen.public_base_url = Some("https://api.example.test".into());
+    settings.data.watch_interval = Duration::from_millis(50);
+    settings.connections.shutdown_grace = Duration::from_secs(5);
+    settings.access.auth_failures_per_min = 10_000;
+    settings.logging.no_access_log = true;
+    settings
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             snapshot: None,
-            auth_failures_per_min: 10_000,
-            max_throttled_addresses: 100_000,
-            client_ip_header: None,
-            config: ServerConfig {
-                addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-                access_log: None,
-                watch_interval: Duration::from_millis(50),
-                shutdown_grace: Duration::from_secs(5),
-                ..ServerConfig::default()
-            },
+            settings: test_settings(),
             publisher_key: None,
-            cursor_key: None,
-            export_decoding: DecodeLimits::default(),
+            cursor_secret: None,
         }
+    }
+}
+
+impl Options {
+    /// The default options with the settings changed by `change`.
+    pub fn settings(change: impl FnOnce(&mut Settings)) -> Options {
+        let mut options = Options::default();
+        change(&mut options.settings);
+        options
     }
 }
 
@@ -149,38 +162,49 @@ impl TestServer {
     }
 
     pub async fn start_with(options: Options) -> TestServer {
+        TestServer::launch(options, true).await
+    }
+
+    /// A server whose snapshot does not load: it starts anyway (`App::start_without_snapshot`).
+    pub async fn start_without_snapshot(options: Options) -> TestServer {
+        TestServer::launch(options, false).await
+    }
+
+    async fn launch(options: Options, snapshot_required: bool) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let snapshot_path = dir.path().join("current.snap");
         let source = options.snapshot.clone().unwrap_or_else(|| sample_snapshot().to_owned());
         std::fs::copy(&source, &snapshot_path).expect("copy snapshot");
         let keys_path = dir.path().join("keys.toml");
         std::fs::copy(sample_dir().join("demo-keys.toml"), &keys_path).expect("copy keys");
-        let settings = Settings {
-            public_base_url: "https://api.example.test".into(),
-            auth_failures_per_min: options.auth_failures_per_min,
-            max_throttled_addresses: options.max_throttled_addresses,
-            client_ip_header: options.client_ip_header.clone(),
-            publisher_key: options.publisher_key,
-            snapshot_path: snapshot_path.clone(),
-            keys_path: keys_path.clone(),
-            export_decoding: options.export_decoding,
-        };
-        let state = Arc::new(State::new(
-            settings,
-            options.cursor_key.unwrap_or_else(CursorKey::generate),
-        ));
-        state.load_keys(&keys_path).expect("demo keys load");
-        let _ = state.load_snapshot(&snapshot_path);
-        let server = server::start(state.clone(), options.config)
-            .await
-            .expect("server starts");
+        let mut settings = options.settings;
+        settings.data.snapshot = Some(snapshot_path.clone());
+        settings.data.keys = Some(keys_path.clone());
+        if let Some(key) = options.publisher_key {
+            use ed25519_dalek::pkcs8::EncodePublicKey;
+            let path = dir.path().join("publisher.pem.pub");
+            let pem = key.to_public_key_pem(Default::default()).expect("publisher key as PEM");
+            std::fs::write(&path, pem).expect("write publisher key");
+            settings.data.publisher_key = Some(path);
+        }
+        if let Some(secret) = options.cursor_secret {
+            let path = dir.path().join("cursor.key");
+            std::fs::write(&path, secret).expect("write cursor key");
+            settings.access.cursor_key = Some(path);
+        }
+        let app = if snapshot_required {
+            App::start(settings).await
+        } else {
+            App::start_without_snapshot(settings).await
+        }
+        .unwrap_or_else(|e| panic!("the server did not start: {e:#}"));
         TestServer {
-            addr: server.addr,
+            addr: app.addr,
+            state: app.state.clone(),
             dir,
             snapshot_path,
             keys_path,
-            state,
-            server: Some(server),
+            app: Some(app),
         }
     }
 
@@ -220,8 +244,8 @@ impl TestServer {
     }
 
     pub async fn stop(mut self) -> bool {
-        match self.server.take() {
-            Some(server) => server.shutdown().await,
+        match self.app.take() {
+            Some(app) => app.shutdown().await,
             None => true,
         }
     }
