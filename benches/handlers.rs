@@ -169,7 +169,7 @@ fn access_control(c: &mut Criterion) {
     group.bench_function("authenticate, remembered by the connection", |b| {
         b.iter(|| ring.authenticate_remembering(black_box(KEY), &mut remembered))
     });
-    let limiter = marks::budgets::local::RateLimiter::default();
+    let limiter = marks::budgets::local::TokenBuckets::default();
     let id: Arc<str> = Arc::from("bench");
     group.bench_function("token bucket", |b| {
         b.iter(|| limiter.take(black_box(&id), u32::MAX, Instant::now()))

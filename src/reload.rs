@@ -24,7 +24,7 @@ use crate::api::state::State;
 use crate::budgets::local::EVICTION_INTERVAL;
 use crate::snapshot::background;
 use crate::snapshot::identity::FileIdentity;
-use crate::snapshot::LoadError;
+use crate::snapshot::{with_causes, LoadError};
 
 /// What one look at the snapshot file found.
 #[derive(Debug, PartialEq, Eq)]
@@ -66,11 +66,11 @@ pub async fn reload_snapshot(state: &Arc<State>) -> SnapshotReload {
             SnapshotReload::Loaded
         }
         Ok(Err(LoadError::Refused(err))) => {
-            tracing::error!(path = %state.resolved.snapshot_path.display(), error = %err, "snapshot refused; {keeping}");
+            tracing::error!(path = %state.resolved.snapshot_path.display(), error = %with_causes(&err), "snapshot refused; {keeping}");
             SnapshotReload::Refused
         }
         Ok(Err(err)) => {
-            tracing::warn!(error = %err, "snapshot not loaded; {keeping}");
+            tracing::warn!(error = %with_causes(&err), "snapshot not loaded; {keeping}");
             SnapshotReload::NotYet
         }
         Err(err) => {
@@ -98,7 +98,7 @@ pub async fn reload_keys(state: &Arc<State>) -> bool {
             true
         }
         Ok(Err(err)) => {
-            tracing::error!(error = %err, "keys file refused; the previous keys stay in force");
+            tracing::error!(error = %with_causes(&err), "keys file refused; the previous keys stay in force");
             false
         }
         Err(err) => {

@@ -1,4 +1,4 @@
-//! SPEC sections 5 and 8, DESIGN section 4: keys, tiers, budgets and rate-limit headers.
+//! SPEC sections 5 and 8, docs/design.md section 4: keys, tiers, budgets and rate-limit headers.
 
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ async fn missing_unknown_and_revoked_keys_are_refused() {
     reply.assert_problem(401, "missing_api_key");
 }
 
-/// The whole tier x operation matrix (SPEC section 4's minimum tiers, DESIGN's free tier).
+/// The whole tier x operation matrix (SPEC section 4's minimum tiers, docs/design.md's free tier).
 #[tokio::test]
 async fn every_tier_against_every_operation() {
     let server = TestServer::start().await;

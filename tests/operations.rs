@@ -1,4 +1,4 @@
-//! DESIGN section 5: live swaps under load, refusal of bad snapshots, graceful shutdown,
+//! docs/design.md section 5: live swaps under load, refusal of bad snapshots, graceful shutdown,
 //! connection hygiene, TLS and HTTP/2, metrics.
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! SPEC 4.1 and DESIGN 4: filters, sorting, keyset cursors and their refusals.
+//! SPEC 4.1 and docs/design.md section 4: filters, sorting, keyset cursors and their refusals.
 
 use std::cmp::Ordering;
 

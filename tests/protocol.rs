@@ -1,4 +1,4 @@
-//! SPEC 4.3, 4.4 and 7; DESIGN 4: caching, request ids, methods, errors, malformed requests.
+//! SPEC 4.3, 4.4 and 7; docs/design.md section 4: caching, request ids, methods, errors, malformed requests.
 
 use std::io::Read;
 

@@ -211,7 +211,7 @@ bench() { # name dataset-snapshot path [304]
   fi
 
   if [ "$name" = "getCompany" ] && [ "$snapshot" = "$work/sample.snap" ]; then
-    # DESIGN asks for one current-thread runtime per core against the multi-thread runtime:
+    # docs/design.md asks for one current-thread runtime per core against the multi-thread runtime:
     # the bare reference both ways, side by side, one thread each.
     start_reference "$body_file" $((port + 700)) "$status" "" current-thread
     local current_pid=$reference_pid runtime_rps=() runtime_cpu=()

@@ -8,7 +8,7 @@
 //! server pays to put that many headers on the wire.
 //!
 //! With `--runtime current-thread` it runs one current-thread runtime per thread instead, each
-//! accepting on its own `SO_REUSEPORT` listener: the alternative DESIGN asks to measure
+//! accepting on its own `SO_REUSEPORT` listener: the alternative docs/design.md asks to measure
 //! against the multi-thread runtime (`benches/lab/load.sh` reports both).
 //!
 //! With `--tls-cert FILE --tls-key FILE` it serves TLS (rustls, as marks does) and speaks

@@ -1,6 +1,6 @@
 //! Writes the method's walk-forward table for a dataset as CSV, one row per scored target
 //! (every scored event, then the company's outcome), so the figures can be checked by an
-//! independent implementation of DESIGN section 3: the forecast in log space, its scale and
+//! independent implementation of docs/design.md section 3: the forecast in log space, its scale and
 //! the conformal quantiles in force. Also prints the scorecard.
 //!
 //! With a slug and a second file, it also writes that company's published daily series (day,

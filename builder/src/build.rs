@@ -54,7 +54,7 @@ pub enum BuildError {
     Dataset(#[from] DatasetError),
     #[error("{0}")]
     AppendOnly(String),
-    #[error("previous snapshot {path}: {source}")]
+    #[error("previous snapshot {path}")]
     Previous { path: PathBuf, source: SnapshotError },
     #[error(transparent)]
     Write(#[from] WriteError),

@@ -595,7 +595,7 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
 }
 
 /// A whole, positive number of dollars; 0 only for a bankruptcy, where holders wrote the equity
-/// off (DESIGN 2).
+/// off (docs/design.md section 2).
 fn parse_valuation(text: &str, event_type: EventType) -> Result<u64, String> {
     let digits = text.strip_prefix('+').unwrap_or(text);
     if let Some(rest) = text.strip_prefix('-') {

@@ -310,7 +310,7 @@ pub fn export_company(company: &Company, marks: &CompanyMarks, resolution: &[u8]
     line
 }
 
-/// The unsigned resolution record of SPEC 2.10 with DESIGN 4's versioned identifiers: the mark
+/// The unsigned resolution record of SPEC 2.10 with docs/design.md section 4's versioned identifiers: the mark
 /// of record at `as_of`, or for a listed company the listing value with its last private bands.
 pub fn resolution_record(
     meta: &[u8],

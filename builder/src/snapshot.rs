@@ -32,7 +32,7 @@ use crate::format::{
 /// Why a snapshot file was refused. Each message says what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
-    #[error("cannot open snapshot {path}: {source}")]
+    #[error("cannot open snapshot {path}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("not a Valuation Marks snapshot (bad magic bytes); check the path")]
     BadMagic,

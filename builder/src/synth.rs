@@ -5,7 +5,7 @@
 //! walk with drift, and it reports an event (a round, a tender, ...) more readily after its
 //! value has risen since its last event, as real companies raise after good news. So most
 //! observed moves are up, by an amount that depends little on the gap, while the latent value
-//! itself drifts slowly: the pattern DESIGN section 3 describes and v0.3.0 is built for. An
+//! itself drifts slowly: the pattern docs/design.md section 3 describes and v0.3.0 is built for. An
 //! observed value is the latent one with reporting noise.
 //!
 //! Deterministic per seed: the same options give the same files, byte for byte.

@@ -1,4 +1,4 @@
-//! Access tiers: what each tier may call and its per-minute budget (SPEC 1, 4, 8; DESIGN 4).
+//! Access tiers: what each tier may call and its per-minute budget (SPEC 1, 4, 8; docs/design.md section 4).
 //!
 //! One table, read by the builder (to pre-render the usage bodies) and the server (to
 //! authorise and meter requests).

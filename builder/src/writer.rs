@@ -29,7 +29,7 @@ pub fn quoted(xxh3: u64) -> String {
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    #[error("cannot write snapshot {path}: {source}")]
+    #[error("cannot write snapshot {path}")]
     Io { path: PathBuf, source: io::Error },
     #[error("cannot encode the snapshot index: {0}")]
     Index(String),

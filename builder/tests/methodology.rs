@@ -1,4 +1,4 @@
-//! Methodology v0.3.0 (DESIGN section 3) against values computed here by hand, independently of
+//! Methodology v0.3.0 (docs/design.md section 3) against values computed here by hand, independently of
 //! the builder's code: the drift of one bucket from two pairs, the profile's interpolation,
 //! the scale, the conformal index; causality, continuity, listings and bankruptcies as
 //! outcomes; coverage on synthetic data from a selection world; the targets on the sample.

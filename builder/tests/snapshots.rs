@@ -51,7 +51,7 @@ fn edit(path: &Path, edit: impl FnOnce(String) -> String) {
     std::fs::write(path, edit(text)).unwrap();
 }
 
-/// Every malformed-dataset case of DESIGN section 2: refused with `file:line: reason`, a
+/// Every malformed-dataset case of docs/design.md section 2: refused with `file:line: reason`, a
 /// non-zero result, and no file written.
 #[test]
 fn bad_datasets_are_refused_with_file_line_and_reason() {

@@ -50,7 +50,7 @@ pub struct Metrics {
 
 /// What the exposition needs from the rest of the server at scrape time.
 #[derive(Debug, Default)]
-pub struct Gauges<'a> {
+pub struct ScrapeInputs<'a> {
     pub dataset_version: Option<&'a str>,
     pub methodology_version: Option<&'a str>,
     pub snapshot_bytes: u64,
@@ -90,13 +90,13 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition format, version 0.0.4.
-    pub fn render(&self, gauges: &Gauges<'_>) -> String {
+    pub fn render(&self, gauges: &ScrapeInputs<'_>) -> String {
         let mut out = String::with_capacity(8192);
         let _ = self.write(&mut out, gauges);
         out
     }
 
-    fn write(&self, out: &mut String, g: &Gauges<'_>) -> std::fmt::Result {
+    fn write(&self, out: &mut String, g: &ScrapeInputs<'_>) -> std::fmt::Result {
         writeln!(
             out,
             "# HELP marks_requests_total Requests answered, by operation and HTTP status."

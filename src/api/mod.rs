@@ -58,16 +58,16 @@ const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 /// `If-None-Match` and `Accept-Encoding` are only noted here; when present, their values are
 /// read where they are compared.
 #[derive(Debug, Default)]
-struct Asked<'r> {
+struct RequestHeaders<'r> {
     api_key: PresentedKey<'r>,
     request_id: Option<&'r HeaderValue>,
     if_none_match: bool,
     accept_encoding: bool,
 }
 
-impl<'r> Asked<'r> {
-    fn of(headers: &'r HeaderMap) -> Asked<'r> {
-        let mut asked = Asked::default();
+impl<'r> RequestHeaders<'r> {
+    fn of(headers: &'r HeaderMap) -> RequestHeaders<'r> {
+        let mut asked = RequestHeaders::default();
         for (name, value) in headers {
             if name == header::IF_NONE_MATCH {
                 asked.if_none_match = true;
@@ -97,7 +97,7 @@ struct Exchange<'a, B> {
     state: &'a State,
     request: &'a Request<B>,
     peer: IpAddr,
-    asked: Asked<'a>,
+    asked: RequestHeaders<'a>,
     connection: &'a mut Connection,
     /// Read once per request; the budgets and the latency metric share it.
     now: Instant,
@@ -165,9 +165,9 @@ pub fn handle_with_outcome<B>(
     let started = Instant::now();
     loop {
         match exchange(state, request, peer, connection, budgeting, started) {
-            Ok(answered) => return answered,
+            Step::Answered(response, outcome) => return (response, outcome),
             // Only `Budgeting::Shared` asks; with no store to ask, the local buckets decide.
-            Err(ask) => budgeting = Budgeting::Answered(ask.bucket, None),
+            Step::AskStore(ask) => budgeting = Budgeting::Answered(ask.bucket, None),
         }
     }
 }
@@ -180,9 +180,9 @@ pub fn exchange<B>(
     connection: &mut Connection,
     budgeting: Budgeting,
     started: Instant,
-) -> Result<(Response, Outcome), StoreAsk> {
+) -> Step {
     let mut composed = Composed::new();
-    let asked = Asked::of(request.headers());
+    let asked = RequestHeaders::of(request.headers());
     let request_id = match asked.request_id {
         Some(value) if valid_request_id(value) => value.clone(),
         _ => composed.request_id(state.next_request_id()),
@@ -205,7 +205,7 @@ pub fn exchange<B>(
     let response = match exchange.answer() {
         Ok(representation) => exchange.respond(representation),
         Err(Stop::Problem(error)) => exchange.problem(&error),
-        Err(Stop::AskStore(bucket, limit)) => return Err(StoreAsk { bucket, limit, started }),
+        Err(Stop::AskStore(bucket, limit)) => return Step::AskStore(StoreAsk { bucket, limit, started }),
     };
     let bytes = hyper::body::Body::size_hint(response.body()).exact().unwrap_or(0) as usize;
     let latency = started.elapsed();
@@ -218,7 +218,17 @@ pub fn exchange<B>(
         bytes,
         latency,
     };
-    Ok((response, outcome))
+    Step::Answered(response, outcome)
+}
+
+/// Where one pass over a request's steps ended.
+#[derive(Debug)]
+pub enum Step {
+    /// The response, and what it was for the access log.
+    Answered(Response, Outcome),
+    /// Stopped at the budget step: ask the shared store, then pass over the request again with
+    /// its answer ([`Budgeting::Answered`]).
+    AskStore(StoreAsk),
 }
 
 /// Why a request's steps stopped before its representation.

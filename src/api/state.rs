@@ -16,8 +16,8 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use marks_builder::{regular_file, OpenOptions, Snapshot, SnapshotError};
 
 use crate::api::cursor::CursorKey;
-use crate::api::metrics::{Gauges, Metrics};
-use crate::budgets::local::RateLimiter;
+use crate::api::metrics::{Metrics, ScrapeInputs};
+use crate::budgets::local::TokenBuckets;
 use crate::budgets::shared::SharedBudgets;
 use crate::budgets::streams::StreamBudget;
 use crate::keys::file::KeysError;
@@ -26,16 +26,16 @@ use crate::response::body::{DecodeLimits, Decoders};
 use crate::settings::{Access, Exports, Resolved};
 use crate::snapshot::identity::FileIdentity;
 use crate::snapshot::object_store::SnapshotSource;
-use crate::snapshot::{epoch_seconds, LoadError, LoadedSnapshot, Publisher, Refusal};
+use crate::snapshot::{epoch_seconds, with_causes, LoadError, LoadedSnapshot, Publisher, Refusal};
 
 /// Every request budget the server keeps: per key, per failing address, in the shared store,
 /// for HTTP/2 streams, and for exports being decoded.
 #[derive(Debug)]
 pub struct Budgets {
     /// This process's per-key token buckets.
-    pub local: RateLimiter<Arc<str>>,
+    pub local: TokenBuckets<Arc<str>>,
     /// Failed authentications per client address.
-    pub auth_failures: RateLimiter<IpAddr>,
+    pub auth_failures: TokenBuckets<IpAddr>,
     /// With `--budget-store`: the store every replica meters against (`local` and
     /// `auth_failures` are then the fallback while it is unavailable).
     pub shared: Option<SharedBudgets>,
@@ -78,8 +78,8 @@ impl State {
             keys: ArcSwap::from_pointee(KeyRing::default()),
             keys_generation: AtomicU64::new(0),
             budgets: Budgets {
-                local: RateLimiter::default(),
-                auth_failures: RateLimiter::with_max_buckets(access.max_throttled_addresses as usize),
+                local: TokenBuckets::default(),
+                auth_failures: TokenBuckets::with_max_buckets(access.max_throttled_addresses as usize),
                 shared: None,
                 streams: Arc::new(StreamBudget::new(usize::MAX)),
                 decoders: Decoders::new(DecodeLimits::from(exports)),
@@ -182,7 +182,7 @@ impl State {
             *refusal = Some(Refusal {
                 at: SystemTime::now(),
                 path: path.to_owned(),
-                reason: err.to_string(),
+                reason: with_causes(&err),
             });
         }
         // Counted after the reason is recorded: a count seen going up has its reason in
@@ -220,7 +220,7 @@ impl State {
                     *refusal = Some(Refusal {
                         at: SystemTime::now(),
                         path: path.to_owned(),
-                        reason: err.to_string(),
+                        reason: with_causes(&err),
                     });
                 }
                 // Counted after the reason is recorded: a count seen going up has its reason
@@ -255,7 +255,7 @@ impl State {
     pub fn metrics_text(&self) -> String {
         let loaded = self.snapshot();
         let header = loaded.as_ref().map(|l| l.snapshot.header());
-        self.metrics.render(&Gauges {
+        self.metrics.render(&ScrapeInputs {
             dataset_version: header.map(|h| h.dataset_version.as_str()),
             methodology_version: header.map(|h| h.methodology_version.as_str()),
             snapshot_bytes: loaded.as_ref().map_or(0, |l| l.snapshot.file_len()),

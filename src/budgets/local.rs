@@ -3,7 +3,7 @@
 //! A bucket holds up to the key's per-minute budget and refills continuously at budget/60 per
 //! second, so a client can burst its whole minute and then proceeds at the steady rate. A full
 //! bucket is the same as no bucket, which is how idle buckets are evicted without changing
-//! anyone's budget. The same limiter, keyed by client IP, throttles failed authentication.
+//! anyone's budget. The same buckets, keyed by client IP, throttles failed authentication.
 //!
 //! Per request this takes one shard lock and does a few float operations; it never allocates
 //! for a key it has seen in the last minute.
@@ -101,7 +101,7 @@ impl TokenBucket {
 
 /// Token buckets by key (API key id, or client address group for failed authentication).
 #[derive(Debug)]
-pub struct RateLimiter<K: Hash + Eq> {
+pub struct TokenBuckets<K: Hash + Eq> {
     // foldhash: several times faster than SipHash on these short keys, seeded per process so
     // client-chosen keys (addresses) cannot be aimed at one shard.
     buckets: DashMap<K, TokenBucket, foldhash::fast::RandomState>,
@@ -113,15 +113,15 @@ pub struct RateLimiter<K: Hash + Eq> {
     trimming: Mutex<()>,
 }
 
-impl<K: Hash + Eq + Clone> Default for RateLimiter<K> {
+impl<K: Hash + Eq + Clone> Default for TokenBuckets<K> {
     fn default() -> Self {
-        RateLimiter::with_max_buckets(usize::MAX)
+        TokenBuckets::with_max_buckets(usize::MAX)
     }
 }
 
-impl<K: Hash + Eq + Clone> RateLimiter<K> {
+impl<K: Hash + Eq + Clone> TokenBuckets<K> {
     pub fn with_max_buckets(max_buckets: usize) -> Self {
-        RateLimiter {
+        TokenBuckets {
             buckets: DashMap::with_hasher(foldhash::fast::RandomState::default()),
             max_buckets: max_buckets.max(4),
             dropped: AtomicU64::new(0),
@@ -204,7 +204,7 @@ mod tests {
     #[test]
     fn bucket_allows_its_budget_then_refuses_with_retry_after() {
         let start = Instant::now();
-        let limiter = RateLimiter::default();
+        let limiter = TokenBuckets::default();
         let decisions: Vec<Decision> = (0..11).map(|_| limiter.take(&"k", 10, start)).collect();
         assert_eq!(decisions.iter().filter(|d| d.allowed).count(), 10);
         assert_eq!(
@@ -223,7 +223,7 @@ mod tests {
     #[test]
     fn a_changed_budget_keeps_what_was_spent() {
         let start = Instant::now();
-        let limiter = RateLimiter::default();
+        let limiter = TokenBuckets::default();
         for _ in 0..50 {
             limiter.take(&"k", 60, start);
         }
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn the_map_never_holds_more_than_its_maximum_and_drops_the_oldest() {
         let start = Instant::now();
-        let limiter = RateLimiter::with_max_buckets(100);
+        let limiter = TokenBuckets::with_max_buckets(100);
         for i in 0..1000u32 {
             limiter.take(&i, 5, start + Duration::from_millis(u64::from(i)));
             assert!(limiter.len() <= 100, "{} buckets after {i}", limiter.len());
@@ -251,7 +251,7 @@ mod tests {
     #[test]
     fn full_buckets_are_evicted_and_partial_ones_kept() {
         let start = Instant::now();
-        let limiter = RateLimiter::default();
+        let limiter = TokenBuckets::default();
         limiter.take(&"busy", 60, start);
         limiter.take(&"idle", 60, start);
         let later = start + Duration::from_millis(500);

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use dashmap::DashMap;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
@@ -145,15 +146,15 @@ impl SharedBudgets {
     /// Connects on first use: a replica starts even when the store is down, metering locally
     /// until it answers. Needs a Tokio runtime.
     pub fn connect(url: &str, timeout: Duration) -> anyhow::Result<SharedBudgets> {
-        let client = redis::Client::open(url)
-            .map_err(|e| anyhow::anyhow!("--budgets {:?} is not a Redis URL: {e}", redact(url)))?;
+        let client =
+            redis::Client::open(url).with_context(|| format!("--budget-store {:?} is not a Redis URL", redact(url)))?;
         // The breaker, not the manager, decides when to ask again; the manager only reconnects.
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(1)))
             .set_response_timeout(Some(Duration::from_secs(1)))
             .set_number_of_retries(1);
         let connection = ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(|e| anyhow::anyhow!("cannot prepare the budget store {}: {e}", redact(url)))?;
+            .with_context(|| format!("cannot prepare the budget store {}", redact(url)))?;
         Ok(SharedBudgets {
             connection,
             script: Script::new(TOKEN_BUCKET),

@@ -10,9 +10,11 @@
 
 use std::time::Duration;
 
+use anyhow::Context;
+
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ServerCapabilities, ServerConfig};
+use rmcp::model::{CallToolResult, ServerCapabilities, ServerConfig as McpServerInfo};
 use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -78,7 +80,7 @@ impl MarksTools {
             .timeout(Duration::from_secs(30))
             .user_agent(concat!("marks-mcp/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| anyhow::anyhow!("cannot start the HTTP client: {e}"))?;
+            .context("cannot start the HTTP client")?;
         Ok(MarksTools {
             http,
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -226,8 +228,8 @@ impl MarksTools {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MarksTools {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+    fn get_info(&self) -> McpServerInfo {
+        McpServerInfo::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
             "Valuation marks for private companies: latest marks with 80%/95% intervals, daily series, valuation \
              events, signed resolution records, and what changed since a dataset version. Every result carries meta: the data is illustrative, from a \
              backtest; indicative valuations, not transactable prices, not investment advice. Say so when you use it.",
@@ -252,16 +254,13 @@ pub fn run(base_url: &str) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
+        .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let service = tools
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|e| anyhow::anyhow!("MCP initialisation failed: {e}"))?;
-        service
-            .waiting()
-            .await
-            .map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))?;
+            .context("MCP initialisation failed")?;
+        service.waiting().await.context("the MCP server stopped")?;
         Ok(())
     })
 }

@@ -27,7 +27,7 @@ use crate::response::headers::{
     X_RATELIMIT_RESET, X_REQUEST_ID,
 };
 use crate::response::problem::ApiError;
-use crate::response::ranges::Asked;
+use crate::response::ranges::RangeRequest;
 use crate::snapshot::LoadedSnapshot;
 
 pub type Response = http::Response<ResponseBody>;
@@ -200,7 +200,7 @@ impl Representation {
 
 /// What a request asked of the representation: its validators and the codings it accepts.
 /// The flags say whether the headers are there at all, found in the one walk over the
-/// request's headers (`service::Asked`); their values are read only when present.
+/// request's headers (`service::RangeRequest`); their values are read only when present.
 #[derive(Debug)]
 pub struct Negotiation<'r> {
     pub headers: &'r HeaderMap,
@@ -256,14 +256,14 @@ impl Negotiation<'_> {
             return Ok(representation);
         }
         let asked = if self.head {
-            Asked::Whole
+            RangeRequest::Whole
         } else {
             ranges::asked(self.headers, etag, len)
         };
         let (first, last) = match asked {
-            Asked::Whole => (0, len.saturating_sub(1)),
-            Asked::Unsatisfiable => return Err(ApiError::RangeNotSatisfiable { length: len }),
-            Asked::Part { first, last } => {
+            RangeRequest::Whole => (0, len.saturating_sub(1)),
+            RangeRequest::Unsatisfiable => return Err(ApiError::RangeNotSatisfiable { length: len }),
+            RangeRequest::Part { first, last } => {
                 representation.status = StatusCode::PARTIAL_CONTENT;
                 representation.content_range = Some(header_value(&format!("bytes {first}-{last}/{len}")));
                 (first, last)

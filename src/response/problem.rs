@@ -7,7 +7,7 @@
 use http::StatusCode;
 use serde::Serialize;
 
-/// An error response. `code` is SPEC section 7's integration enum, plus DESIGN's additive
+/// An error response. `code` is SPEC section 7's integration enum, plus docs/design.md's additive
 /// codes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ApiError {

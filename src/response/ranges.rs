@@ -10,7 +10,7 @@ use http::header::{self, HeaderMap};
 
 /// What a request's `Range` and `If-Range` ask of a representation of `len` bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Asked {
+pub enum RangeRequest {
     Whole,
     /// Bytes `first..=last`, both within the representation.
     Part {
@@ -21,19 +21,19 @@ pub enum Asked {
 }
 
 /// The range `headers` ask of the representation tagged `etag` (strong, quoted), `len` bytes.
-pub fn asked(headers: &HeaderMap, etag: &str, len: u64) -> Asked {
+pub fn asked(headers: &HeaderMap, etag: &str, len: u64) -> RangeRequest {
     let mut ranges = headers.get_all(header::RANGE).iter();
     let (Some(range), None) = (ranges.next(), ranges.next()) else {
-        return Asked::Whole;
+        return RangeRequest::Whole;
     };
     // If-Range compares strongly (RFC 9110 13.1.5): a weak tag, another tag or a date (these
     // responses carry no Last-Modified) means the client's partial copy is of something else.
     if let Some(if_range) = headers.get(header::IF_RANGE) {
         if if_range.as_bytes() != etag.as_bytes() {
-            return Asked::Whole;
+            return RangeRequest::Whole;
         }
     }
-    range.to_str().map_or(Asked::Whole, |text| parse(text, len))
+    range.to_str().map_or(RangeRequest::Whole, |text| parse(text, len))
 }
 
 fn number(text: &str) -> Option<u64> {
@@ -43,42 +43,42 @@ fn number(text: &str) -> Option<u64> {
     text.parse().ok()
 }
 
-fn parse(text: &str, len: u64) -> Asked {
+fn parse(text: &str, len: u64) -> RangeRequest {
     let Some((unit, spec)) = text.split_once('=') else {
-        return Asked::Whole;
+        return RangeRequest::Whole;
     };
     if !unit.trim().eq_ignore_ascii_case("bytes") || spec.contains(',') {
-        return Asked::Whole;
+        return RangeRequest::Whole;
     }
     let Some((first, last)) = spec.trim().split_once('-') else {
-        return Asked::Whole;
+        return RangeRequest::Whole;
     };
     match (first, last) {
         ("", suffix) => match number(suffix) {
-            None => Asked::Whole,
-            Some(0) => Asked::Unsatisfiable,
-            Some(_) if len == 0 => Asked::Unsatisfiable,
-            Some(suffix) => Asked::Part {
+            None => RangeRequest::Whole,
+            Some(0) => RangeRequest::Unsatisfiable,
+            Some(_) if len == 0 => RangeRequest::Unsatisfiable,
+            Some(suffix) => RangeRequest::Part {
                 first: len - suffix.min(len),
                 last: len - 1,
             },
         },
         (first, last) => {
             let Some(first) = number(first) else {
-                return Asked::Whole;
+                return RangeRequest::Whole;
             };
             let last = if last.is_empty() {
                 u64::MAX
             } else {
                 match number(last) {
                     Some(last) if last >= first => last,
-                    _ => return Asked::Whole,
+                    _ => return RangeRequest::Whole,
                 }
             };
             if first >= len {
-                Asked::Unsatisfiable
+                RangeRequest::Unsatisfiable
             } else {
-                Asked::Part {
+                RangeRequest::Part {
                     first,
                     last: last.min(len - 1),
                 }
@@ -92,7 +92,7 @@ mod tests {
     use super::*;
     use http::HeaderValue;
 
-    fn ask(range: &str, if_range: Option<&str>) -> Asked {
+    fn ask(range: &str, if_range: Option<&str>) -> RangeRequest {
         let mut headers = HeaderMap::new();
         headers.insert(header::RANGE, HeaderValue::from_str(range).unwrap());
         if let Some(tag) = if_range {
@@ -103,14 +103,17 @@ mod tests {
 
     #[test]
     fn single_byte_ranges_are_honoured_and_anything_else_gets_the_whole() {
-        assert_eq!(ask("bytes=0-99", None), Asked::Part { first: 0, last: 99 });
-        assert_eq!(ask("bytes=900-", None), Asked::Part { first: 900, last: 999 });
-        assert_eq!(ask("bytes=900-5000", None), Asked::Part { first: 900, last: 999 });
-        assert_eq!(ask("bytes=-10", None), Asked::Part { first: 990, last: 999 });
-        assert_eq!(ask("bytes=-5000", None), Asked::Part { first: 0, last: 999 });
-        assert_eq!(ask("Bytes=5-5", None), Asked::Part { first: 5, last: 5 });
-        assert_eq!(ask("bytes=1000-", None), Asked::Unsatisfiable);
-        assert_eq!(ask("bytes=-0", None), Asked::Unsatisfiable);
+        assert_eq!(ask("bytes=0-99", None), RangeRequest::Part { first: 0, last: 99 });
+        assert_eq!(ask("bytes=900-", None), RangeRequest::Part { first: 900, last: 999 });
+        assert_eq!(
+            ask("bytes=900-5000", None),
+            RangeRequest::Part { first: 900, last: 999 }
+        );
+        assert_eq!(ask("bytes=-10", None), RangeRequest::Part { first: 990, last: 999 });
+        assert_eq!(ask("bytes=-5000", None), RangeRequest::Part { first: 0, last: 999 });
+        assert_eq!(ask("Bytes=5-5", None), RangeRequest::Part { first: 5, last: 5 });
+        assert_eq!(ask("bytes=1000-", None), RangeRequest::Unsatisfiable);
+        assert_eq!(ask("bytes=-0", None), RangeRequest::Unsatisfiable);
         for ignored in [
             "bytes=5-2",
             "bytes=0-1,5-6",
@@ -120,12 +123,15 @@ mod tests {
             "bytes=+1-2",
             "bytes 0-5",
         ] {
-            assert_eq!(ask(ignored, None), Asked::Whole, "{ignored}");
+            assert_eq!(ask(ignored, None), RangeRequest::Whole, "{ignored}");
         }
-        assert_eq!(ask("bytes=10-", Some("\"abc\"")), Asked::Part { first: 10, last: 999 });
+        assert_eq!(
+            ask("bytes=10-", Some("\"abc\"")),
+            RangeRequest::Part { first: 10, last: 999 }
+        );
         for stale in ["\"abd\"", "W/\"abc\"", "Tue, 24 Nov 2026 08:00:00 GMT"] {
-            assert_eq!(ask("bytes=10-", Some(stale)), Asked::Whole, "{stale}");
+            assert_eq!(ask("bytes=10-", Some(stale)), RangeRequest::Whole, "{stale}");
         }
-        assert_eq!(asked(&HeaderMap::new(), "\"abc\"", 1000), Asked::Whole);
+        assert_eq!(asked(&HeaderMap::new(), "\"abc\"", 1000), RangeRequest::Whole);
     }
 }

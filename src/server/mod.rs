@@ -32,7 +32,7 @@ use tokio::task::JoinHandle;
 
 use crate::api::access;
 use crate::api::state::State;
-use crate::api::{self, Budgeting, Connection, Response};
+use crate::api::{self, Budgeting, Connection, Response, Step};
 use crate::response::body::ResponseBody;
 use crate::server::access_log::{AccessLog, Entry};
 use crate::server::connection_guard::{ConnectionGuard, Deadlines};
@@ -91,7 +91,7 @@ impl RunningServer {
 }
 
 /// What every connection task needs.
-struct Shared {
+struct ConnectionContext {
     state: Arc<State>,
     config: ServerSetup,
     http1: hyper::server::conn::http1::Builder,
@@ -135,7 +135,7 @@ pub async fn start(state: Arc<State>, config: ServerSetup) -> Result<RunningServ
         .max_concurrent_streams(h2.h2_max_concurrent_streams)
         .max_send_buf_size(h2.h2_max_send_buffer as usize);
     let (shutdown, shutdown_rx) = watch::channel(false);
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(ConnectionContext {
         state: state.clone(),
         config,
         http1,
@@ -203,7 +203,11 @@ impl Drop for AddressSlot {
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) -> bool {
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<ConnectionContext>,
+    mut shutdown: watch::Receiver<bool>,
+) -> bool {
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(shared.config.connections.max_connections as usize));
     let per_address = Arc::new(PerAddress::default());
@@ -265,7 +269,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
-    shared: &Shared,
+    shared: &ConnectionContext,
     watcher: Watcher,
 ) -> Result<(), BoxError> {
     let state = shared.state.clone();
@@ -299,11 +303,11 @@ async fn serve_connection(
             }
         };
         match first {
-            Ok((response, outcome)) => {
+            Step::Answered(response, outcome) => {
                 log_access(&state, &request, peer, &response, &outcome, access_log.as_ref());
                 Either::Left(std::future::ready(Ok::<Response, Infallible>(sent(response))))
             }
-            Err(ask) => {
+            Step::AskStore(ask) => {
                 let state = state.clone();
                 let access_log = access_log.clone();
                 let mut connection = connection.borrow().clone();
@@ -372,10 +376,10 @@ async fn answer_with_store(
         };
         let budgeting = Budgeting::Answered(ask.bucket, decision);
         match api::exchange(state, request, peer.ip(), connection, budgeting, ask.started) {
-            Ok(answered) => return answered,
+            Step::Answered(response, outcome) => return (response, outcome),
             // An answered request asks again only if it reached a different bucket (a keys
             // reload in between): ask for that one.
-            Err(next) => ask = next,
+            Step::AskStore(next) => ask = next,
         }
     }
 }

@@ -53,6 +53,19 @@ pub enum LoadError {
     Changing { path: PathBuf },
 }
 
+/// An error and each of its causes, outermost first, on one line: what a refusal records and
+/// logs, so that the cause (a FIFO at the path, a permission) is said once and never lost.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}
+
 /// What a source of snapshots needs from the server it feeds: whether it serves one, the lock
 /// every reload holds (so an older file is never put in force after a newer one), and the
 /// load itself, with every check the server makes. `api::state::State` is the one there is.

@@ -34,7 +34,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use crate::snapshot::background;
-use crate::snapshot::{epoch_seconds, Publisher};
+use crate::snapshot::{epoch_seconds, with_causes, LoadError, Publisher};
 
 /// What `CURRENT` says: the snapshot to serve.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -372,7 +372,10 @@ impl SnapshotSource {
         let reloading = server.reload_lock().lock().await;
         if let Err(reason) = load(server, &part).await {
             let _ = std::fs::remove_file(&part);
-            self.refuse(etag, format!("snapshot {} refused: {reason}", manifest.sha256));
+            self.refuse(
+                etag,
+                format!("snapshot {} refused: {}", manifest.sha256, with_causes(&reason)),
+            );
             return Ok(Poll::Unchanged);
         }
         // In force: now it becomes the cached current snapshot (the file it replaces is no
@@ -460,14 +463,16 @@ impl SnapshotSource {
 
 /// Loads and publishes `file` with every check the server makes (the caller holds the reload
 /// lock); the reason when refused.
-async fn load<P: Publisher>(server: &Arc<P>, file: &FsPath) -> std::result::Result<(), String> {
+async fn load<P: Publisher>(server: &Arc<P>, file: &FsPath) -> std::result::Result<(), LoadError> {
     let loader = server.clone();
     let path = file.to_owned();
-    match background::run("marks-reload", move || loader.load(&path)).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(error)) => Err(error.to_string()),
-        Err(error) => Err(error.to_string()),
-    }
+    let loaded = background::run("marks-reload", move || loader.load(&path))
+        .await
+        .map_err(|source| LoadError::Open {
+            path: file.to_owned(),
+            error: source,
+        })?;
+    loaded.map(drop)
 }
 
 /// Polls the source every `poll_interval` until shutdown.

@@ -1,4 +1,4 @@
-//! Methodology v0.3.0's point forecast and scale, "gap-profile drift" (DESIGN section 3).
+//! Methodology v0.3.0's point forecast and scale, "gap-profile drift" (docs/design.md section 3).
 //!
 //! A mark is the company's last observed value plus a drift that depends only on the years
 //! since that observation: `x(t) = ln v_last + mu(D)`. The profile `mu(D)` is learnt, causally

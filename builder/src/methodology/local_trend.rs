@@ -1,7 +1,7 @@
 //! Methodology v0.2.0, kept as a comparison forecaster: a local linear trend in log value
 //! (level `x = ln(value)` and growth `g` per year) run through a Kalman filter, with growth
 //! mean-reverting towards its sector's pooled rate. It lost to "last event carried forward"
-//! on the sample (DESIGN section 3 says why); the scorecard keeps it so the comparison stays
+//! on the sample (docs/design.md section 3 says why); the scorecard keeps it so the comparison stays
 //! visible. It publishes no marks.
 
 use serde::Serialize;

@@ -1,6 +1,6 @@
 //! Methodology v0.3.0, "gap-profile drift": from each company's valuation events to its daily
 //! marks, bands and confidence, and the walk-forward scorecard that measures them against the
-//! previous method and two naive baselines (DESIGN section 3).
+//! previous method and two naive baselines (docs/design.md section 3).
 //!
 //! Where to find what:
 //! - [`params`]: every constant, in the table the scorecard publishes;

@@ -14,7 +14,7 @@ use super::DAYS_PER_YEAR;
 /// The number of gap buckets, and so of pooled drifts and profile knots after (0, 0).
 pub const BUCKETS: usize = 4;
 
-/// Methodology v0.3.0, "gap-profile drift" (DESIGN section 3).
+/// Methodology v0.3.0, "gap-profile drift" (docs/design.md section 3).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GapProfileParams {
     /// H: a pair of events completed this many years ago counts half as much in the pooled
