@@ -7,7 +7,7 @@
 #
 # Prints requests/s per configuration (median of ROUNDS) and each as a ratio of no log.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}

@@ -9,7 +9,7 @@
 # Prints requests/s (median of ROUNDS), CPU time of the server per request, Redis CPU per
 # request and Redis round trips per request.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}

@@ -11,7 +11,7 @@
 # wrk, off again. Kernel work (the socket calls, the same for every server) is not counted.
 # Installs valgrind and wrk from Debian's packages when they are missing.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 REQUEST_SECONDS=${REQUEST_SECONDS:-6}
 work=target/bench-instructions

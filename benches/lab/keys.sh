@@ -13,7 +13,7 @@
 # touched, and the watcher, polling every 100 ms, reloads it), and the server's own reload
 # times from its log. Installs wrk when missing. Writes target/bench-keys/results.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 COUNTS=${COUNTS:-"100000 1000000"}
 DURATION=${DURATION:-8}

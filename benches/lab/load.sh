@@ -12,7 +12,7 @@
 # less. Prints Markdown tables and writes target/bench-load/results.md. Installs wrk and nginx
 # from Debian's packages when they are missing.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}

@@ -11,7 +11,7 @@
 # Installs wrk, nginx and h2load (Debian's nghttp2-client) when missing. Writes
 # target/bench-production/results.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}

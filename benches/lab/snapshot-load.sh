@@ -11,7 +11,7 @@
 # snapshot is in force (anonymous, and file-backed pages of the mapped copy), and the disk and
 # page cache the copy takes. Writes target/bench-snapshot-load/results.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 RUNS=${RUNS:-3}
 work=target/bench-snapshot-load

@@ -16,7 +16,7 @@
 # let them in: the bounds measured here are the stream deadline's and the budget's.
 # Writes target/bench-stalled/results.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 CONNECTIONS=${CONNECTIONS:-1000}
 STREAMS=${STREAMS:-100}

@@ -6,7 +6,7 @@
 # official Python MCP client (tests/live/mcp_check.py), and the signature test vector.
 # Installs what it needs into target/ci-venv. Uses the binary `cargo test` already built.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 venv=target/ci-venv
 if [ ! -x "$venv/bin/python" ]; then

@@ -6,7 +6,7 @@
 # into target/fleet-venv. Every process it starts is stopped by its PID, even on failure.
 #   bash tests/live/fleet-check.sh [--publishes N]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)

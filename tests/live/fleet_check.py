@@ -314,7 +314,7 @@ def main():
     parser.add_argument("--moto-server", required=True)
     parser.add_argument("--publishes", type=int, default=3, help="publications timed (the README figure uses 10)")
     args = parser.parse_args()
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     fleet = Fleet(os.path.abspath(args.marks), args.work, repo)
     try:
         run(fleet, args)
