@@ -19,7 +19,9 @@
 //! - [`keys`]: the keys file and the keys in force;
 //! - [`budgets`]: per-key token buckets, the shared store, the HTTP/2 stream budget;
 //! - [`snapshot`]: the snapshot in force, file identities, the object-store source and the
-//!   idle-priority thread that reads new files.
+//!   idle-priority thread that reads new files;
+//! - [`web`]: the pages' files compiled into the binary (the explorer, the API reference and
+//!   their assets).
 
 pub mod api;
 pub mod app;
@@ -31,6 +33,7 @@ pub mod response;
 pub mod server;
 pub mod settings;
 pub mod snapshot;
+pub mod web;
 
 /// Makes `ring` the process's TLS provider for outbound HTTPS (object storage, `marks mcp`),
 /// as for the server's own TLS. Harmless when one is installed already.

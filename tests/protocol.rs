@@ -161,7 +161,9 @@ async fn other_methods_get_405_with_allow() {
 async fn unknown_paths_and_slugs_are_404_problems() {
     let server = TestServer::start().await;
     for path in [
-        "/",
+        "/nope",
+        "/explore/a/b",
+        "/assets/no-such-file.css",
         "/v1",
         "/v2/companies",
         "/v1/companies/",

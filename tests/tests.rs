@@ -12,6 +12,7 @@ mod cli;
 mod endpoints;
 mod logs;
 mod operations;
+mod pages;
 mod pagination;
 mod protocol;
 mod resilience;

@@ -354,6 +354,10 @@ fn write_snapshot(
     let scorecard = writer.append_body(&scorecard, gzip(&scorecard, options.gzip_level).as_deref())?;
     let targets = render::scorecard_targets(&meta, fit);
     let scorecard_targets = writer.append_body(&targets, gzip(&targets, options.gzip_level).as_deref())?;
+    let home = crate::pages::home(dataset, &fit.scorecard);
+    let home_page = writer.append_body(&home, gzip(&home, options.gzip_level).as_deref())?;
+    let scorecard_html = crate::pages::scorecard(dataset, &fit.scorecard);
+    let scorecard_page = writer.append_body(&scorecard_html, gzip(&scorecard_html, options.gzip_level).as_deref())?;
     let exports = spools.finish(&mut writer, &options.out)?;
     let changes = changes::change_log(dataset, &companies, previous);
     let dataset_version = dataset.info.dataset_version.to_string();
@@ -370,6 +374,8 @@ fn write_snapshot(
         signing_keys,
         scorecard,
         scorecard_targets,
+        home_page,
+        scorecard_page,
         events: fingerprints(dataset),
         exports,
         changes,

@@ -207,6 +207,8 @@ pub struct DatasetInfo {
     pub data_mode: DataMode,
     pub provenance: Provenance,
     pub disclaimer: String,
+    /// A public demo key for the home page's quickstart (letters, digits and `_` only).
+    pub quickstart_key: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -300,6 +302,10 @@ struct RawInfo {
     data_mode: toml::Spanned<String>,
     provenance: toml::Spanned<String>,
     disclaimer: toml::Spanned<String>,
+    /// A key anyone may use with this dataset, shown in the home page's quickstart (the bundled
+    /// sample's demo key); absent for a real dataset.
+    #[serde(default)]
+    quickstart_key: Option<String>,
 }
 
 fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
@@ -361,6 +367,9 @@ fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
         data_mode,
         provenance,
         disclaimer: raw.disclaimer.into_inner(),
+        quickstart_key: raw
+            .quickstart_key
+            .filter(|key| key.len() <= 64 && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')),
     })
 }
 

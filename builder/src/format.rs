@@ -28,7 +28,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// The format this code writes. Version 2 added the BLAKE3 content digest under the publisher
 /// signature (version 1 signed only the XXH3 checksum); version 3 added the bulk exports, the
-/// change log and each company's latest bands; version 4 added the scorecard's scored targets.
+/// change log and each company's latest bands; version 4 added the scorecard's scored targets and the home and scorecard pages.
 pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format this code still reads. Versions 3 and 4 changed the index's layout, so
 /// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
@@ -399,6 +399,9 @@ pub struct Index {
     pub scorecard: Body,
     /// Every scored target of the scorecard with each forecaster's numbers.
     pub scorecard_targets: Body,
+    /// The pages that depend on the dataset: `/` and `/scorecard` (HTML).
+    pub home_page: Body,
+    pub scorecard_page: Body,
     /// Sorted by event_id.
     pub events: Vec<EventFingerprint>,
     pub exports: Exports,
@@ -459,6 +462,8 @@ impl ArchivedIndex {
             .chain(of(&self.signing_keys))
             .chain(of(&self.scorecard))
             .chain(of(&self.scorecard_targets))
+            .chain(of(&self.home_page))
+            .chain(of(&self.scorecard_page))
             .chain([
                 &exports.companies.gzip,
                 &exports.series_80.gzip,

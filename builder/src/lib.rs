@@ -8,7 +8,8 @@
 //! - [`dataset`] reads and checks the source files;
 //! - [`methodology`] computes marks, bands, confidence and the scorecard (v0.3.0, with the
 //!   previous method and two baselines as comparison forecasters);
-//! - [`render`] and [`signing`] turn them into response bodies and signed records;
+//! - [`render`] and [`signing`] turn them into response bodies and signed records, [`pages`]
+//!   into the home and scorecard pages;
 //! - [`export`] spools the bulk exports, compressed in pieces by [`gzip`]; [`changes`] keeps the
 //!   change log carried from one snapshot to the next;
 //! - [`format`](mod@format), [`writer`] and [`snapshot`] define, write and read the file;
@@ -24,6 +25,7 @@ pub mod export;
 pub mod format;
 pub mod gzip;
 pub mod methodology;
+pub mod pages;
 pub mod regular_file;
 pub mod render;
 pub mod signing;

@@ -288,6 +288,14 @@ impl<'a, B> Exchange<'a, B> {
                 query,
                 &negotiation,
             )?),
+            Operation::HomePage | Operation::ScorecardPage => Ok(operations::snapshot_page(
+                route.operation,
+                &*self.loaded()?,
+                &negotiation,
+            )),
+            Operation::ExplorePage | Operation::DocsPage | Operation::Asset => {
+                Ok(operations::binary_page(route.operation, route.slug, &negotiation)?)
+            }
             Operation::Unknown => Err(ApiError::NotFound(
                 "No resource at this path. The API is under /v1; see /v1/openapi.json.".into(),
             )

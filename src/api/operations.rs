@@ -24,10 +24,11 @@ use crate::api::query::{self, ListQuery, Params, LIST_PARAMS};
 use crate::api::routes::Operation;
 use crate::api::state::State;
 use crate::keys::ring::Caller;
-use crate::response::headers::JSON;
+use crate::response::headers::{DOCS_CSP, HTML, JSON, PAGE_CSP};
 use crate::response::problem::ApiError;
 use crate::response::{header_value, Cache, Negotiation, Representation};
 use crate::snapshot::{epoch_seconds, LoadedSnapshot};
+use crate::web::{self, Shell};
 
 /// The interface description served at `/v1/openapi.json`.
 pub const OPENAPI_JSON: &[u8] = include_bytes!("../../openapi/openapi.json");
@@ -281,6 +282,51 @@ pub fn openapi(query: Option<&str>, negotiation: &Negotiation<'_>) -> Result<Rep
     let mut representation = negotiation.conditional(etag, header_value(etag), Cache::Public, || body);
     representation.vary_encoding = true;
     representation.gzip = gzip;
+    Ok(representation)
+}
+
+/// `/` and `/scorecard`: pages the builder rendered into the snapshot.
+pub fn snapshot_page(operation: Operation, loaded: &LoadedSnapshot, negotiation: &Negotiation<'_>) -> Representation {
+    let index = loaded.snapshot.index();
+    let body = if operation == Operation::HomePage {
+        &index.home_page
+    } else {
+        &index.scorecard_page
+    };
+    let mut representation = negotiation.stored(loaded, body, Cache::Public);
+    representation.content_type = HTML;
+    representation.page_policy = Some(PAGE_CSP);
+    representation
+}
+
+/// The explorer and the API reference (shells compiled into the binary) and the pages' assets.
+pub fn binary_page(
+    operation: Operation,
+    rest: Option<&str>,
+    negotiation: &Negotiation<'_>,
+) -> Result<Representation, ApiError> {
+    let missing = || ApiError::NotFound("No page or asset at this path.".into());
+    let (file, cache, page) = match operation {
+        Operation::ExplorePage => (web::shell(Shell::Explore).ok_or_else(missing)?, Cache::Public, true),
+        Operation::DocsPage => (web::shell(Shell::Docs).ok_or_else(missing)?, Cache::Public, true),
+        _ => {
+            let hit = rest.and_then(web::asset).ok_or_else(missing)?;
+            let cache = if hit.fingerprinted {
+                Cache::Immutable
+            } else {
+                Cache::Revalidate
+            };
+            (hit.file, cache, false)
+        }
+    };
+    let mut representation = negotiation.web_file(file, cache);
+    if page {
+        representation.page_policy = Some(if operation == Operation::DocsPage {
+            DOCS_CSP
+        } else {
+            PAGE_CSP
+        });
+    }
     Ok(representation)
 }
 

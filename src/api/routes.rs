@@ -17,6 +17,13 @@ pub enum Operation {
     Scorecard,
     ScorecardTargets,
     OpenApi,
+    /// The pages: `/` and `/scorecard` from the snapshot, the explorer and the API reference
+    /// from the binary, and their assets.
+    HomePage,
+    ScorecardPage,
+    ExplorePage,
+    DocsPage,
+    Asset,
     Healthz,
     Readyz,
     Metrics,
@@ -25,7 +32,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 17] = [
+    pub const ALL: [Operation; 22] = [
         Operation::ListCompanies,
         Operation::GetCompany,
         Operation::GetMarkSeries,
@@ -39,6 +46,11 @@ impl Operation {
         Operation::Scorecard,
         Operation::ScorecardTargets,
         Operation::OpenApi,
+        Operation::HomePage,
+        Operation::ScorecardPage,
+        Operation::ExplorePage,
+        Operation::DocsPage,
+        Operation::Asset,
         Operation::Healthz,
         Operation::Readyz,
         Operation::Metrics,
@@ -61,6 +73,11 @@ impl Operation {
             Operation::Scorecard => "getScorecard",
             Operation::ScorecardTargets => "getScorecardTargets",
             Operation::OpenApi => "getOpenApi",
+            Operation::HomePage => "homePage",
+            Operation::ScorecardPage => "scorecardPage",
+            Operation::ExplorePage => "explorePage",
+            Operation::DocsPage => "docsPage",
+            Operation::Asset => "asset",
             Operation::Healthz => "healthz",
             Operation::Readyz => "readyz",
             Operation::Metrics => "metrics",
@@ -95,7 +112,24 @@ pub fn route(path: &str) -> Route<'_> {
         "/healthz" => return plain(Operation::Healthz),
         "/readyz" => return plain(Operation::Readyz),
         "/metrics" => return plain(Operation::Metrics),
+        "/" => return plain(Operation::HomePage),
+        "/scorecard" => return plain(Operation::ScorecardPage),
+        "/docs" => return plain(Operation::DocsPage),
+        "/explore" => return plain(Operation::ExplorePage),
         _ => {}
+    }
+    if let Some(slug) = path.strip_prefix("/explore/") {
+        // The explorer reads the slug from the address itself.
+        if !slug.is_empty() && !slug.contains('/') {
+            return plain(Operation::ExplorePage);
+        }
+        return plain(Operation::Unknown);
+    }
+    if let Some(rest) = path.strip_prefix("/assets/") {
+        return Route {
+            operation: Operation::Asset,
+            slug: Some(rest),
+        };
     }
     let Some(rest) = path.strip_prefix("/v1/companies/") else {
         return plain(Operation::Unknown);
@@ -131,13 +165,18 @@ mod tests {
             (Operation::GetMarkSeries, Some("openai"))
         );
         assert_eq!(route("/v1/companies/openai").slug, Some("openai"));
+        assert_eq!(route("/").operation, Operation::HomePage);
+        assert_eq!(route("/explore/stripe").operation, Operation::ExplorePage);
+        let asset = route("/assets/abc/app.css");
+        assert_eq!((asset.operation, asset.slug), (Operation::Asset, Some("abc/app.css")));
         for unknown in [
             "/v1/companies/",
             "/v1/companies//marks",
             "/v1/companies/a/b",
             "/v1/companies/a/",
             "/v2/x",
-            "/",
+            "/explore/a/b",
+            "/explore/",
         ] {
             assert_eq!(route(unknown).operation, Operation::Unknown, "{unknown}");
         }

@@ -36,6 +36,22 @@ pub const BYTES: HeaderValue = HeaderValue::from_static("bytes");
 pub const PRIVATE_NO_CACHE: HeaderValue = HeaderValue::from_static("private, no-cache");
 pub const PUBLIC_MAX_AGE_60: HeaderValue = HeaderValue::from_static("public, max-age=60");
 pub const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
+pub const PUBLIC_NO_CACHE: HeaderValue = HeaderValue::from_static("public, no-cache");
+pub const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=31536000, immutable");
+pub const HTML: HeaderValue = HeaderValue::from_static("text/html; charset=utf-8");
+pub const NOSNIFF: HeaderValue = HeaderValue::from_static("nosniff");
+pub const NO_REFERRER: HeaderValue = HeaderValue::from_static("no-referrer");
+/// The pages' policy: everything from this origin only, no inline script, no eval, no frames.
+/// The API reference's policy: the page's, with the inline styles its renderer sets.
+pub const DOCS_CSP: HeaderValue = HeaderValue::from_static(
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+     connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
+     frame-ancestors 'none'",
+);
+pub const PAGE_CSP: HeaderValue = HeaderValue::from_static(
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; \
+     font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+);
 pub const VARY_KEY: HeaderValue = HeaderValue::from_static("X-API-Key");
 pub const VARY_KEY_ENCODING: HeaderValue = HeaderValue::from_static("X-API-Key, Accept-Encoding");
 pub const VARY_ENCODING: HeaderValue = HeaderValue::from_static("Accept-Encoding");

@@ -22,13 +22,14 @@ use marks_builder::format::{ArchivedBody, ArchivedExport};
 
 use crate::response::body::{DecodeRefused, Decoders, Payload, ResponseBody};
 use crate::response::headers::{
-    BudgetHeaders, MeteredValues, BYTES, GZIP, JSON, NDJSON, NO_STORE, PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, RATELIMIT,
-    RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY, VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING,
-    X_RATELIMIT_RESET, X_REQUEST_ID,
+    BudgetHeaders, MeteredValues, BYTES, GZIP, IMMUTABLE, JSON, NDJSON, NOSNIFF, NO_REFERRER, NO_STORE,
+    PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, PUBLIC_NO_CACHE, RATELIMIT, RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY,
+    VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET, X_REQUEST_ID,
 };
 use crate::response::problem::ApiError;
 use crate::response::ranges::RangeRequest;
 use crate::snapshot::LoadedSnapshot;
+use crate::web::WebFile;
 
 pub type Response = http::Response<ResponseBody>;
 
@@ -41,6 +42,10 @@ pub enum Cache {
     Public,
     /// Operational answers and errors.
     NoStore,
+    /// The same for everyone, revalidated every time (unfingerprinted page assets).
+    Revalidate,
+    /// Never changes under its URL (a fingerprinted asset).
+    Immutable,
 }
 
 /// A body with everything that describes it.
@@ -60,6 +65,9 @@ pub struct Representation {
     pub ranges: bool,
     /// For a 206: which bytes of the representation the body is.
     pub content_range: Option<HeaderValue>,
+    /// A page's `Content-Security-Policy`; with it go `X-Content-Type-Options: nosniff` and
+    /// `Referrer-Policy: no-referrer`.
+    pub page_policy: Option<HeaderValue>,
 }
 
 impl Representation {
@@ -75,6 +83,7 @@ impl Representation {
             gzip: false,
             ranges: false,
             content_range: None,
+            page_policy: None,
         }
     }
 }
@@ -115,6 +124,7 @@ impl Representation {
             gzip,
             ranges,
             content_range,
+            page_policy,
         } = self;
         let length = body.len();
         let with_body = status != StatusCode::NOT_MODIFIED && !head;
@@ -161,12 +171,21 @@ impl Representation {
                     (Cache::Public, false) => (PUBLIC_MAX_AGE_60, None),
                     (Cache::Public, true) => (PUBLIC_MAX_AGE_60, Some(VARY_ENCODING)),
                     (Cache::NoStore, _) => (NO_STORE, None),
+                    (Cache::Revalidate, false) => (PUBLIC_NO_CACHE, None),
+                    (Cache::Revalidate, true) => (PUBLIC_NO_CACHE, Some(VARY_ENCODING)),
+                    (Cache::Immutable, false) => (IMMUTABLE, None),
+                    (Cache::Immutable, true) => (IMMUTABLE, Some(VARY_ENCODING)),
                 };
                 headers.insert(header::CACHE_CONTROL, cache_control);
                 if let Some(vary) = vary {
                     headers.insert(header::VARY, vary);
                 }
                 headers.insert(X_REQUEST_ID, request_id);
+                if let Some(policy) = page_policy {
+                    headers.insert(header::CONTENT_SECURITY_POLICY, policy);
+                    headers.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
+                    headers.insert(header::REFERRER_POLICY, NO_REFERRER);
+                }
                 if let Some(budget) = budget {
                     let limits = budget
                         .throttle_limits
@@ -212,6 +231,21 @@ pub struct Negotiation<'r> {
 
 impl Negotiation<'_> {
     /// A stored body, in the encoding the client prefers, or 304 if it has it already.
+    /// A file compiled into the binary: its gzip variant for a client that accepts gzip, 304
+    /// when `If-None-Match` matches.
+    pub fn web_file(&self, file: &WebFile, cache: Cache) -> Representation {
+        let gzip = file.gzip.as_ref().filter(|_| self.accepts_gzip());
+        let (bytes, etag) = match gzip {
+            Some((bytes, etag)) => (bytes.clone(), etag.as_str()),
+            None => (file.bytes.clone(), file.etag.as_str()),
+        };
+        let mut representation = self.conditional(etag, header_value(etag), cache, || bytes);
+        representation.content_type = file.content_type.clone();
+        representation.vary_encoding = file.gzip.is_some();
+        representation.gzip = gzip.is_some();
+        representation
+    }
+
     /// Whether the response may be gzip: the client accepts it and the route allows encodings.
     pub fn accepts_gzip(&self) -> bool {
         self.accept_encoding && accepts_gzip(self.headers)
@@ -321,6 +355,7 @@ impl Negotiation<'_> {
             gzip: false,
             ranges: false,
             content_range: None,
+            page_policy: None,
         }
     }
 }

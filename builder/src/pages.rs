@@ -1,0 +1,818 @@
+//! The two pages that depend on the dataset, rendered at build time like every other body:
+//! `/` (what the service is, the versions, the headline figures, a quickstart) and
+//! `/scorecard` (the backtest made visible). Static HTML with inline SVG charts: no script is
+//! needed to read them, every chart has its numbers in a table beside it, and every figure
+//! carries `data-figure="FORECASTER.FIELD"` with the number `/v1/scorecard` serves, so a test
+//! can hold the page to the document. The one stylesheet is the binary's `/assets/app.css`.
+
+use std::fmt::Write;
+
+use crate::dataset::Dataset;
+use crate::methodology::scorecard::{CoverageScore, Scorecard, Target, TargetKind};
+use crate::methodology::METHODOLOGY_VERSION;
+
+/// Text made safe for HTML element content and attribute values.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn opt(value: Option<f64>) -> String {
+    value.map_or("–".to_string(), |v| format!("{v}"))
+}
+
+/// A number as served, in an element a test can find: `data-figure="NAME"`.
+fn figure(name: &str, value: Option<f64>) -> String {
+    format!("<span data-figure=\"{}\">{}</span>", esc(name), opt(value))
+}
+
+/// Whole US dollars, shortened: $1.75T, $48.2B, $347M.
+fn usd(value: f64) -> String {
+    let (scaled, unit) = match value.abs() {
+        v if v >= 1e12 => (value / 1e12, "T"),
+        v if v >= 1e9 => (value / 1e9, "B"),
+        v if v >= 1e6 => (value / 1e6, "M"),
+        v if v >= 1e3 => (value / 1e3, "K"),
+        _ => (value, ""),
+    };
+    if scaled.abs() >= 100.0 || unit.is_empty() {
+        format!("${scaled:.0}{unit}")
+    } else {
+        format!("${scaled:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+            + unit
+    }
+}
+
+fn page(title: &str, current: &str, main: &str) -> Vec<u8> {
+    let mut nav = String::new();
+    for (href, label) in [
+        ("/", "Overview"),
+        ("/explore", "Explore"),
+        ("/scorecard", "Scorecard"),
+        ("/docs", "API reference"),
+    ] {
+        let current = if href == current { " aria-current=\"page\"" } else { "" };
+        let _ = write!(nav, "<a href=\"{href}\"{current}>{label}</a>");
+    }
+    format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title}</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n</head>\n<body>\n\
+         <header class=\"site\"><a class=\"brand\" href=\"/\">Valuation Marks</a>\
+         <nav aria-label=\"Pages\">{nav}</nav></header>\n<main id=\"main\">\n{main}</main>\n\
+         <footer class=\"site\"><p>Valuation Marks, methodology {METHODOLOGY_VERSION}. \
+         <a href=\"/v1/openapi.json\">OpenAPI document</a> · <a href=\"/v1/scorecard\">scorecard as JSON</a> · \
+         <a href=\"/v1/scorecard/targets\">every scored target</a></p></footer>\n</body>\n</html>\n",
+        title = esc(title),
+    )
+    .into_bytes()
+}
+
+/// The home page.
+pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
+    let info = &dataset.info;
+    let events: usize = dataset.companies.iter().map(|c| c.events.len()).sum();
+    let mut main = String::new();
+    let _ = write!(
+        main,
+        "<h1>Valuation marks for private companies</h1>\n\
+         <p class=\"lead\">A read-only HTTP/JSON API: for each company a latest mark with 80% and 95% bands and a \
+         confidence, a daily mark series, the append-only history of the valuation events behind it, and an \
+         Ed25519-signed resolution record that auditors verify offline.</p>\n\
+         <dl class=\"facts\"><div><dt>Dataset version</dt><dd>{version}</dd></div>\
+         <div><dt>Methodology</dt><dd>{METHODOLOGY_VERSION}</dd></div>\
+         <div><dt>As of</dt><dd>{as_of}</dd></div>\
+         <div><dt>Companies</dt><dd>{companies}</dd></div>\
+         <div><dt>Events</dt><dd>{events}</dd></div>\
+         <div><dt>Data</dt><dd>{mode}, {provenance}</dd></div></dl>\n\
+         <p class=\"note\">{disclaimer}</p>\n",
+        version = info.dataset_version,
+        as_of = info.as_of,
+        companies = dataset.companies.len(),
+        mode = info.data_mode.as_str(),
+        provenance = info.provenance.as_str(),
+        disclaimer = esc(&info.disclaimer),
+    );
+    main.push_str("<h2>How good are the marks?</h2>\n");
+    main.push_str(&headline(scorecard));
+    main.push_str("<p><a href=\"/scorecard\">The whole scorecard</a>: every forecaster, coverage, the confidence claim, every listing and bankruptcy.</p>\n");
+    let key = info.quickstart_key.as_deref().unwrap_or("YOUR_API_KEY");
+    let demo = if info.quickstart_key.is_some() {
+        "<p>This is the bundled sample, served with public demo keys (demo only).</p>\n"
+    } else {
+        ""
+    };
+    let _ = write!(
+        main,
+        "<h2>Quickstart</h2>\n{demo}<pre><code>curl -s -H 'X-API-Key: {key}' \\\n  'http://127.0.0.1:8080/v1/companies?limit=3&amp;sort=-value_usd'</code></pre>\n\
+         <p>Every operation and field: the <a href=\"/docs\">API reference</a>, from the \
+         <a href=\"/v1/openapi.json\">OpenAPI document</a>. See a company's marks, bands and events in the \
+         <a href=\"/explore\">explorer</a> with your key.</p>\n",
+        key = esc(key),
+    );
+    page("Valuation Marks", "/", &main)
+}
+
+/// The robust figures first, with their bootstrap intervals, then MAPE with what sets it.
+fn headline(scorecard: &Scorecard) -> String {
+    let mut out = String::from("<ul class=\"headline\">\n");
+    let Some(method) = scorecard.forecasters.first() else {
+        return String::new();
+    };
+    let name = method.name;
+    for (field, label) in [
+        ("median_abs_log_error", "median |log error|"),
+        ("mean_abs_log_error", "mean |log error|"),
+    ] {
+        if let Some(d) = scorecard.comparison.differences.iter().find(|d| d.figure == field) {
+            let value = if field == "median_abs_log_error" {
+                method.median_abs_log_error
+            } else {
+                method.mean_abs_log_error
+            };
+            let _ = writeln!(
+                out,
+                "<li>{label}: {} against {} for {} (difference {}, 95% interval {}; {})</li>",
+                figure(&format!("{name}.{field}"), value),
+                opt(d.b.map(|v| (v * 1000.0).round() / 1000.0)),
+                esc(scorecard.comparison.b),
+                opt(d.difference.map(|v| (v * 1000.0).round() / 1000.0)),
+                d.interval_95.map_or("–".to_string(), |[l, h]| format!(
+                    "[{}, {}]",
+                    (l * 1000.0).round() / 1000.0,
+                    (h * 1000.0).round() / 1000.0
+                )),
+                verdict(d.verdict),
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "<li>80% band covers {}% of {} scored events ({}), 95% band {}% ({})</li>",
+        figure(
+            &format!("{name}.coverage_80.observed_pct"),
+            method.coverage_80.observed_pct
+        ),
+        method.n,
+        range_words(&method.coverage_80),
+        figure(
+            &format!("{name}.coverage_95.observed_pct"),
+            method.coverage_95.observed_pct
+        ),
+        range_words(&method.coverage_95),
+    );
+    let _ = writeln!(
+        out,
+        "<li>confidence: Brier score {} against {} for the base rate (skill {})</li>",
+        figure(&format!("{name}.confidence.brier"), method.confidence.brier),
+        opt(method.confidence.brier_base_rate),
+        figure(&format!("{name}.confidence.brier_skill"), method.confidence.brier_skill),
+    );
+    let contributors: Vec<String> = method
+        .mape_top_contributors
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} ({}% of the sum)",
+                esc(&c.slug),
+                c.occurred_on,
+                c.share_of_mape_pct
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "<li>MAPE {}%, set mostly by {}</li>\n</ul>",
+        figure(&format!("{name}.mape_pct"), method.mape_pct),
+        contributors.join("; ")
+    );
+    out
+}
+
+fn verdict(verdict: &str) -> &'static str {
+    match verdict {
+        "a_better" => "the method is better",
+        "b_better" => "the baseline is better",
+        _ => "a tie",
+    }
+}
+
+fn range_words(coverage: &CoverageScore) -> String {
+    match (coverage.binomial_90_range_pct, coverage.within_binomial_90_range) {
+        (Some([low, high]), Some(true)) => format!("inside the {low}–{high}% a calibrated band shows"),
+        (Some([low, high]), Some(false)) => format!("outside the {low}–{high}% a calibrated band shows"),
+        _ => "too few to tell".into(),
+    }
+}
+
+/// An SVG chart with a title and description for assistive technology.
+fn svg(id: &str, width: u32, height: u32, title: &str, description: &str, body: &str) -> String {
+    format!(
+        "<svg class=\"chart\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-labelledby=\"{id}-t {id}-d\" \
+         preserveAspectRatio=\"xMidYMid meet\"><title id=\"{id}-t\">{}</title><desc id=\"{id}-d\">{}</desc>{body}</svg>",
+        esc(title),
+        esc(description)
+    )
+}
+
+/// The scorecard page.
+pub fn scorecard(dataset: &Dataset, card: &Scorecard) -> Vec<u8> {
+    let mut main = String::new();
+    let n = card.forecasters.first().map_or(0, |f| f.n);
+    let _ = write!(
+        main,
+        "<h1>Scorecard</h1>\n<p class=\"lead\">Walk-forward backtest on {n} scored events of dataset {} \
+         (each forecast from the events before its day; listings and bankruptcies held out and scored against the \
+         mark the day before). Every number here is the one <a href=\"/v1/scorecard\">/v1/scorecard</a> serves, \
+         and each can be recomputed from <a href=\"/v1/scorecard/targets\">every scored target</a>.</p>\n",
+        dataset.info.dataset_version
+    );
+    main.push_str(&headline(card));
+    main.push_str(&side_by_side(card));
+    main.push_str(&coverage_section(card));
+    main.push_str(&reliability_section(card));
+    main.push_str(&errors_section(card));
+    main.push_str(&outcomes_section(card));
+    main.push_str(&misses_section(card));
+    main.push_str(&bootstrap_section(card));
+    page("Scorecard · Valuation Marks", "/scorecard", &main)
+}
+
+fn side_by_side(card: &Scorecard) -> String {
+    let mut out = String::from(
+        "<h2 id=\"forecasters\">The forecasters side by side</h2>\n<div class=\"scroll\"><table class=\"data\">\
+         <caption>Walk-forward figures per forecaster; lower errors are better</caption>\n<thead><tr>\
+         <th scope=\"col\">forecaster</th><th scope=\"col\">n</th><th scope=\"col\">median |log error|</th>\
+         <th scope=\"col\">mean |log error|</th><th scope=\"col\">MAPE %</th><th scope=\"col\">80% covers %</th>\
+         <th scope=\"col\">95% covers %</th><th scope=\"col\">median 80% width %</th>\
+         <th scope=\"col\">listings mean |error| %</th><th scope=\"col\">Brier</th><th scope=\"col\">skill</th>\
+         <th scope=\"col\">misses</th></tr></thead>\n<tbody>\n",
+    );
+    for f in &card.forecasters {
+        let name = f.name;
+        let cell = |field: &str, value: Option<f64>| format!("<td>{}</td>", figure(&format!("{name}.{field}"), value));
+        let _ = writeln!(
+            out,
+            "<tr><th scope=\"row\">{}{}</th><td>{}</td>{}{}{}{}{}{}{}{}{}<td>{}</td></tr>",
+            esc(name),
+            f.methodology_version.map_or(String::new(), |v| format!(" ({v})")),
+            f.n,
+            cell("median_abs_log_error", f.median_abs_log_error),
+            cell("mean_abs_log_error", f.mean_abs_log_error),
+            cell("mape_pct", f.mape_pct),
+            cell("coverage_80.observed_pct", f.coverage_80.observed_pct),
+            cell("coverage_95.observed_pct", f.coverage_95.observed_pct),
+            cell("median_band_width_80_pct", f.median_band_width_80_pct),
+            cell("listings.mean_abs_error_pct", f.listings.mean_abs_error_pct),
+            cell("confidence.brier", f.confidence.brier),
+            cell("confidence.brier_skill", f.confidence.brier_skill),
+            f.misses_total,
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+/// Observed coverage against nominal, with the binomial 90% range, per forecaster.
+fn coverage_section(card: &Scorecard) -> String {
+    let mut out = String::from(
+        "<h2 id=\"coverage\">Band coverage against nominal</h2>\n<p>Each bar is the range of coverage a band \
+         with exactly its nominal coverage shows 90% of the time on this many events; the dot is the coverage \
+         observed. A dot outside its bar is a miscalibrated band.</p>\n",
+    );
+    let rows = card.forecasters.len() as u32;
+    let (width, row_h, left) = (640u32, 26u32, 210u32);
+    let height = 40 + rows * 2 * row_h;
+    let x = |pct: f64| left as f64 + (pct - 60.0).clamp(0.0, 40.0) / 40.0 * (width - left - 20) as f64;
+    let mut body = String::new();
+    for tick in [60, 70, 80, 90, 100] {
+        let tx = x(tick as f64);
+        let _ = write!(
+            body,
+            "<line class=\"grid\" x1=\"{tx:.1}\" y1=\"20\" x2=\"{tx:.1}\" y2=\"{}\"/>\
+             <text class=\"axis\" x=\"{tx:.1}\" y=\"14\" text-anchor=\"middle\">{tick}%</text>",
+            height - 10
+        );
+    }
+    let mut y = 30u32;
+    for f in &card.forecasters {
+        for c in [&f.coverage_80, &f.coverage_95] {
+            let cy = y + row_h / 2;
+            let _ = write!(
+                body,
+                "<text class=\"label\" x=\"4\" y=\"{}\">{} {}%</text>",
+                cy + 4,
+                esc(f.name),
+                c.nominal_pct
+            );
+            if let Some([low, high]) = c.binomial_90_range_pct {
+                let _ = write!(
+                    body,
+                    "<rect class=\"range\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"10\"/>",
+                    x(low),
+                    cy - 5,
+                    (x(high) - x(low)).max(1.0)
+                );
+            }
+            let nominal = x(c.nominal_pct as f64);
+            let _ = write!(
+                body,
+                "<line class=\"nominal\" x1=\"{nominal:.1}\" y1=\"{}\" x2=\"{nominal:.1}\" y2=\"{}\"/>",
+                cy - 8,
+                cy + 8
+            );
+            if let Some(observed) = c.observed_pct {
+                let class = if c.within_binomial_90_range == Some(false) {
+                    "dot outside"
+                } else {
+                    "dot"
+                };
+                let _ = write!(
+                    body,
+                    "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{cy}\" r=\"5\"/>",
+                    x(observed)
+                );
+            }
+            y += row_h;
+        }
+    }
+    out.push_str(&svg(
+        "coverage",
+        width,
+        height,
+        "Band coverage against nominal",
+        "Observed coverage of the 80% and 95% bands per forecaster, with the binomial 90% range of a calibrated band",
+        &body,
+    ));
+    out.push_str(
+        "\n<div class=\"scroll\"><table class=\"data\"><caption>Coverage, overall and by the gap since the company's last \
+         event (observed %, inside/n, the binomial 90% range)</caption>\n<thead><tr><th scope=\"col\">forecaster</th>\
+         <th scope=\"col\">band</th><th scope=\"col\">all</th><th scope=\"col\">under 6 months</th>\
+         <th scope=\"col\">6-12 months</th><th scope=\"col\">1-2 years</th><th scope=\"col\">over 2 years</th></tr></thead>\n<tbody>\n",
+    );
+    for f in &card.forecasters {
+        for (band, overall) in [("80%", &f.coverage_80), ("95%", &f.coverage_95)] {
+            let mut cells = vec![coverage_cell(overall)];
+            for g in &f.coverage_by_gap {
+                cells.push(coverage_cell(if band == "80%" {
+                    &g.coverage_80
+                } else {
+                    &g.coverage_95
+                }));
+            }
+            let _ = writeln!(
+                out,
+                "<tr><th scope=\"row\">{}</th><td>{band}</td>{}</tr>",
+                esc(f.name),
+                cells.join("")
+            );
+        }
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+fn coverage_cell(c: &CoverageScore) -> String {
+    let flag = if c.within_binomial_90_range == Some(false) {
+        " class=\"outside\""
+    } else {
+        ""
+    };
+    format!(
+        "<td{flag}>{}% ({}/{}) {}</td>",
+        opt(c.observed_pct),
+        c.inside,
+        c.n,
+        c.binomial_90_range_pct
+            .map_or(String::new(), |[l, h]| format!("[{l}, {h}]"))
+    )
+}
+
+/// The reliability diagram: stated confidence against the observed share within +/-10%.
+fn reliability_section(card: &Scorecard) -> String {
+    let mut out = String::from(
+        "<h2 id=\"confidence\">Is the stated confidence right?</h2>\n<p>Every mark states a <code>confidence</code>: the \
+         probability that the value lies within ±10% of the mark. Each point is a tenth of stated confidence: how often \
+         the scored events in it landed within 10%, against what was stated (area: how many). A calibrated forecaster's \
+         points lie on the diagonal.</p>\n",
+    );
+    let (size, pad) = (360u32, 40u32);
+    let scale = (size - 2 * pad) as f64;
+    let p = |v: f64| pad as f64 + v.clamp(0.0, 1.0) * scale;
+    let mut body = format!(
+        "<line class=\"grid\" x1=\"{pad}\" y1=\"{b}\" x2=\"{e}\" y2=\"{b}\"/><line class=\"grid\" x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\"/>\
+         <line class=\"diagonal\" x1=\"{pad}\" y1=\"{b}\" x2=\"{e}\" y2=\"{pad}\"/>\
+         <text class=\"axis\" x=\"{mid}\" y=\"{}\" text-anchor=\"middle\">stated confidence</text>\
+         <text class=\"axis\" x=\"12\" y=\"{mid}\" transform=\"rotate(-90 12 {mid})\" text-anchor=\"middle\">observed within 10%</text>",
+        size - 8,
+        b = size - pad,
+        e = size - pad,
+        mid = size / 2,
+    );
+    for tick in [0.0, 0.5, 1.0] {
+        let _ = write!(
+            body,
+            "<text class=\"axis\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{tick}</text><text class=\"axis\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{tick}</text>",
+            p(tick),
+            size - pad + 14,
+            pad - 4,
+            size as f64 - p(tick) + 4.0
+        );
+    }
+    for (i, f) in card.forecasters.iter().enumerate() {
+        for bin in &f.confidence.reliability {
+            if let (Some(stated), Some(observed)) = (bin.mean_stated, bin.observed) {
+                let r = 2.0 + (bin.n as f64).sqrt();
+                let _ = write!(
+                    body,
+                    "<circle class=\"series{i}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r:.1}\"/>",
+                    p(stated),
+                    size as f64 - p(observed)
+                );
+            }
+        }
+    }
+    out.push_str("<div class=\"legend\">");
+    for (i, f) in card.forecasters.iter().enumerate() {
+        let _ = write!(out, "<span class=\"key series{i}\">{}</span>", esc(f.name));
+    }
+    out.push_str("</div>\n");
+    out.push_str(&svg(
+        "reliability",
+        size,
+        size,
+        "Reliability of the stated confidence",
+        "Observed share within 10% of the mark against the mean stated confidence, per tenth of confidence and forecaster",
+        &body,
+    ));
+    out.push_str(
+        "\n<div class=\"scroll\"><table class=\"data\"><caption>Brier score, base rate, skill and the reliability table \
+         (bins with events)</caption>\n<thead><tr><th scope=\"col\">forecaster</th><th scope=\"col\">Brier</th>\
+         <th scope=\"col\">base rate</th><th scope=\"col\">Brier of the base rate</th><th scope=\"col\">skill</th>\
+         <th scope=\"col\">hits / n</th><th scope=\"col\">bins: stated → observed (n)</th></tr></thead>\n<tbody>\n",
+    );
+    for f in &card.forecasters {
+        let c = &f.confidence;
+        let name = f.name;
+        let bins: Vec<String> = c
+            .reliability
+            .iter()
+            .filter(|b| b.n > 0)
+            .map(|b| format!("{} → {} ({})", opt(b.mean_stated), opt(b.observed), b.n))
+            .collect();
+        let _ = writeln!(
+            out,
+            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td></tr>",
+            esc(name),
+            figure(&format!("{name}.confidence.brier"), c.brier),
+            figure(&format!("{name}.confidence.base_rate"), c.base_rate),
+            opt(c.brier_base_rate),
+            figure(&format!("{name}.confidence.brier_skill"), c.brier_skill),
+            c.hits,
+            c.n,
+            bins.join("; ")
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+/// The quantile of sorted values (numpy's default, linear between order statistics).
+fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    crate::methodology::stats::percentile(sorted, q)
+}
+
+/// Each forecaster's |log error| at the scored events: box, whiskers and median.
+fn errors_section(card: &Scorecard) -> String {
+    let mut out = String::from(
+        "<h2 id=\"errors\">Error distributions</h2>\n<p>|log error| at every scored event (0.1 is about 10%, 0.69 a factor of \
+         2): the box holds the middle half, the line is the median, the whiskers reach the 5th and 95th percentiles.</p>\n",
+    );
+    let stats: Vec<(&str, [f64; 5])> = card
+        .forecasters
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let mut errors: Vec<f64> = card
+                .targets
+                .iter()
+                .filter(|t| t.kind == TargetKind::Event)
+                .filter_map(|t| t.forecasts.get(i).and_then(|x| x.log_error).map(f64::abs))
+                .collect();
+            errors.sort_by(f64::total_cmp);
+            let q = |p| quantile(&errors, p);
+            Some((f.name, [q(0.05)?, q(0.25)?, q(0.5)?, q(0.75)?, q(0.95)?]))
+        })
+        .collect();
+    let top = stats.iter().map(|s| s.1[4]).fold(0.5f64, f64::max).min(6.0);
+    let (width, row_h, left) = (640u32, 34u32, 210u32);
+    let height = 30 + stats.len() as u32 * row_h;
+    let x = |v: f64| left as f64 + v.clamp(0.0, top) / top * (width - left - 20) as f64;
+    let mut body = String::new();
+    for step in 0..=4 {
+        let v = top * step as f64 / 4.0;
+        let _ = write!(
+            body,
+            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"18\" x2=\"{x:.1}\" y2=\"{}\"/><text class=\"axis\" x=\"{x:.1}\" y=\"12\" text-anchor=\"middle\">{:.2}</text>",
+            height - 4,
+            v,
+            x = x(v)
+        );
+    }
+    for (row, (name, [p5, q1, q2, q3, p95])) in stats.iter().enumerate() {
+        let cy = 24 + row as u32 * row_h + row_h / 2;
+        let _ = write!(
+            body,
+            "<text class=\"label\" x=\"4\" y=\"{}\">{}</text><line class=\"whisker\" x1=\"{:.1}\" y1=\"{cy}\" x2=\"{:.1}\" y2=\"{cy}\"/>\
+             <rect class=\"box series{row}\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"16\"/>\
+             <line class=\"median\" x1=\"{m:.1}\" y1=\"{}\" x2=\"{m:.1}\" y2=\"{}\"/>",
+            cy + 4,
+            esc(name),
+            x(*p5),
+            x(*p95),
+            x(*q1),
+            cy - 8,
+            (x(*q3) - x(*q1)).max(1.0),
+            cy - 9,
+            cy + 9,
+            m = x(*q2)
+        );
+    }
+    out.push_str(&svg(
+        "errors",
+        width,
+        height,
+        "Distribution of |log error| per forecaster",
+        "Box plots of the absolute log error at every scored event",
+        &body,
+    ));
+    out.push_str(
+        "\n<div class=\"scroll\"><table class=\"data\"><caption>|log error| percentiles at the scored events</caption>\n\
+         <thead><tr><th scope=\"col\">forecaster</th><th scope=\"col\">5th</th><th scope=\"col\">25th</th>\
+         <th scope=\"col\">median</th><th scope=\"col\">75th</th><th scope=\"col\">95th</th></tr></thead>\n<tbody>\n",
+    );
+    for (name, values) in &stats {
+        let cells: Vec<String> = values.iter().map(|v| format!("<td>{:.3}</td>", v)).collect();
+        let _ = writeln!(out, "<tr><th scope=\"row\">{}</th>{}</tr>", esc(name), cells.join(""));
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+/// Every listing and bankruptcy: the method's mark the day before, its bands, and the outcome,
+/// on a log scale.
+fn outcomes_section(card: &Scorecard) -> String {
+    let outcomes: Vec<&Target> = card.targets.iter().filter(|t| t.kind != TargetKind::Event).collect();
+    let mut out = String::from(
+        "<h2 id=\"outcomes\">Listings and bankruptcies</h2>\n<p>The method's mark the day before each outcome (dot), its \
+         80% band (dark) and 95% band (light), and the outcome (diamond; a bankruptcy's value of $0 sits at the left \
+         edge), on a log scale.</p>\n",
+    );
+    let Some(method) = card.forecasters.first() else {
+        return out;
+    };
+    let values: Vec<f64> = outcomes
+        .iter()
+        .flat_map(|t| {
+            let f = &t.forecasts[0];
+            [f.band_95.lower as f64, f.band_95.upper as f64, t.observed_usd as f64]
+        })
+        .filter(|v| *v > 0.0)
+        .collect();
+    let low = values
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .max(1.0)
+        .log10()
+        .floor();
+    let high = values
+        .iter()
+        .copied()
+        .fold(1.0f64, f64::max)
+        .log10()
+        .ceil()
+        .max(low + 1.0);
+    let (width, row_h, left) = (680u32, 18u32, 150u32);
+    let height = 34 + outcomes.len() as u32 * row_h;
+    let x = |v: f64| {
+        let l = if v > 0.0 { v.log10() } else { low };
+        left as f64 + (l - low).clamp(0.0, high - low) / (high - low) * (width - left - 16) as f64
+    };
+    let mut body = String::new();
+    let mut decade = low;
+    while decade <= high {
+        let v = 10f64.powf(decade);
+        let _ = write!(
+            body,
+            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"20\" x2=\"{x:.1}\" y2=\"{}\"/><text class=\"axis\" x=\"{x:.1}\" y=\"14\" text-anchor=\"middle\">{}</text>",
+            height - 4,
+            usd(v),
+            x = x(v)
+        );
+        decade += 1.0;
+    }
+    for (row, t) in outcomes.iter().enumerate() {
+        let f = &t.forecasts[0];
+        let cy = 28 + row as u32 * row_h + row_h / 2;
+        let verdict = f.verdict.map_or("", |v| match v {
+            crate::methodology::scorecard::Verdict::Hit => "hit",
+            crate::methodology::scorecard::Verdict::Covered80 => "covered_80",
+            crate::methodology::scorecard::Verdict::Covered95 => "covered_95",
+            crate::methodology::scorecard::Verdict::Miss => "miss",
+        });
+        let ox = x(t.observed_usd as f64);
+        let _ = write!(
+            body,
+            "<text class=\"label\" x=\"4\" y=\"{}\">{}</text>\
+             <rect class=\"band95\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"10\"/>\
+             <rect class=\"band80\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"10\"/>\
+             <circle class=\"mark-dot\" cx=\"{:.1}\" cy=\"{cy}\" r=\"3.5\"/>\
+             <path class=\"outcome {verdict}\" d=\"M{ox:.1} {} l5 5 l-5 5 l-5 -5 z\"/>",
+            cy + 4,
+            esc(&t.slug),
+            x(f.band_95.lower as f64),
+            cy - 5,
+            (x(f.band_95.upper as f64) - x(f.band_95.lower as f64)).max(1.0),
+            x(f.band_80.lower as f64),
+            cy - 5,
+            (x(f.band_80.upper as f64) - x(f.band_80.lower as f64)).max(1.0),
+            x(f.mark_usd),
+            cy - 5,
+        );
+    }
+    out.push_str(&svg(
+        "outcomes",
+        width,
+        height,
+        "Listings and bankruptcies against the mark the day before",
+        "For each listing and bankruptcy, the method's mark, 80% and 95% bands the day before, and the outcome value, on a log scale",
+        &body,
+    ));
+    let _ = write!(
+        out,
+        "\n<p>Verdicts for {}: {} hit (within ±10%), {} covered by the 80% band, {} by the 95% band only, {} missed.</p>\n",
+        esc(method.name),
+        method.outcome_verdicts.hit,
+        method.outcome_verdicts.covered_80,
+        method.outcome_verdicts.covered_95,
+        method.outcome_verdicts.miss
+    );
+    out.push_str(
+        "<div class=\"scroll\"><table class=\"data\"><caption>Every outcome: the method's mark the day before, its bands and \
+         the verdict</caption>\n<thead><tr><th scope=\"col\">company</th><th scope=\"col\">outcome</th>\
+         <th scope=\"col\">date</th><th scope=\"col\">value</th><th scope=\"col\">mark the day before</th>\
+         <th scope=\"col\">80% band</th><th scope=\"col\">95% band</th><th scope=\"col\">verdict</th></tr></thead>\n<tbody>\n",
+    );
+    for t in &outcomes {
+        let f = &t.forecasts[0];
+        let _ = writeln!(
+            out,
+            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} – {}</td><td>{} – {}</td><td>{}</td></tr>",
+            esc(&t.slug),
+            t.event_type.as_str(),
+            t.occurred_on,
+            usd(t.observed_usd as f64),
+            usd(f.mark_usd),
+            usd(f.band_80.lower as f64),
+            usd(f.band_80.upper as f64),
+            usd(f.band_95.lower as f64),
+            usd(f.band_95.upper as f64),
+            f.verdict.map_or("–".to_string(), |v| format!("{v:?}").to_lowercase())
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+fn misses_section(card: &Scorecard) -> String {
+    let Some(method) = card.forecasters.first() else {
+        return String::new();
+    };
+    let mut out = format!(
+        "<h2 id=\"misses\">Misses</h2>\n<p>Scored events outside {}'s 95% band: {} of {}.</p>\n\
+         <div class=\"scroll\"><table class=\"data\"><caption>Every miss of the method</caption>\n<thead><tr>\
+         <th scope=\"col\">company</th><th scope=\"col\">event</th><th scope=\"col\">date</th><th scope=\"col\">value</th>\
+         <th scope=\"col\">forecast</th><th scope=\"col\">95% band</th></tr></thead>\n<tbody>\n",
+        esc(method.name),
+        method.misses_total,
+        method.n
+    );
+    for m in &method.misses {
+        let _ = writeln!(
+            out,
+            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} – {}</td></tr>",
+            esc(&m.slug),
+            m.event_type.as_str(),
+            m.occurred_on,
+            usd(m.valuation_usd as f64),
+            usd(m.predicted_usd as f64),
+            usd(m.band_95.lower as f64),
+            usd(m.band_95.upper as f64)
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+/// The method minus the last-event baseline: each difference with its bootstrap interval.
+fn bootstrap_section(card: &Scorecard) -> String {
+    let c = &card.comparison;
+    let mut out = format!(
+        "<h2 id=\"bootstrap\">The method against carrying the last event forward</h2>\n<p>{} minus {}: company-clustered \
+         bootstrap ({} companies resampled, {} draws, seed {}). Each bar is a 95% interval of the difference; left of \
+         zero, the method's error is smaller.</p>\n",
+        esc(c.a),
+        esc(c.b),
+        c.companies,
+        c.draws,
+        c.seed
+    );
+    let (width, row_h, left) = (640u32, 30u32, 230u32);
+    let height = 20 + c.differences.len() as u32 * row_h;
+    let mut body = String::new();
+    for (row, d) in c.differences.iter().enumerate() {
+        let cy = 16 + row as u32 * row_h + row_h / 2;
+        let Some([low, high]) = d.interval_95 else {
+            continue;
+        };
+        let reach = low.abs().max(high.abs()).max(d.difference.unwrap_or(0.0).abs()) * 1.1;
+        let span = (width - left - 20) as f64;
+        let x = |v: f64| left as f64 + (v / reach + 1.0) / 2.0 * span;
+        let _ = write!(
+            body,
+            "<text class=\"label\" x=\"4\" y=\"{}\">{}</text><line class=\"zero\" x1=\"{z:.1}\" y1=\"{}\" x2=\"{z:.1}\" y2=\"{}\"/>\
+             <rect class=\"interval {}\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"8\"/>",
+            cy + 4,
+            esc(d.figure),
+            cy - 10,
+            cy + 10,
+            d.verdict,
+            x(low),
+            cy - 4,
+            (x(high) - x(low)).max(1.0),
+            z = x(0.0)
+        );
+        if let Some(diff) = d.difference {
+            let _ = write!(
+                body,
+                "<circle class=\"dot\" cx=\"{:.1}\" cy=\"{cy}\" r=\"4\"/>",
+                x(diff)
+            );
+        }
+    }
+    out.push_str(&svg(
+        "bootstrap",
+        width,
+        height,
+        "Bootstrap intervals of the method minus the baseline",
+        "For each figure, the difference between the method and the last-event baseline with its 95% bootstrap interval",
+        &body,
+    ));
+    out.push_str(
+        "\n<div class=\"scroll\"><table class=\"data\"><caption>Differences with their 95% intervals</caption>\n<thead><tr>\
+         <th scope=\"col\">figure</th><th scope=\"col\">method</th><th scope=\"col\">baseline</th>\
+         <th scope=\"col\">difference</th><th scope=\"col\">95% interval</th><th scope=\"col\">verdict</th></tr></thead>\n<tbody>\n",
+    );
+    for d in &c.differences {
+        let _ = writeln!(
+            out,
+            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(d.figure),
+            opt(d.a),
+            opt(d.b),
+            opt(d.difference),
+            d.interval_95.map_or("–".to_string(), |[l, h]| format!("[{l}, {h}]")),
+            verdict(d.verdict)
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_and_amounts_shortened() {
+        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(usd(1_750_000_000_000.0), "$1.75T");
+        assert_eq!(usd(48_150_186_859.0), "$48.15B");
+        assert_eq!(usd(346_661_633.0), "$347M");
+        assert_eq!(usd(0.0), "$0");
+    }
+}

@@ -1,0 +1,215 @@
+//! The pages' files compiled into the binary: the explorer and API-reference shells
+//! (`web/explore.html`, `web/docs.html`) and every file under `web/assets/` (the stylesheet,
+//! the explorer's script, the vendored API-reference renderer with its licence).
+//!
+//! Each is prepared once, on first use, like a snapshot body: its bytes, a strong ETag, and a
+//! gzip variant with its own ETag when that saves anything. Every asset is served at
+//! `/assets/NAME` (revalidated) and at `/assets/FINGERPRINT/NAME` (cached for a year: the
+//! fingerprint is a hash of the content, so a new binary's asset has a new URL). In the shells,
+//! `{{asset:NAME}}` becomes the fingerprinted URL. The pages that depend on the dataset (`/`
+//! and `/scorecard`) are the builder's, in the snapshot.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use http::HeaderValue;
+use include_dir::{include_dir, Dir};
+
+static WEB: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/web");
+
+/// Bodies smaller than this are not worth a gzip variant (as for snapshot bodies).
+const GZIP_FROM: usize = 1024;
+
+/// One file, ready to serve.
+#[derive(Debug)]
+pub struct WebFile {
+    pub bytes: Bytes,
+    pub etag: String,
+    /// The gzip variant and its ETag, when it is smaller.
+    pub gzip: Option<(Bytes, String)>,
+    pub content_type: HeaderValue,
+}
+
+/// Which shell a page is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shell {
+    Explore,
+    Docs,
+}
+
+/// What an asset URL names.
+#[derive(Debug)]
+pub struct AssetHit<'a> {
+    pub file: &'a WebFile,
+    /// Asked for under its fingerprint: it never changes under that URL.
+    pub fingerprinted: bool,
+}
+
+#[derive(Debug)]
+struct Web {
+    /// By path under `web/assets/`.
+    assets: HashMap<String, (String, WebFile)>,
+    explore: Option<WebFile>,
+    docs: Option<WebFile>,
+}
+
+fn web() -> &'static Web {
+    static PREPARED: OnceLock<Web> = OnceLock::new();
+    PREPARED.get_or_init(|| {
+        let mut assets = HashMap::new();
+        if let Some(dir) = WEB.get_dir("assets") {
+            collect(dir, &mut assets);
+        }
+        let shell = |name: &str| {
+            WEB.get_file(name).map(|file| {
+                let text = String::from_utf8_lossy(file.contents());
+                prepare(fill_asset_urls(&text, &assets).into_bytes(), "html")
+            })
+        };
+        Web {
+            explore: shell("explore.html"),
+            docs: shell("docs.html"),
+            assets,
+        }
+    })
+}
+
+fn collect(dir: &'static Dir<'static>, into: &mut HashMap<String, (String, WebFile)>) {
+    for file in dir.files() {
+        let Some(path) = file.path().to_str() else {
+            continue;
+        };
+        // Paths inside the embedded tree start at `web/`: `assets/app.css`.
+        let name = path.strip_prefix("assets/").unwrap_or(path).to_string();
+        let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
+        let fingerprint = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(file.contents()));
+        let prepared = prepare(file.contents().to_vec(), extension);
+        into.insert(name, (fingerprint[..12].to_string(), prepared));
+    }
+    for sub in dir.dirs() {
+        collect(sub, into);
+    }
+}
+
+/// `{{asset:NAME}}` replaced by `/assets/FINGERPRINT/NAME`; an unknown name is left as it is
+/// (and shows in the page as a broken reference a test finds).
+fn fill_asset_urls(text: &str, assets: &HashMap<String, (String, WebFile)>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{asset:") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + "{{asset:".len()..];
+        match after.find("}}") {
+            Some(end) => {
+                let name = &after[..end];
+                match assets.get(name) {
+                    Some((fingerprint, _)) => out.push_str(&format!("/assets/{fingerprint}/{name}")),
+                    None => out.push_str(&rest[start..start + "{{asset:".len() + end + 2]),
+                }
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn content_type(extension: &str) -> HeaderValue {
+    HeaderValue::from_static(match extension {
+        "html" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "svg" => "image/svg+xml",
+        "json" | "map" => "application/json",
+        "txt" | "md" => "text/plain; charset=utf-8",
+        "png" => "image/png",
+        "woff2" => "font/woff2",
+        _ => "application/octet-stream",
+    })
+}
+
+fn etag_of(bytes: &[u8]) -> String {
+    format!("\"{:016x}\"", xxhash_rust::xxh3::xxh3_64(bytes))
+}
+
+fn prepare(bytes: Vec<u8>, extension: &str) -> WebFile {
+    let compressible = !matches!(extension, "png" | "woff2");
+    let gzip = (compressible && bytes.len() >= GZIP_FROM)
+        .then(|| marks_builder::gzip::Piece::of(&bytes, 9).ok())
+        .flatten()
+        .map(|piece| marks_builder::gzip::member(&[&piece]))
+        .filter(|gzip| gzip.len() < bytes.len())
+        .map(|gzip| {
+            let etag = etag_of(&gzip);
+            (Bytes::from(gzip), etag)
+        });
+    WebFile {
+        etag: etag_of(&bytes),
+        bytes: Bytes::from(bytes),
+        gzip,
+        content_type: content_type(extension),
+    }
+}
+
+/// A shell page, if the binary was built with it.
+pub fn shell(shell: Shell) -> Option<&'static WebFile> {
+    match shell {
+        Shell::Explore => web().explore.as_ref(),
+        Shell::Docs => web().docs.as_ref(),
+    }
+}
+
+/// The asset `/assets/NAME` or `/assets/FINGERPRINT/NAME` names (`rest` is what follows
+/// `/assets/`); a fingerprint that is not the current one is not found.
+pub fn asset(rest: &str) -> Option<AssetHit<'static>> {
+    let assets = &web().assets;
+    if let Some((_, file)) = assets.get(rest) {
+        return Some(AssetHit {
+            file,
+            fingerprinted: false,
+        });
+    }
+    let (fingerprint, name) = rest.split_once('/')?;
+    assets
+        .get(name)
+        .filter(|(current, _)| current == fingerprint)
+        .map(|(_, file)| AssetHit {
+            file,
+            fingerprinted: true,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn asset_placeholders_become_fingerprinted_urls() {
+        let mut assets = HashMap::new();
+        assets.insert(
+            "app.css".to_string(),
+            ("abc123".to_string(), prepare(b"body{}".to_vec(), "css")),
+        );
+        let filled = fill_asset_urls(
+            "<link href=\"{{asset:app.css}}\"><script src=\"{{asset:gone.js}}\"></script>{{asset:",
+            &assets,
+        );
+        assert_eq!(
+            filled,
+            "<link href=\"/assets/abc123/app.css\"><script src=\"{{asset:gone.js}}\"></script>{{asset:"
+        );
+    }
+
+    #[test]
+    fn small_or_incompressible_files_have_no_gzip_variant() {
+        assert!(prepare(b"tiny".to_vec(), "css").gzip.is_none());
+        assert!(prepare(vec![b'a'; 4096], "css").gzip.is_some());
+        assert!(prepare(vec![b'a'; 4096], "png").gzip.is_none());
+        assert_eq!(content_type("js"), "text/javascript; charset=utf-8");
+    }
+}
