@@ -14,6 +14,8 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r examples/python/requirements.txt schemathesis \
   "openapi-python-client==0.29.*" "mcp==2.*"
+# The examples use the SDK, installed from its directory as a user would.
+"$venv/bin/pip" install --quiet --disable-pip-version-check ./clients/python
 
 cargo build --quiet --bin marks
 marks=target/debug/marks

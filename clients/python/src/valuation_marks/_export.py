@@ -1,0 +1,381 @@
+"""Exports: byte-range resumption, gzip decoding, NDJSON lines (shared by both clients).
+
+``getExport`` and ``getSeriesExport`` are stored gzip-compressed on the server and sent as they
+are stored to clients that accept gzip, with a strong ETag and single byte ranges. A download
+that breaks off resumes with ``Range: bytes=<held>-`` and ``If-Range: <etag>``: the server
+answers 206 with the rest while the ETag still names the same export, or 200 with a whole new
+one. Decoding runs on the stored bytes as they arrive, so a resumed range simply continues the
+gzip stream where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+import random
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any, Generic, Optional, TypeVar, Union, cast
+
+import httpx
+
+from ._core import Call, ClientStats
+from .errors import ConnectionFailed, ExportChanged, ExportCorrupt, RangeNotSatisfiable
+from .models import ExportCompany, ExportHeader, ExportSeries, Meta, from_json
+
+__all__ = [
+    "Download",
+    "ExportParser",
+    "ExportReader",
+    "FileTransfer",
+    "StreamTransfer",
+    "read_export",
+    "read_export_series",
+]
+
+T = TypeVar("T")
+
+_ACCEPT = "application/x-ndjson, application/problem+json"
+
+
+def parse_content_range(value: Optional[str]) -> tuple[Optional[int], Optional[int], Optional[int]]:
+    """``bytes 100-199/1000`` -> (100, 199, 1000); ``bytes */1000`` -> (None, None, 1000)."""
+    if not value or not value.startswith("bytes "):
+        return (None, None, None)
+    span, _, total_text = value[6:].partition("/")
+    total = int(total_text) if total_text.isdigit() else None
+    if span == "*":
+        return (None, None, total)
+    first, _, last = span.partition("-")
+    try:
+        return (int(first), int(last), total)
+    except ValueError:
+        return (None, None, total)
+
+
+class _GzipLines:
+    """Splits a (possibly multi-member) gzip stream, or plain text, into lines as bytes arrive."""
+
+    def __init__(self, gzipped: bool) -> None:
+        self.gzipped = gzipped
+        self._decoder: Any = zlib.decompressobj(wbits=31) if gzipped else None
+        self._member_open = False
+        self._pending = b""
+
+    def _decode(self, chunk: bytes) -> bytes:
+        if not self.gzipped:
+            return chunk
+        out = []
+        while chunk:
+            try:
+                out.append(self._decoder.decompress(chunk))
+            except zlib.error as exc:
+                raise ExportCorrupt(f"the export does not decode as gzip: {exc}") from exc
+            self._member_open = not self._decoder.eof
+            if self._decoder.eof:
+                chunk = self._decoder.unused_data
+                self._decoder = zlib.decompressobj(wbits=31)
+            else:
+                chunk = b""
+        return b"".join(out)
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        data = self._decode(chunk)
+        if not data:
+            return []
+        lines = (self._pending + data).split(b"\n")
+        self._pending = lines.pop()
+        return lines
+
+    def finish(self) -> list[bytes]:
+        if self.gzipped and self._member_open:
+            raise ExportCorrupt("the export ends inside a gzip member")
+        tail, self._pending = self._pending, b""
+        return [tail] if tail.strip() else []
+
+
+class ExportParser(Generic[T]):
+    """NDJSON lines of an export to models: the header line first, then one line per company."""
+
+    def __init__(self, model: type[T], *, raw: bool = False) -> None:
+        self.model = model
+        self.raw = raw
+        self.header: Optional[ExportHeader] = None
+        self.count = 0
+
+    def parse(self, line: bytes) -> Optional[T]:
+        if not line.strip():
+            return None
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise ExportCorrupt(f"line {self.count + 2} of the export is not JSON") from exc
+        if self.header is None:
+            self.header = from_json(ExportHeader, data)
+            return None
+        self.count += 1
+        if self.raw:
+            return data  # type: ignore[no-any-return]
+        return from_json(self.model, data, meta=self.header.meta)
+
+    def finish(self) -> None:
+        if self.header is None:
+            raise ExportCorrupt("the export is empty: no header line")
+        if self.count != self.header.companies:
+            raise ExportCorrupt(
+                f"the header announces {self.header.companies} companies, the export holds {self.count}"
+            )
+
+
+class _Transfer:
+    """Resumption bookkeeping common to streamed exports and downloads to a file."""
+
+    def __init__(self, url_path: str, params: dict[str, Any], stats: ClientStats, max_resumes: int) -> None:
+        self.path = url_path
+        self.params = params
+        self.stats = stats
+        self.max_resumes = max_resumes
+        self.etag: Optional[str] = None
+        self.encoding: Optional[str] = None
+        self.offset = 0  # bytes of the representation held
+        self.total: Optional[int] = None
+        self.resumed_at: list[int] = []  # offsets at which 206 ranges began
+        self._failures = 0
+        self._offset_at_failure = -1
+
+    def call(self) -> Call:
+        headers = {"Accept-Encoding": "gzip", "Accept": _ACCEPT}
+        if self.offset and self.etag:
+            headers["Range"] = f"bytes={self.offset}-"
+            headers["If-Range"] = self.etag
+        return Call(self.path, self.params, headers, stream=True, cache=False)
+
+    @property
+    def complete(self) -> bool:
+        return self.total is not None and self.offset >= self.total
+
+    def _range(self, response: httpx.Response) -> None:
+        """Checks a 206 against what is held."""
+        start, _, total = parse_content_range(response.headers.get("Content-Range"))
+        etag = response.headers.get("ETag")
+        if start != self.offset or total is None or (etag is not None and etag != self.etag):
+            got = response.headers.get("Content-Range")
+            raise ExportCorrupt(f"asked for bytes {self.offset}- of {self.etag}, got {got} of {etag}")
+        self.total = total
+        self.resumed_at.append(start)
+        self.stats.resumes += 1
+
+    def _whole(self, response: httpx.Response) -> None:
+        self.etag = response.headers.get("ETag")
+        self.encoding = response.headers.get("Content-Encoding")
+        length = response.headers.get("Content-Length")
+        self.total = int(length) if length and length.isdigit() else None
+        self.offset = 0
+
+    def broken(self, error: BaseException) -> float:
+        """Seconds to wait before resuming after a break; raises when resuming is hopeless."""
+        if self.offset > self._offset_at_failure:
+            self._failures = 0  # progress since the last break
+        self._failures += 1
+        self._offset_at_failure = self.offset
+        if self._failures > self.max_resumes:
+            raise ConnectionFailed(
+                f"the export broke off {self._failures} times at byte {self.offset} without progress"
+            ) from error
+        if not self.etag:
+            raise ConnectionFailed("the export broke off and has no ETag to resume against") from error
+        base = min(8.0, 0.25 * 2.0 ** (self._failures - 1))
+        return base / 2 + random.uniform(0, base / 2)
+
+
+class StreamTransfer(_Transfer):
+    """A streamed export decoded into lines; resumes within the same stream after breaks."""
+
+    def __init__(self, url_path: str, params: dict[str, Any], stats: ClientStats, max_resumes: int) -> None:
+        super().__init__(url_path, params, stats, max_resumes)
+        self._lines: Optional[_GzipLines] = None
+        self._emitted = False
+
+    def begin(self, response: httpx.Response) -> None:
+        if response.status_code == 206:
+            self._range(response)
+            return
+        if response.status_code != 200:
+            raise ExportCorrupt(f"unexpected answer {response.status_code} to an export request")
+        if self.offset and self._emitted:
+            raise ExportChanged(
+                f"the export changed while resuming at byte {self.offset} "
+                f"({self.etag} -> {response.headers.get('ETag')}); read the new one with a new export()"
+            )
+        self._whole(response)
+        self._lines = _GzipLines(self.encoding == "gzip")
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        assert self._lines is not None
+        self.offset += len(chunk)
+        lines = self._lines.feed(chunk)
+        if lines:
+            self._emitted = True
+        return lines
+
+    def finish(self) -> list[bytes]:
+        assert self._lines is not None
+        return self._lines.finish()
+
+
+@dataclasses.dataclass(frozen=True)
+class Download:
+    """The outcome of ``download_export``: a complete file, or a part to resume later."""
+
+    path: Path  # the file when complete; else the ``.part`` file holding what was fetched
+    complete: bool
+    size: int  # bytes held
+    total: Optional[int]  # bytes of the whole export
+    etag: Optional[str]
+    encoding: Optional[str]  # "gzip" (the stored bytes), or None (NDJSON text)
+    resumed_from: Optional[int]  # the byte this call resumed at, if it resumed
+    content_range: Optional[str]  # the Content-Range of the first resumed answer
+
+
+class FileTransfer(_Transfer):
+    """An export stored as it is served into ``dest`` (via ``dest.part``), resumable across runs.
+
+    ``dest.part.json`` remembers the ETag and URL of the part, so the next call (in this process
+    or a later one) resumes with ``Range``/``If-Range``; a changed export starts afresh.
+    """
+
+    def __init__(
+        self,
+        dest: Union[str, os.PathLike[str]],
+        url: str,
+        url_path: str,
+        params: dict[str, Any],
+        stats: ClientStats,
+        max_resumes: int,
+        max_bytes: Optional[int],
+    ) -> None:
+        super().__init__(url_path, params, stats, max_resumes)
+        self.dest = Path(dest)
+        self.part = self.dest.with_name(self.dest.name + ".part")
+        self.state = self.dest.with_name(self.dest.name + ".part.json")
+        self.url = url
+        self.max_bytes = max_bytes
+        self.resumed_from: Optional[int] = None
+        self.content_range: Optional[str] = None
+        self._file: Optional[IO[bytes]] = None
+        try:
+            state = json.loads(self.state.read_text(encoding="utf-8"))
+            if state.get("url") == url and self.part.exists():
+                self.etag = state.get("etag")
+                self.encoding = state.get("encoding")
+                self.total = state.get("total")
+                self.offset = self.part.stat().st_size
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def begin(self, response: httpx.Response) -> None:
+        if response.status_code == 206:
+            self._range(response)
+            if self.resumed_from is None:
+                self.resumed_from = self.offset
+                self.content_range = response.headers.get("Content-Range")
+            self._file = open(self.part, "ab")  # noqa: SIM115 - closed in end()
+            return
+        if response.status_code != 200:
+            raise ExportCorrupt(f"unexpected answer {response.status_code} to an export request")
+        self._whole(response)
+        self.dest.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.part, "wb")  # noqa: SIM115 - closed in end()
+        state = {"url": self.url, "etag": self.etag, "encoding": self.encoding, "total": self.total}
+        self.state.write_text(json.dumps(state), encoding="utf-8")
+
+    def range_refused(self, error: RangeNotSatisfiable) -> bool:
+        """After a 416: True if the part already holds the whole export; else starts afresh."""
+        _, _, total = parse_content_range(error.headers.get("content-range"))
+        if total is not None and total == self.offset:
+            self.total = total
+            return True
+        self.offset = 0
+        self.etag = None
+        self.part.unlink(missing_ok=True)
+        return False
+
+    def write(self, chunk: bytes) -> bool:
+        """Stores a chunk; True once ``max_bytes`` are held (stop here, resume later)."""
+        assert self._file is not None
+        if self.max_bytes is not None and self.offset + len(chunk) >= self.max_bytes:
+            chunk = chunk[: max(0, self.max_bytes - self.offset)]
+            self._file.write(chunk)
+            self.offset += len(chunk)
+            return True
+        self._file.write(chunk)
+        self.offset += len(chunk)
+        return False
+
+    def end(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def result(self) -> Download:
+        self.end()
+        if self.complete:
+            os.replace(self.part, self.dest)
+            self.state.unlink(missing_ok=True)
+        return Download(
+            path=self.dest if self.complete else self.part,
+            complete=self.complete,
+            size=self.offset,
+            total=self.total,
+            etag=self.etag,
+            encoding=self.encoding,
+            resumed_from=self.resumed_from,
+            content_range=self.content_range,
+        )
+
+
+class ExportReader(Generic[T]):
+    """The lines of an export file written by ``download_export`` (gzip or plain NDJSON).
+
+    Iterate for the company (or series) lines; ``header`` and ``meta`` are read on opening.
+    """
+
+    def __init__(self, path: Union[str, os.PathLike[str]], model: type[T]) -> None:
+        self.path = Path(path)
+        self._parser: ExportParser[T] = ExportParser(model)
+        with self._open() as lines:
+            self._parser.parse(next(lines, b""))
+        if self._parser.header is None:
+            raise ExportCorrupt(f"{self.path} is empty")
+        self.header: ExportHeader = self._parser.header
+
+    @property
+    def meta(self) -> Meta:
+        return self.header.meta
+
+    def _open(self) -> IO[bytes]:
+        with open(self.path, "rb") as probe:
+            gzipped = probe.read(2) == b"\x1f\x8b"
+        return cast(IO[bytes], gzip.open(self.path, "rb") if gzipped else open(self.path, "rb"))
+
+    def __iter__(self) -> Iterator[T]:
+        parser: ExportParser[T] = ExportParser(self._parser.model)
+        with self._open() as lines:
+            for line in lines:
+                item = parser.parse(line)
+                if item is not None:
+                    yield item
+        parser.finish()
+
+
+def read_export(path: Union[str, os.PathLike[str]]) -> ExportReader[ExportCompany]:
+    """Reads a companies export file (``download_export``) line by line."""
+    return ExportReader(path, ExportCompany)
+
+
+def read_export_series(path: Union[str, os.PathLike[str]]) -> ExportReader[ExportSeries]:
+    """Reads a series export file (``download_export_series``) line by line."""
+    return ExportReader(path, ExportSeries)

@@ -1,0 +1,161 @@
+"""DataFrame helpers (the ``pandas`` extra). pandas is imported only when one is asked for.
+
+Frames are built straight from the decoded JSON, not through the dataclasses, and carry the
+response's meta in ``.attrs["meta"]`` as a dict of strings (so it survives copies, pickling
+and Parquet metadata).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .models import Meta
+
+__all__ = [
+    "COMPANY_COLUMNS",
+    "companies_frame",
+    "company_row",
+    "events_frame",
+    "require_pandas",
+    "series_frame",
+    "targets_frame",
+]
+
+COMPANY_COLUMNS = (
+    "slug",
+    "name",
+    "sector",
+    "status",
+    "as_of_date",
+    "value_usd",
+    "lower_usd",
+    "upper_usd",
+    "confidence",
+    "delta_30d_pct",
+)
+SERIES_COLUMNS = ("date", "mark_usd", "lower_usd", "upper_usd")
+EVENT_COLUMNS = ("occurred_on", "event_id", "event_type", "valuation_usd", "source_url", "note")
+TARGET_COLUMNS = (
+    "slug",
+    "event_id",
+    "kind",
+    "event_type",
+    "occurred_on",
+    "marked_on",
+    "observed_usd",
+    "gap_years",
+    "gap_bucket",
+    "forecaster",
+    "mark_usd",
+    "band_80_lower",
+    "band_80_upper",
+    "band_95_lower",
+    "band_95_upper",
+    "confidence",
+    "log_error",
+    "inside_80",
+    "inside_95",
+    "hit",
+    "verdict",
+)
+
+
+def require_pandas() -> Any:
+    """The pandas module, or an ImportError that says how to install it."""
+    try:
+        import pandas
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("DataFrames need pandas: pip install 'valuation-marks[pandas]'") from exc
+    return pandas
+
+
+def _dates(pd: Any, column: Any) -> Any:
+    return pd.to_datetime(column, format="%Y-%m-%d")
+
+
+def _attrs(frame: pd.DataFrame, meta: Optional[Meta], **extra: Any) -> pd.DataFrame:
+    frame.attrs["meta"] = meta.to_dict() if meta is not None else None
+    frame.attrs.update(extra)
+    return frame
+
+
+def company_row(item: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The ``companies_frame`` row of a ``listCompanies`` item (decoded JSON)."""
+    mark = item.get("latest_mark") or {}
+    return (
+        item["slug"],
+        item["name"],
+        item.get("sector"),
+        item.get("status"),
+        mark.get("as_of_date"),
+        mark.get("value_usd"),
+        mark.get("lower_usd"),
+        mark.get("upper_usd"),
+        mark.get("confidence"),
+        item.get("delta_30d_pct"),
+    )
+
+
+def companies_frame(rows: Sequence[tuple[Any, ...]], meta: Optional[Meta]) -> pd.DataFrame:
+    """One row per company, indexed by slug."""
+    pd = require_pandas()
+    frame = pd.DataFrame.from_records(rows, columns=COMPANY_COLUMNS)
+    frame["as_of_date"] = _dates(pd, frame["as_of_date"])
+    frame["delta_30d_pct"] = frame["delta_30d_pct"].astype("float64")
+    frame = frame.set_index("slug")
+    return _attrs(frame, meta)
+
+
+def series_frame(
+    points: Iterable[Mapping[str, Any]], meta: Optional[Meta], *, slug: str, coverage: int
+) -> pd.DataFrame:
+    """One row per day, indexed by date."""
+    pd = require_pandas()
+    frame = pd.DataFrame.from_records(list(points), columns=SERIES_COLUMNS)
+    frame["date"] = _dates(pd, frame["date"])
+    frame = frame.set_index("date")
+    return _attrs(frame, meta, slug=slug, coverage=coverage)
+
+
+def events_frame(events: Iterable[Mapping[str, Any]], meta: Optional[Meta], *, slug: str) -> pd.DataFrame:
+    """One row per event, indexed by the day it occurred on."""
+    pd = require_pandas()
+    frame = pd.DataFrame.from_records(list(events), columns=EVENT_COLUMNS)
+    frame["occurred_on"] = _dates(pd, frame["occurred_on"])
+    frame = frame.set_index("occurred_on")
+    return _attrs(frame, meta, slug=slug)
+
+
+def targets_frame(targets: Iterable[Mapping[str, Any]], meta: Optional[Meta]) -> pd.DataFrame:
+    """One row per (scored target, forecaster)."""
+    pd = require_pandas()
+    rows = []
+    for target in targets:
+        head = tuple(target.get(name) for name in TARGET_COLUMNS[:9])
+        for forecast in target.get("forecasts", ()):
+            band_80, band_95 = forecast.get("band_80") or {}, forecast.get("band_95") or {}
+            rows.append(
+                (
+                    *head,
+                    forecast.get("forecaster"),
+                    forecast.get("mark_usd"),
+                    band_80.get("lower"),
+                    band_80.get("upper"),
+                    band_95.get("lower"),
+                    band_95.get("upper"),
+                    forecast.get("confidence"),
+                    forecast.get("log_error"),
+                    forecast.get("inside_80"),
+                    forecast.get("inside_95"),
+                    forecast.get("hit"),
+                    forecast.get("verdict"),
+                )
+            )
+    frame = pd.DataFrame.from_records(rows, columns=TARGET_COLUMNS)
+    frame["occurred_on"] = _dates(pd, frame["occurred_on"])
+    frame["marked_on"] = _dates(pd, frame["marked_on"])
+    return _attrs(frame, meta)

@@ -1,0 +1,487 @@
+"""``Client``: the blocking client (``httpx.Client`` and ``time.sleep`` drive the shared core)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Generator, Iterable, Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Optional, TypeVar, Union, overload
+
+import httpx
+
+from . import _calls as calls
+from ._core import (
+    Call,
+    ClientCore,
+    ClientStats,
+    ETagCache,
+    Outcome,
+    RateLimit,
+    Reply,
+    ResponseInfo,
+    RetryEvent,
+    RetryPolicy,
+    Send,
+    Sleep,
+    Step,
+    next_cursor,
+    operation,
+)
+from ._export import Download, ExportParser, FileTransfer, StreamTransfer
+from .errors import RangeNotSatisfiable
+from .models import (
+    Change,
+    ChangesPage,
+    CompaniesPage,
+    Company,
+    CompanyListItem,
+    Events,
+    ExportCompany,
+    ExportHeader,
+    ExportSeries,
+    Meta,
+    Resolution,
+    Scorecard,
+    ScorecardTargets,
+    Series,
+    SigningKeys,
+    Usage,
+    from_json,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Client", "ExportStream", "Paginator"]
+
+P = TypeVar("P", CompaniesPage, ChangesPage)
+T = TypeVar("T")
+
+
+class Paginator(Generic[P, T]):
+    """Items of a paginated list, fetched page by page (by cursor) as iteration reaches them.
+
+    Iterating again walks the list again from the first page. ``pages()`` yields the pages
+    themselves (with their ``meta`` and ``page`` info).
+    """
+
+    def __init__(self, fetch: Callable[[Optional[str]], P], items: Callable[[P], Iterable[T]]) -> None:
+        self._fetch: Callable[[Optional[str]], P] = fetch
+        self._items: Callable[[P], Iterable[T]] = items
+
+    def pages(self) -> Iterator[P]:
+        cursor: Optional[str] = None
+        while True:
+            page = self._fetch(cursor)
+            yield page
+            cursor = next_cursor(page.raw, cursor)
+            if cursor is None:
+                return
+
+    def __iter__(self) -> Iterator[T]:
+        for page in self.pages():
+            yield from self._items(page)
+
+
+class ExportStream(Generic[T]):
+    """An export's company (or series) lines, streamed, decoded and resumed after breaks.
+
+    Read it once. ``header`` and ``meta`` are there once the first line has been read;
+    ``resumes`` counts the byte ranges that continued it after a broken connection.
+    """
+
+    def __init__(self, client: Client, transfer: StreamTransfer, parser: ExportParser[T]) -> None:
+        self._client = client
+        self._transfer = transfer
+        self._parser = parser
+        self._started = False
+
+    @property
+    def header(self) -> Optional[ExportHeader]:
+        return self._parser.header
+
+    @property
+    def meta(self) -> Optional[Meta]:
+        return self._parser.header.meta if self._parser.header is not None else None
+
+    @property
+    def etag(self) -> Optional[str]:
+        return self._transfer.etag
+
+    @property
+    def resumes(self) -> int:
+        return len(self._transfer.resumed_at)
+
+    @property
+    def resumed_at(self) -> list[int]:
+        return list(self._transfer.resumed_at)
+
+    @property
+    def bytes_received(self) -> int:
+        return self._transfer.offset
+
+    def __iter__(self) -> Iterator[T]:
+        if self._started:
+            raise RuntimeError("an export stream is read once; call export() again")
+        self._started = True
+        for line in self._client._stream_lines(self._transfer):
+            item = self._parser.parse(line)
+            if item is not None:
+                yield item
+        self._parser.finish()
+
+
+class Client:
+    """The Valuation Marks API, blocking.
+
+    ``api_key`` defaults to ``$MARKS_API_KEY``, ``base_url`` to ``$MARKS_BASE_URL`` (else
+    ``http://127.0.0.1:8080``). 429 is retried after ``Retry-After`` (at most ``max_retries``
+    times, waits of at most ``max_retry_wait`` seconds), 503 and connection errors with
+    exponential backoff; nothing else. ``cache=True`` (or an ``ETagCache``) revalidates
+    repeated requests with ``If-None-Match``. ``on_retry`` is called with a ``RetryEvent``
+    before each wait. Use it as a context manager, or call ``close()``.
+    """
+
+    def __init__(
+        self,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        max_retry_wait: float = 60.0,
+        backoff: float = 0.5,
+        cache: Union[ETagCache, bool, None] = None,
+        on_retry: Optional[Callable[[RetryEvent], None]] = None,
+        headers: Optional[dict[str, str]] = None,
+        max_resumes: int = 5,
+        http_client: Optional[httpx.Client] = None,
+    ) -> None:
+        policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_retry_wait=max_retry_wait)
+        self._core = ClientCore(
+            api_key=api_key, base_url=base_url, retry=policy, cache=cache, on_retry=on_retry, headers=headers
+        )
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx.Client(timeout=timeout)
+        self.max_resumes = max_resumes
+
+    # ---------------------------------------------------------------------------------------
+    # Plumbing
+
+    @property
+    def base_url(self) -> str:
+        return self._core.base_url
+
+    @property
+    def stats(self) -> ClientStats:
+        """Requests sent, retries waited out, 304s served from the cache, exports resumed."""
+        return self._core.stats
+
+    @property
+    def rate_limit(self) -> Optional[RateLimit]:
+        """The key's budget as the last answer reported it."""
+        return self._core.rate_limit
+
+    @property
+    def last_response(self) -> Optional[ResponseInfo]:
+        return self._core.last_response
+
+    @property
+    def cache(self) -> Optional[ETagCache]:
+        return self._core.cache
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def _send(self, step: Send) -> Outcome:
+        request = self._http.build_request(step.method, step.url, headers=dict(step.headers))
+        try:
+            response = self._http.send(request, stream=step.stream)
+        except httpx.TransportError as exc:
+            return exc
+        if step.stream and response.status_code >= 300:
+            try:
+                response.read()  # a problem+json (or a 304): small, and needed to decide
+            except httpx.TransportError as exc:
+                response.close()
+                return exc
+        return response
+
+    def _drive(self, exchange: Generator[Step, Outcome, Reply]) -> Reply:
+        outcome: Outcome = None
+        try:
+            while True:
+                step = exchange.send(outcome)
+                if isinstance(step, Sleep):
+                    time.sleep(step.seconds)
+                    outcome = None
+                else:
+                    outcome = self._send(step)
+        except StopIteration as stop:
+            reply: Reply = stop.value
+            return reply
+
+    def _json(self, call: Call) -> Any:
+        return self._drive(self._core.exchange(call)).body
+
+    def request(
+        self,
+        path: str,
+        params: Optional[dict[str, Any]] = None,
+        *,
+        method: str = "GET",
+        headers: Optional[dict[str, str]] = None,
+    ) -> Any:
+        """Any API path, as decoded JSON, with the client's key, retries and errors.
+
+        For operations this release has no method for yet; ``method`` exists for HEAD (no body,
+        returns None) and to see a refusal, since the API is read-only.
+        """
+        return self._json(Call(path, params or {}, headers or {}, method=method.upper()))
+
+    # ---------------------------------------------------------------------------------------
+    # Companies
+
+    @operation("listCompanies")
+    def companies(
+        self,
+        *,
+        sector: Optional[str] = None,
+        status: Optional[str] = None,
+        sort: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> Paginator[CompaniesPage, CompanyListItem]:
+        """Every company matching the filters, fetched lazily page by page (``limit`` per page)."""
+
+        def fetch(cursor: Optional[str]) -> CompaniesPage:
+            return self.companies_page(limit=limit, cursor=cursor, sector=sector, status=status, sort=sort)
+
+        return Paginator(fetch, lambda page: page.companies)
+
+    @operation("listCompanies")
+    def companies_page(
+        self,
+        *,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+        sector: Optional[str] = None,
+        status: Optional[str] = None,
+        sort: Optional[str] = None,
+    ) -> CompaniesPage:
+        """One page of the company list; pass ``page.next_cursor`` as ``cursor`` for the next."""
+        call = calls.list_companies(limit=limit, cursor=cursor, sector=sector, status=status, sort=sort)
+        return from_json(CompaniesPage, self._json(call))
+
+    @operation("listCompanies")
+    def companies_frame(
+        self,
+        *,
+        sector: Optional[str] = None,
+        status: Optional[str] = None,
+        sort: Optional[str] = None,
+        limit: int = 200,
+    ) -> pd.DataFrame:
+        """Every company matching the filters as a DataFrame, one row each, indexed by slug.
+
+        Columns: name, sector, status, as_of_date, value_usd, lower_usd, upper_usd, confidence,
+        delta_30d_pct; ``.attrs["meta"]`` holds the meta. Needs the ``pandas`` extra.
+        """
+        builder = calls.CompaniesFrameBuilder(sector=sector, status=status, sort=sort, limit=limit)
+        while not builder.done:
+            builder.add(self._json(builder.call()))
+        return builder.frame()
+
+    @operation("getCompany")
+    def company(self, slug: str) -> Company:
+        """A company's profile: latest mark, delta and the observations it stands on."""
+        return from_json(Company, self._json(calls.get_company(slug)))
+
+    @operation("getMarkSeries")
+    def series(self, slug: str, coverage: Optional[int] = None) -> Series:
+        """A company's daily mark series; ``coverage`` 80 (the default) or 95 (pro and above)."""
+        return from_json(Series, self._json(calls.get_mark_series(slug, coverage)))
+
+    @operation("getMarkEvents")
+    def events(self, slug: str) -> Events:
+        """A company's append-only event history, oldest first (pro and above)."""
+        return from_json(Events, self._json(calls.get_mark_events(slug)))
+
+    @operation("getResolution")
+    def resolution(self, slug: str) -> Resolution:
+        """A company's signed resolution record (enterprise); check it with ``.verify(keys)``."""
+        return from_json(Resolution, self._json(calls.get_resolution(slug)))
+
+    # ---------------------------------------------------------------------------------------
+    # Account, keys, methodology
+
+    @operation("getUsage")
+    def usage(self) -> Usage:
+        """The key's tier, budget, limits and scopes (research and above)."""
+        return from_json(Usage, self._json(calls.get_usage()))
+
+    @operation("getSigningKeys")
+    def signing_keys(self) -> SigningKeys:
+        """The Ed25519 keys (JWKS) that verify resolution records; needs no key."""
+        return from_json(SigningKeys, self._json(calls.get_signing_keys()))
+
+    @operation("getScorecard")
+    def scorecard(self) -> Scorecard:
+        """The methodology's walk-forward backtest; needs no key."""
+        return from_json(Scorecard, self._json(calls.get_scorecard()))
+
+    @operation("getScorecardTargets")
+    def scorecard_targets(self) -> ScorecardTargets:
+        """Every target the scorecard scores, with each forecaster's numbers; needs no key."""
+        return from_json(ScorecardTargets, self._json(calls.get_scorecard_targets()))
+
+    @operation("getOpenApi")
+    def openapi(self) -> dict[str, Any]:
+        """The served OpenAPI document, as decoded JSON."""
+        document: dict[str, Any] = self._json(calls.get_openapi())
+        return document
+
+    # ---------------------------------------------------------------------------------------
+    # Changes and exports
+
+    @operation("getChanges")
+    def changes(
+        self, since: calls.DateLike, *, limit: Optional[int] = None
+    ) -> Paginator[ChangesPage, Change]:
+        """Companies changed since the dataset version ``since``, fetched lazily (pro and above).
+
+        Nothing when ``since`` is the version served. ``InvalidParameter`` when ``since`` is
+        older than the change log: re-sync from ``export()``.
+        """
+
+        def fetch(cursor: Optional[str]) -> ChangesPage:
+            return self.changes_page(since, limit=limit, cursor=cursor)
+
+        return Paginator(fetch, lambda page: page.changes)
+
+    @operation("getChanges")
+    def changes_page(
+        self, since: calls.DateLike, *, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> ChangesPage:
+        """One page of the changes since ``since``."""
+        return from_json(ChangesPage, self._json(calls.get_changes(since, limit=limit, cursor=cursor)))
+
+    @overload
+    def export(self, *, raw: Literal[False] = ...) -> ExportStream[ExportCompany]: ...
+    @overload
+    def export(self, *, raw: Literal[True]) -> ExportStream[dict[str, Any]]: ...
+
+    @operation("getExport", ExportHeaderLine=ExportHeader, ExportCompanyLine=ExportCompany)
+    def export(self, *, raw: bool = False) -> ExportStream[Any]:
+        """The whole dataset version, one ``ExportCompany`` per company (enterprise).
+
+        Streamed in the stored gzip, decoded as it arrives, resumed with ``Range``/``If-Range``
+        if the connection breaks (at most ``max_resumes`` times without progress). ``raw=True``
+        yields the decoded JSON objects instead of models (about twice as fast).
+        """
+        transfer = StreamTransfer(calls.EXPORT_PATH, {}, self.stats, self.max_resumes)
+        return ExportStream(self, transfer, ExportParser(ExportCompany, raw=raw))
+
+    @overload
+    def export_series(
+        self, coverage: Optional[int] = None, *, raw: Literal[False] = ...
+    ) -> ExportStream[ExportSeries]: ...
+    @overload
+    def export_series(
+        self, coverage: Optional[int] = None, *, raw: Literal[True]
+    ) -> ExportStream[dict[str, Any]]: ...
+
+    @operation("getSeriesExport", ExportHeaderLine=ExportHeader, ExportSeriesLine=ExportSeries)
+    def export_series(self, coverage: Optional[int] = None, *, raw: bool = False) -> ExportStream[Any]:
+        """Every company's daily series at ``coverage`` (80 by default, or 95), streamed as ``export``."""
+        transfer = StreamTransfer(
+            calls.SERIES_EXPORT_PATH, calls.series_export_params(coverage), self.stats, self.max_resumes
+        )
+        return ExportStream(self, transfer, ExportParser(ExportSeries, raw=raw))
+
+    @operation("getExport")
+    def download_export(
+        self, path: Union[str, os.PathLike[str]], *, max_bytes: Optional[int] = None
+    ) -> Download:
+        """Stores the export as served (gzip) in ``path``; resumes a part left by an earlier call.
+
+        ``max_bytes`` stops once the part holds that many bytes (a later call resumes it). Read
+        the file with ``read_export(path)``.
+        """
+        return self._download(path, calls.EXPORT_PATH, {}, max_bytes)
+
+    @operation("getSeriesExport")
+    def download_export_series(
+        self,
+        path: Union[str, os.PathLike[str]],
+        coverage: Optional[int] = None,
+        *,
+        max_bytes: Optional[int] = None,
+    ) -> Download:
+        """Stores the series export in ``path``, as ``download_export``."""
+        return self._download(path, calls.SERIES_EXPORT_PATH, calls.series_export_params(coverage), max_bytes)
+
+    def _download(
+        self,
+        path: Union[str, os.PathLike[str]],
+        url_path: str,
+        params: dict[str, Any],
+        max_bytes: Optional[int],
+    ) -> Download:
+        url = self._core.url(url_path, params)
+        transfer = FileTransfer(path, url, url_path, params, self.stats, self.max_resumes, max_bytes)
+        while not transfer.complete:
+            try:
+                reply = self._drive(self._core.exchange(transfer.call()))
+            except RangeNotSatisfiable as refused:
+                if transfer.range_refused(refused):
+                    break
+                continue
+            response = reply.response
+            wait: Optional[float] = None
+            try:
+                transfer.begin(response)
+                for chunk in response.iter_raw():
+                    if transfer.write(chunk):
+                        return transfer.result()  # max_bytes reached
+                if not transfer.complete:
+                    raise httpx.RemoteProtocolError("the answer ended before the export did")
+            except httpx.TransportError as exc:
+                wait = transfer.broken(exc)
+            finally:
+                transfer.end()
+                response.close()
+            if wait is not None:
+                time.sleep(wait)
+        return transfer.result()
+
+    def _stream_lines(self, transfer: StreamTransfer) -> Iterator[bytes]:
+        while True:
+            response = self._drive(self._core.exchange(transfer.call())).response
+            wait: Optional[float] = None
+            try:
+                transfer.begin(response)
+                for chunk in response.iter_raw():
+                    yield from transfer.feed(chunk)
+                if not transfer.complete and transfer.total is not None:
+                    raise httpx.RemoteProtocolError("the answer ended before the export did")
+            except httpx.TransportError as exc:
+                wait = transfer.broken(exc)
+            finally:
+                response.close()
+            if wait is None:
+                yield from transfer.finish()
+                return
+            time.sleep(wait)

@@ -1,0 +1,768 @@
+"""Typed results: frozen dataclasses built from the API's JSON.
+
+Every model keeps the JSON object it was built from in ``raw`` (not compared, not shown), so
+fields the API adds after this release are still at hand (``item.raw["new_field"]``); fields
+it does not know are otherwise ignored (the API only ever adds fields under /v1). Dates
+(``YYYY-MM-DD``) become ``datetime.date``; dataset versions stay strings, as they are what
+``changes(since=...)`` takes back. Every result carries ``meta``: the response's own, or for
+list items and export lines the meta of the page or export they came in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Iterator, Mapping
+from datetime import date
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Optional,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
+
+from .errors import ResponseError, SignatureError
+from .signing import KeysLike, verify_record
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+if sys.version_info >= (3, 10):  # pragma: no cover - depends on the interpreter
+    from types import UnionType
+
+    _UNION_TYPES: tuple[Any, ...] = (Union, UnionType)
+else:  # pragma: no cover
+    _UNION_TYPES = (Union,)
+
+__all__ = [
+    "Band",
+    "Band95",
+    "Change",
+    "ChangesPage",
+    "CompaniesPage",
+    "Company",
+    "CompanyListItem",
+    "ConfidenceScore",
+    "CoverageScore",
+    "Events",
+    "ExportCompany",
+    "ExportHeader",
+    "ExportMarkPoint",
+    "ExportSeries",
+    "ForecasterScore",
+    "GapCoverage",
+    "MapeContributor",
+    "MarkEvent",
+    "MarkPoint",
+    "MarkSeriesPoint",
+    "Meta",
+    "Observation",
+    "PageInfo",
+    "ReliabilityBin",
+    "Resolution",
+    "Scorecard",
+    "ScorecardTarget",
+    "ScorecardTargets",
+    "Series",
+    "SigningKey",
+    "SigningKeys",
+    "TargetForecast",
+    "Usage",
+    "UsageLimits",
+    "VerdictCounts",
+    "from_json",
+]
+
+JSON = Mapping[str, Any]
+M = TypeVar("M")
+
+
+def _raw() -> Any:
+    return dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Meta and the small building blocks
+
+
+@dataclasses.dataclass(frozen=True)
+class Meta:
+    """Data mode, provenance and versions of a response. Read it before using any value."""
+
+    data_mode: str
+    provenance: str
+    methodology_version: str
+    dataset_version: str
+    as_of: date
+    disclaimer: str
+    raw: JSON = _raw()
+
+    @property
+    def is_live(self) -> bool:
+        """True for live marks; today's data is ``illustrative`` / ``backtest``."""
+        return self.data_mode == "live" and self.provenance == "live"
+
+    def to_dict(self) -> dict[str, str]:
+        """The meta as plain strings (what DataFrames carry in ``.attrs["meta"]``)."""
+        return {
+            "data_mode": self.data_mode,
+            "provenance": self.provenance,
+            "methodology_version": self.methodology_version,
+            "dataset_version": self.dataset_version,
+            "as_of": self.as_of.isoformat(),
+            "disclaimer": self.disclaimer,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class MarkPoint:
+    """A latest mark: the point estimate and its 80% interval, in US dollars."""
+
+    as_of_date: date
+    value_usd: float
+    lower_usd: float
+    upper_usd: float
+    confidence: float
+    coverage: Optional[int]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Band95:
+    lower_usd: float
+    upper_usd: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportMarkPoint:
+    """A latest mark as the export carries it: with the 95% band of the same day."""
+
+    as_of_date: date
+    value_usd: float
+    lower_usd: float
+    upper_usd: float
+    confidence: float
+    coverage: Optional[int]
+    band_95: Band95
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class MarkSeriesPoint:
+    date: date
+    mark_usd: float
+    lower_usd: float
+    upper_usd: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class PageInfo:
+    limit: int
+    next_cursor: Optional[str]
+    has_more: bool
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Band:
+    lower: float
+    upper: float
+    raw: JSON = _raw()
+
+
+# --------------------------------------------------------------------------------------------
+# Companies
+
+
+@dataclasses.dataclass(frozen=True)
+class CompanyListItem:
+    """A company as ``listCompanies`` shows it."""
+
+    slug: str
+    name: str
+    sector: str
+    status: str
+    latest_mark: MarkPoint
+    delta_30d_pct: Optional[float]
+    meta: Meta
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class CompaniesPage:
+    """One page of ``listCompanies``."""
+
+    meta: Meta
+    companies: tuple[CompanyListItem, ...]
+    page: PageInfo
+    universe_note: Optional[str]
+    raw: JSON = _raw()
+
+    def __iter__(self) -> Iterator[CompanyListItem]:
+        return iter(self.companies)
+
+    def __len__(self) -> int:
+        return len(self.companies)
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    """An event as the profile shows it, with its weight in the latest mark."""
+
+    event_id: str
+    occurred_on: date
+    event_type: str
+    valuation_usd: float
+    weight: float
+    gain: float
+    source_url: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Company:
+    """A company profile: latest mark and the observations it stands on."""
+
+    meta: Meta
+    slug: str
+    name: str
+    sector: Optional[str]
+    status: Optional[str]
+    latest_mark: Optional[MarkPoint]
+    delta_30d_pct: Optional[float]
+    observations: tuple[Observation, ...]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    """A company's daily mark series at one interval coverage (80 or 95)."""
+
+    meta: Meta
+    slug: str
+    coverage: int
+    series: tuple[MarkSeriesPoint, ...]
+    raw: JSON = _raw()
+
+    @property
+    def points(self) -> tuple[MarkSeriesPoint, ...]:
+        """The daily points, oldest first (the JSON ``series`` member)."""
+        return self.series
+
+    def __iter__(self) -> Iterator[MarkSeriesPoint]:
+        return iter(self.series)
+
+    def __len__(self) -> int:
+        return len(self.series)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """A DataFrame indexed by date (one row per day): mark_usd, lower_usd, upper_usd.
+
+        ``.attrs`` carries ``meta`` (a dict of strings), ``slug`` and ``coverage``.
+        """
+        from ._frames import series_frame
+
+        return series_frame(self.raw.get("series", ()), self.meta, slug=self.slug, coverage=self.coverage)
+
+
+@dataclasses.dataclass(frozen=True)
+class MarkEvent:
+    """A publicly reported valuation event."""
+
+    event_id: str
+    occurred_on: date
+    event_type: str
+    valuation_usd: float
+    source_url: str
+    note: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Events:
+    """A company's append-only event history, oldest first."""
+
+    meta: Meta
+    slug: str
+    events: tuple[MarkEvent, ...]
+    raw: JSON = _raw()
+
+    def __iter__(self) -> Iterator[MarkEvent]:
+        return iter(self.events)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """A DataFrame of the events, one row each, indexed by ``occurred_on``."""
+        from ._frames import events_frame
+
+        return events_frame(self.raw.get("events", ()), self.meta, slug=self.slug)
+
+
+# --------------------------------------------------------------------------------------------
+# Signed records and keys
+
+
+@dataclasses.dataclass(frozen=True)
+class SigningKey:
+    """An Ed25519 public key (JWK) that verifies resolution records."""
+
+    kty: str
+    crv: str
+    x: str
+    kid: str
+    alg: str
+    use: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class SigningKeys:
+    """The JWKS of ``/v1/signing-keys``; retired keys stay listed. Carries no meta (None)."""
+
+    keys: tuple[SigningKey, ...]
+    meta: Optional[Meta]
+    raw: JSON = _raw()
+
+    def get(self, kid: str) -> Optional[SigningKey]:
+        return next((key for key in self.keys if key.kid == kid), None)
+
+    def __getitem__(self, kid: str) -> SigningKey:
+        key = self.get(kid)
+        if key is None:
+            raise KeyError(kid)
+        return key
+
+    def __contains__(self, kid: object) -> bool:
+        return any(key.kid == kid for key in self.keys)
+
+    def __iter__(self) -> Iterator[SigningKey]:
+        return iter(self.keys)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolution:
+    """A signed resolution record: the mark of record at the dataset's ``as_of``."""
+
+    meta: Meta
+    record_id: str
+    slug: str
+    value_usd: float
+    band_80: Optional[Band]
+    band_95: Optional[Band]
+    basis: Optional[str]
+    basis_date: Optional[date]
+    marked_on: Optional[date]
+    dataset_version: str
+    methodology_version: str
+    as_of: date
+    key_id: str
+    signature: str
+    raw: JSON = _raw()
+
+    def verify(self, keys: KeysLike) -> bool:
+        """Checks the signature against ``keys`` (e.g. ``client.signing_keys()``).
+
+        Returns True. Raises ``UnknownSigningKey`` if ``key_id`` is not among the keys and
+        ``SignatureError`` if the record was changed (its fields, or the JSON it came from).
+        The signed bytes are the RFC 8785 canonical JSON of the record as sent, minus
+        ``signature``, so fields this release does not know are covered too.
+        """
+        if from_json(Resolution, self.raw) != self:
+            raise SignatureError(f"the fields of {self.record_id} differ from the signed record")
+        return verify_record(self.raw, keys)
+
+
+# --------------------------------------------------------------------------------------------
+# Usage
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageLimits:
+    requests_per_minute: int
+    page_size_default: int
+    page_size_max: int
+    coverages: tuple[int, ...]
+    universe: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """The caller's tier, budget and scopes."""
+
+    meta: Meta
+    tier: str
+    rate_per_min: int
+    limits: UsageLimits
+    scopes: tuple[str, ...]
+    raw: JSON = _raw()
+
+
+# --------------------------------------------------------------------------------------------
+# Changes
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """A company that changed since a dataset version, as it is now."""
+
+    slug: str
+    changes: tuple[str, ...]
+    events_added: int
+    company: CompanyListItem
+    meta: Meta
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangesPage:
+    """One page of ``getChanges``."""
+
+    meta: Meta
+    since: str
+    dataset_version: str
+    versions: tuple[str, ...]
+    changes: tuple[Change, ...]
+    page: PageInfo
+    raw: JSON = _raw()
+
+    def __iter__(self) -> Iterator[Change]:
+        return iter(self.changes)
+
+    def __len__(self) -> int:
+        return len(self.changes)
+
+
+# --------------------------------------------------------------------------------------------
+# Exports
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportHeader:
+    """The first line of an export."""
+
+    meta: Meta
+    export: str
+    coverage: Optional[int]
+    companies: int
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportCompany:
+    """A line of ``getExport``: a company with both bands, its events and its signed record."""
+
+    slug: str
+    name: str
+    sector: str
+    status: str
+    latest_mark: Optional[ExportMarkPoint]
+    delta_30d_pct: Optional[float]
+    events: tuple[MarkEvent, ...]
+    resolution: Resolution
+    meta: Meta
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportSeries:
+    """A line of ``getSeriesExport``: one company's daily series."""
+
+    slug: str
+    coverage: int
+    series: tuple[MarkSeriesPoint, ...]
+    meta: Meta
+    raw: JSON = _raw()
+
+    @property
+    def points(self) -> tuple[MarkSeriesPoint, ...]:
+        return self.series
+
+    def to_pandas(self) -> pd.DataFrame:
+        """A DataFrame indexed by date, as ``Series.to_pandas``."""
+        from ._frames import series_frame
+
+        return series_frame(self.raw.get("series", ()), self.meta, slug=self.slug, coverage=self.coverage)
+
+
+# --------------------------------------------------------------------------------------------
+# Scorecard
+
+
+@dataclasses.dataclass(frozen=True)
+class CoverageScore:
+    nominal_pct: int
+    observed_pct: Optional[float]
+    inside: int
+    n: int
+    binomial_90_range_pct: Optional[tuple[float, ...]]
+    within_binomial_90_range: Optional[bool]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ReliabilityBin:
+    lower: float
+    upper: float
+    n: int
+    mean_stated: Optional[float]
+    observed: Optional[float]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfidenceScore:
+    tolerance_pct: float
+    n: int
+    hits: int
+    brier: Optional[float]
+    base_rate: Optional[float]
+    brier_base_rate: Optional[float]
+    brier_skill: Optional[float]
+    reliability: tuple[ReliabilityBin, ...]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class GapCoverage:
+    bucket: str
+    n: int
+    coverage_80: CoverageScore
+    coverage_95: CoverageScore
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class VerdictCounts:
+    hit: int
+    covered_80: int
+    covered_95: int
+    miss: int
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class MapeContributor:
+    slug: str
+    event_id: str
+    occurred_on: date
+    abs_pct_error: float
+    share_of_mape_pct: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ForecasterScore:
+    """One forecaster's walk-forward figures."""
+
+    name: str
+    methodology_version: Optional[str]
+    description: str
+    n: int
+    mape_pct: Optional[float]
+    median_abs_log_error: Optional[float]
+    mean_abs_log_error: Optional[float]
+    coverage_80: CoverageScore
+    coverage_95: CoverageScore
+    median_band_width_80_pct: Optional[float]
+    median_band_width_95_pct: Optional[float]
+    listings: Mapping[str, Any]
+    misses_total: int
+    misses: tuple[Mapping[str, Any], ...]
+    mape_top_contributors: tuple[MapeContributor, ...]
+    confidence: ConfidenceScore
+    coverage_by_gap: tuple[GapCoverage, ...]
+    outcome_verdicts: VerdictCounts
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Scorecard:
+    """The methodology's walk-forward backtest beside the previous method and two baselines."""
+
+    meta: Meta
+    methodology_version: str
+    params: Mapping[str, Any]
+    quantiles_in_force: Optional[Mapping[str, Any]]
+    forecasters: tuple[ForecasterScore, ...]
+    listing_validations: tuple[Mapping[str, Any], ...]
+    comparison_params: Optional[Mapping[str, Any]]
+    comparison: Optional[Mapping[str, Any]]
+    bankruptcy_outcomes: tuple[Mapping[str, Any], ...]
+    raw: JSON = _raw()
+
+    def forecaster(self, name: str) -> ForecasterScore:
+        """The scores of one forecaster, by name (e.g. ``"gap_profile_drift"``)."""
+        for score in self.forecasters:
+            if score.name == name:
+                return score
+        raise KeyError(name)
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetForecast:
+    forecaster: str
+    mark_usd: float
+    band_80: Band
+    band_95: Band
+    confidence: float
+    log_error: Optional[float]
+    inside_80: bool
+    inside_95: bool
+    hit: bool
+    verdict: Optional[str]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ScorecardTarget:
+    slug: str
+    event_id: str
+    kind: str
+    event_type: str
+    occurred_on: date
+    marked_on: date
+    observed_usd: int
+    gap_years: float
+    gap_bucket: str
+    forecasts: tuple[TargetForecast, ...]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ScorecardTargets:
+    """Every target the scorecard scores, with each forecaster's numbers."""
+
+    meta: Meta
+    methodology_version: str
+    tolerance_pct: float
+    forecasters: tuple[str, ...]
+    targets: tuple[ScorecardTarget, ...]
+    raw: JSON = _raw()
+
+    def __iter__(self) -> Iterator[ScorecardTarget]:
+        return iter(self.targets)
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per (target, forecaster), the target's fields beside the forecast's."""
+        from ._frames import targets_frame
+
+        return targets_frame(self.raw.get("targets", ()), self.meta)
+
+
+# --------------------------------------------------------------------------------------------
+# Building models from JSON
+#
+# Each model class gets a plan once, from its type hints: per field its name, a converter
+# (dates, nested models, tuples) and what a missing member gives. Building is one pass over
+# the plan; the instance's __dict__ is filled as dataclass' __init__ would, without the
+# per-field object.__setattr__ that a frozen dataclass' __init__ pays (exports build some
+# fifteen objects per company).
+
+Converter = Callable[[Any, Optional[Meta]], Any]
+
+_MISSING = object()
+_ERROR, _NONE, _EMPTY, _META, _OPTIONAL_META = range(5)  # what a missing member gives
+_PLANS: dict[type, tuple[tuple[str, Optional[Converter], int], ...]] = {}
+_HAS_META: dict[type, bool] = {}
+
+
+def _date(value: Any, _meta: Optional[Meta]) -> Any:
+    return date.fromisoformat(value) if type(value) is str else value
+
+
+def _converter(tp: Any) -> Optional[Converter]:
+    origin = get_origin(tp)
+    if origin in _UNION_TYPES:
+        args = [arg for arg in get_args(tp) if arg is not type(None)]
+        inner = _converter(args[0]) if len(args) == 1 else None
+        if inner is None:
+            return None
+        return lambda value, meta: None if value is None else inner(value, meta)
+    if origin is tuple:
+        item = _converter(get_args(tp)[0])
+        if item is None:
+            return lambda value, _meta: tuple(value)
+        return lambda value, meta: tuple([item(x, meta) for x in value])
+    if tp is date:
+        return _date
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        cls: type[Any] = tp
+        return lambda value, meta: from_json(cls, value, meta)
+    return None
+
+
+def _plan(cls: type) -> tuple[tuple[str, Optional[Converter], int], ...]:
+    hints = get_type_hints(cls)
+    fields = []
+    for field in dataclasses.fields(cls):
+        if field.name == "raw":
+            continue
+        tp = hints[field.name]
+        optional = get_origin(tp) in _UNION_TYPES and type(None) in get_args(tp)
+        if field.name == "meta":
+            missing = _OPTIONAL_META if optional else _META
+        elif optional:
+            missing = _NONE
+        elif get_origin(tp) is tuple:
+            missing = _EMPTY
+        else:
+            missing = _ERROR
+        fields.append((field.name, None if field.name == "meta" else _converter(tp), missing))
+    plan = _PLANS[cls] = tuple(fields)
+    _HAS_META[cls] = any(name == "meta" for name, _, _ in fields)
+    return plan
+
+
+def from_json(cls: type[M], data: Any, meta: Optional[Meta] = None) -> M:
+    """Builds model ``cls`` from a decoded JSON object.
+
+    Unknown members are ignored (they stay in ``raw``). A ``meta`` member missing from the
+    object is taken from ``meta``, the enclosing response's. Raises ``ResponseError`` when a
+    member the model needs is missing or cannot be read.
+    """
+    if type(data) is not dict and not isinstance(data, Mapping):
+        raise ResponseError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
+    plan = _PLANS.get(cls) or _plan(cls)
+    if _HAS_META[cls] and "meta" in data:
+        meta = from_json(Meta, data["meta"])
+    values: dict[str, Any] = {"raw": data}
+    name = ""
+    try:
+        for name, convert, missing in plan:
+            value = data.get(name, _MISSING)
+            if value is _MISSING:
+                if missing == _NONE:
+                    values[name] = None
+                elif missing == _EMPTY:
+                    values[name] = ()
+                elif missing == _OPTIONAL_META or (missing == _META and meta is not None):
+                    values[name] = meta
+                else:
+                    raise ResponseError(f"{cls.__name__}: the response has no {name!r}")
+            elif missing in (_META, _OPTIONAL_META):
+                values[name] = meta
+            elif convert is not None and value is not None:
+                values[name] = convert(value, meta)
+            else:
+                values[name] = value
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ResponseError(f"{cls.__name__}.{name}: {exc}") from exc
+    instance: M = object.__new__(cls)
+    instance.__dict__.update(values)
+    return instance
