@@ -65,14 +65,16 @@ fn page(title: &str, current: &str, main: &str) -> Vec<u8> {
         ("/docs", "API reference"),
     ] {
         let current = if href == current { " aria-current=\"page\"" } else { "" };
-        let _ = write!(nav, "<a href=\"{href}\"{current}>{label}</a>");
+        let _ = write!(nav, "<li><a href=\"{href}\"{current}>{label}</a></li>");
     }
     format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{title}</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n</head>\n<body>\n\
+         <title>{title}</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n\
+         <link rel=\"stylesheet\" href=\"/assets/pages.css\">\n</head>\n<body>\n\
+         <a class=\"skip-link\" href=\"#main\">Skip to content</a>\n\
          <header class=\"site\"><a class=\"brand\" href=\"/\">Valuation Marks</a>\
-         <nav aria-label=\"Pages\">{nav}</nav></header>\n<main id=\"main\">\n{main}</main>\n\
+         <nav class=\"site-nav\" aria-label=\"Pages\"><ul>{nav}</ul></nav></header>\n<main id=\"main\">\n{main}</main>\n\
          <footer class=\"site\"><p>Valuation Marks, methodology {METHODOLOGY_VERSION}. \
          <a href=\"/v1/openapi.json\">OpenAPI document</a> · <a href=\"/v1/scorecard\">scorecard as JSON</a> · \
          <a href=\"/v1/scorecard/targets\">every scored target</a></p></footer>\n</body>\n</html>\n",
@@ -89,7 +91,7 @@ pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
     let _ = write!(
         main,
         "<h1>Valuation marks for private companies</h1>\n\
-         <p class=\"lead\">A read-only HTTP/JSON API: for each company a latest mark with 80% and 95% bands and a \
+         <p class=\"lede\">A read-only HTTP/JSON API: for each company a latest mark with 80% and 95% bands and a \
          confidence, a daily mark series, the append-only history of the valuation events behind it, and an \
          Ed25519-signed resolution record that auditors verify offline.</p>\n\
          <dl class=\"facts\"><div><dt>Dataset version</dt><dd>{version}</dd></div>\
@@ -221,9 +223,11 @@ fn range_words(coverage: &CoverageScore) -> String {
 /// An SVG chart with a title and description for assistive technology.
 fn svg(id: &str, width: u32, height: u32, title: &str, description: &str, body: &str) -> String {
     format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-labelledby=\"{id}-t {id}-d\" \
-         preserveAspectRatio=\"xMidYMid meet\"><title id=\"{id}-t\">{}</title><desc id=\"{id}-d\">{}</desc>{body}</svg>",
+        "<figure class=\"chart {id}\"><svg viewBox=\"0 0 {width} {height}\" role=\"img\" \
+         aria-labelledby=\"{id}-t {id}-d\"><title id=\"{id}-t\">{}</title><desc id=\"{id}-d\">{}</desc>{body}</svg>\
+         <figcaption>{}</figcaption></figure>",
         esc(title),
+        esc(description),
         esc(description)
     )
 }
@@ -234,7 +238,7 @@ pub fn scorecard(dataset: &Dataset, card: &Scorecard) -> Vec<u8> {
     let n = card.forecasters.first().map_or(0, |f| f.n);
     let _ = write!(
         main,
-        "<h1>Scorecard</h1>\n<p class=\"lead\">Walk-forward backtest on {n} scored events of dataset {} \
+        "<h1>Scorecard</h1>\n<p class=\"lede\">Walk-forward backtest on {n} scored events of dataset {} \
          (each forecast from the events before its day; listings and bankruptcies held out and scored against the \
          mark the day before). Every number here is the one <a href=\"/v1/scorecard\">/v1/scorecard</a> serves, \
          and each can be recomputed from <a href=\"/v1/scorecard/targets\">every scored target</a>.</p>\n",
@@ -253,7 +257,7 @@ pub fn scorecard(dataset: &Dataset, card: &Scorecard) -> Vec<u8> {
 
 fn side_by_side(card: &Scorecard) -> String {
     let mut out = String::from(
-        "<h2 id=\"forecasters\">The forecasters side by side</h2>\n<div class=\"scroll\"><table class=\"data\">\
+        "<h2 id=\"forecasters\">The forecasters side by side</h2>\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Forecasters side by side\"><table class=\"data\">\
          <caption>Walk-forward figures per forecaster; lower errors are better</caption>\n<thead><tr>\
          <th scope=\"col\">forecaster</th><th scope=\"col\">n</th><th scope=\"col\">median |log error|</th>\
          <th scope=\"col\">mean |log error|</th><th scope=\"col\">MAPE %</th><th scope=\"col\">80% covers %</th>\
@@ -358,7 +362,7 @@ fn coverage_section(card: &Scorecard) -> String {
         &body,
     ));
     out.push_str(
-        "\n<div class=\"scroll\"><table class=\"data\"><caption>Coverage, overall and by the gap since the company's last \
+        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Coverage by gap\"><table class=\"data\"><caption>Coverage, overall and by the gap since the company's last \
          event (observed %, inside/n, the binomial 90% range)</caption>\n<thead><tr><th scope=\"col\">forecaster</th>\
          <th scope=\"col\">band</th><th scope=\"col\">all</th><th scope=\"col\">under 6 months</th>\
          <th scope=\"col\">6-12 months</th><th scope=\"col\">1-2 years</th><th scope=\"col\">over 2 years</th></tr></thead>\n<tbody>\n",
@@ -459,7 +463,7 @@ fn reliability_section(card: &Scorecard) -> String {
         &body,
     ));
     out.push_str(
-        "\n<div class=\"scroll\"><table class=\"data\"><caption>Brier score, base rate, skill and the reliability table \
+        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Confidence and reliability\"><table class=\"data\"><caption>Brier score, base rate, skill and the reliability table \
          (bins with events)</caption>\n<thead><tr><th scope=\"col\">forecaster</th><th scope=\"col\">Brier</th>\
          <th scope=\"col\">base rate</th><th scope=\"col\">Brier of the base rate</th><th scope=\"col\">skill</th>\
          <th scope=\"col\">hits / n</th><th scope=\"col\">bins: stated → observed (n)</th></tr></thead>\n<tbody>\n",
@@ -560,7 +564,7 @@ fn errors_section(card: &Scorecard) -> String {
         &body,
     ));
     out.push_str(
-        "\n<div class=\"scroll\"><table class=\"data\"><caption>|log error| percentiles at the scored events</caption>\n\
+        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Error percentiles\"><table class=\"data\"><caption>|log error| percentiles at the scored events</caption>\n\
          <thead><tr><th scope=\"col\">forecaster</th><th scope=\"col\">5th</th><th scope=\"col\">25th</th>\
          <th scope=\"col\">median</th><th scope=\"col\">75th</th><th scope=\"col\">95th</th></tr></thead>\n<tbody>\n",
     );
@@ -672,7 +676,7 @@ fn outcomes_section(card: &Scorecard) -> String {
         method.outcome_verdicts.miss
     );
     out.push_str(
-        "<div class=\"scroll\"><table class=\"data\"><caption>Every outcome: the method's mark the day before, its bands and \
+        "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Every outcome\"><table class=\"data\"><caption>Every outcome: the method's mark the day before, its bands and \
          the verdict</caption>\n<thead><tr><th scope=\"col\">company</th><th scope=\"col\">outcome</th>\
          <th scope=\"col\">date</th><th scope=\"col\">value</th><th scope=\"col\">mark the day before</th>\
          <th scope=\"col\">80% band</th><th scope=\"col\">95% band</th><th scope=\"col\">verdict</th></tr></thead>\n<tbody>\n",
@@ -704,7 +708,7 @@ fn misses_section(card: &Scorecard) -> String {
     };
     let mut out = format!(
         "<h2 id=\"misses\">Misses</h2>\n<p>Scored events outside {}'s 95% band: {} of {}.</p>\n\
-         <div class=\"scroll\"><table class=\"data\"><caption>Every miss of the method</caption>\n<thead><tr>\
+         <div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Every miss\"><table class=\"data\"><caption>Every miss of the method</caption>\n<thead><tr>\
          <th scope=\"col\">company</th><th scope=\"col\">event</th><th scope=\"col\">date</th><th scope=\"col\">value</th>\
          <th scope=\"col\">forecast</th><th scope=\"col\">95% band</th></tr></thead>\n<tbody>\n",
         esc(method.name),
@@ -783,7 +787,7 @@ fn bootstrap_section(card: &Scorecard) -> String {
         &body,
     ));
     out.push_str(
-        "\n<div class=\"scroll\"><table class=\"data\"><caption>Differences with their 95% intervals</caption>\n<thead><tr>\
+        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Bootstrap differences\"><table class=\"data\"><caption>Differences with their 95% intervals</caption>\n<thead><tr>\
          <th scope=\"col\">figure</th><th scope=\"col\">method</th><th scope=\"col\">baseline</th>\
          <th scope=\"col\">difference</th><th scope=\"col\">95% interval</th><th scope=\"col\">verdict</th></tr></thead>\n<tbody>\n",
     );

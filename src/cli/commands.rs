@@ -223,11 +223,17 @@ pub fn install(snapshot: &Path, live: &Path, publisher_key: Option<&Path>) -> Re
 }
 
 /// Builds the bundled sample snapshot with the demo key when it is missing or older than its
-/// sources, so that `marks serve` works on a fresh clone.
+/// sources or this program, so that `marks serve` works on a fresh clone and shows what this
+/// build renders.
 pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
+    // The sample's files, and this program: a new build of it may render the sample anew.
+    let program = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .and_then(|m| m.modified());
     let newest_source = ["dataset.toml", "companies.csv", "events.csv", "demo-signing-key.pem"]
         .iter()
         .filter_map(|f| std::fs::metadata(sample_dir().join(f)).and_then(|m| m.modified()).ok())
+        .chain(program.ok())
         .max();
     let built = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     // A sample built by an older version of this program is rebuilt too, not refused.
