@@ -71,7 +71,8 @@ fn page(title: &str, current: &str, main: &str) -> Vec<u8> {
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>{title}</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n\
-         <link rel=\"stylesheet\" href=\"/assets/pages.css\">\n</head>\n<body>\n\
+         <link rel=\"stylesheet\" href=\"/assets/pages.css\">\n\
+         <link rel=\"icon\" href=\"/assets/favicon.svg\" type=\"image/svg+xml\">\n</head>\n<body>\n\
          <a class=\"skip-link\" href=\"#main\">Skip to content</a>\n\
          <header class=\"site\"><a class=\"brand\" href=\"/\">Valuation Marks</a>\
          <nav class=\"site-nav\" aria-label=\"Pages\"><ul>{nav}</ul></nav></header>\n<main id=\"main\">\n{main}</main>\n\

@@ -119,7 +119,9 @@ pub fn route(path: &str) -> Route<'_> {
         _ => {}
     }
     if let Some(slug) = path.strip_prefix("/explore/") {
-        // The explorer reads the slug from the address itself.
+        // The explorer reads the slug from the address itself (and says so when the API does not
+        // know it); one segment, with or without a trailing slash.
+        let slug = slug.strip_suffix('/').unwrap_or(slug);
         if !slug.is_empty() && !slug.contains('/') {
             return plain(Operation::ExplorePage);
         }

@@ -1,0 +1,287 @@
+"""Fixtures of the browser tests: the real server, Debian's chromium, recorded pages.
+
+The session starts `$MARKS_BIN serve` on a freshly built sample snapshot and a copy of the demo
+keys (so keys issued here never touch sample/), and one chromium. Each test gets its own browser
+context: a fresh tab with empty storage. Run through tests/browser/run.sh.
+"""
+
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "target" / "browser-screenshots"
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+FREE = "vmk_demo_free"
+RESEARCH = "vmk_demo_research"
+PRO = "vmk_demo_pro"
+ENTERPRISE = "vmk_demo_enterprise"
+
+
+def _binary():
+    path = Path(os.environ.get("MARKS_BIN", "target/debug/marks"))
+    path = path if path.is_absolute() else ROOT / path
+    if not path.exists():
+        pytest.exit(
+            f"no server binary at {path}: build it, or set MARKS_BIN", returncode=2
+        )
+    return path
+
+
+@dataclass
+class Server:
+    base: str
+    binary: Path
+    keys: Path
+    proc: subprocess.Popen
+
+    def issue_key(self, tier, rate_per_min=None):
+        """A fresh key of the tier (the server picks the keys file up within half a second)."""
+        cmd = [
+            str(self.binary),
+            "keys",
+            "issue",
+            "--keys",
+            str(self.keys),
+            "--tier",
+            tier,
+            "--tenant",
+            "t",
+        ]
+        if rate_per_min is not None:
+            cmd += ["--rate-per-min", str(rate_per_min)]
+        key = subprocess.run(
+            cmd, cwd=ROOT, check=True, capture_output=True, text=True
+        ).stdout.strip()
+        # Wait until the server has it; this spends one request of the key's budget.
+        deadline = time.monotonic() + 10
+        while self.get("/v1/companies?limit=1", key=key)[0] == 401:
+            if time.monotonic() > deadline:
+                raise AssertionError("the server did not pick up the issued key")
+            time.sleep(0.25)
+        return key
+
+    def get(self, path, key=None):
+        """(status, headers, body) of a GET; body parsed as JSON when it is JSON."""
+        req = urllib.request.Request(
+            self.base + path, headers={"X-API-Key": key} if key else {}
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as res:
+                status, headers, raw = res.status, res.headers, res.read()
+        except urllib.error.HTTPError as err:
+            status, headers, raw = err.code, err.headers, err.read()
+        ctype = headers.get("Content-Type", "")
+        body = json.loads(raw) if "json" in ctype else raw.decode("utf-8", "replace")
+        return status, headers, body
+
+    def json(self, path, key=None):
+        status, _, body = self.get(path, key)
+        assert status == 200, f"GET {path}: {status} {body}"
+        return body
+
+    def walk_companies(self, key, **params):
+        """Every company the API lists for the key, page by page (slugs in order) and the first page."""
+        slugs, cursor, first = [], None, None
+        while True:
+            query = dict(params, limit="50")
+            if cursor:
+                query["cursor"] = cursor
+            page = self.json("/v1/companies?" + urllib.parse.urlencode(query), key)
+            first = first or page
+            slugs += [c["slug"] for c in page["companies"]]
+            cursor = page["page"]["next_cursor"] if page["page"]["has_more"] else None
+            if not cursor:
+                return slugs, first
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    binary = _binary()
+    work = tmp_path_factory.mktemp("marks")
+    snap, keys = work / "sample.snap", work / "keys.toml"
+    subprocess.run(
+        [
+            str(binary),
+            "build",
+            "--source",
+            "sample",
+            "--out",
+            str(snap),
+            "--signing-key",
+            "sample/demo-signing-key.pem",
+            "--quiet",
+        ],
+        cwd=ROOT,
+        check=True,
+    )
+    shutil.copy(ROOT / "sample" / "demo-keys.toml", keys)
+    proc = subprocess.Popen(
+        [
+            str(binary),
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--snapshot",
+            str(snap),
+            "--keys",
+            str(keys),
+            "--no-access-log",
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = queue.Queue()
+
+    def drain():  # keeps reading so the server never blocks on a full pipe
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=drain, daemon=True).start()
+    base, seen, deadline = None, [], time.monotonic() + 60
+    while base is None:
+        try:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        if line is None:
+            proc.kill()
+            pytest.exit(
+                "the server did not say where it listens:\n" + "".join(seen),
+                returncode=2,
+            )
+        seen.append(line)
+        match = re.search(
+            r"Valuation Marks listening on (http://127\.0\.0\.1:\d+)", line
+        )
+        if match:
+            base = match.group(1)
+    srv = Server(base=base, binary=binary, keys=keys, proc=proc)
+    while srv.get("/readyz")[0] != 200:
+        if time.monotonic() > deadline:
+            pytest.exit("the server never became ready", returncode=2)
+        time.sleep(0.1)
+    yield srv
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(work, ignore_errors=True)  # the snapshot is some 30 MB
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium")
+        )
+        yield b
+        b.close()
+
+
+@dataclass
+class Recorded:
+    """What a page did: console errors, uncaught errors, failed requests, every request."""
+
+    requests: list = field(default_factory=list)
+    console_errors: list = field(default_factory=list)
+    page_errors: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+    responses: list = field(default_factory=list)
+    navigations: list = field(default_factory=list)
+
+    def bad_responses(self):
+        return [(r.status, r.url) for r in self.responses if r.status >= 400]
+
+
+@pytest.fixture
+def open_page(browser, server):
+    """open_page(viewport=DESKTOP, bypass_csp=False) -> (page, Recorded); the page is at about:blank."""
+    contexts = []
+
+    def make(viewport=DESKTOP, bypass_csp=False):
+        context = browser.new_context(
+            viewport=viewport, base_url=server.base, bypass_csp=bypass_csp
+        )
+        contexts.append(context)
+        rec = Recorded()
+        context.on("request", lambda r: rec.requests.append(r))
+        context.on("response", lambda r: rec.responses.append(r))
+        context.on(
+            "requestfailed", lambda r: rec.failed.append(f"{r.url}: {r.failure}")
+        )
+        page = context.new_page()
+
+        def console(message):
+            if (
+                message.type == "error"
+            ):  # with the URL it is about (a 404 names none in its text)
+                rec.console_errors.append(
+                    f"{message.text} [{message.location.get('url', '')}]"
+                )
+
+        page.on("console", console)
+        page.on("pageerror", lambda e: rec.page_errors.append(str(e)))
+        page.on(
+            "framenavigated",
+            lambda f: rec.navigations.append(f.url) if f == page.main_frame else None,
+        )
+        return page, rec
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def enter_key(page, key, path="/explore"):
+    """Types the key into the explorer's form the way a visitor does, then opens path."""
+    page.goto("/explore")
+    page.get_by_label("API key").fill(key)
+    page.get_by_role("button", name="Use key").click()
+    page.wait_for_function("() => document.getElementById('key-form').hidden")
+    if path != "/explore":
+        wait_list_loaded(page)  # leaving mid-request would abort it (a failed request)
+        page.goto(path)
+
+
+# Predicates are functions, never expression strings: Playwright evaluates a string with eval,
+# which the pages' CSP (rightly) refuses.
+
+
+def wait_list_loaded(page):
+    page.wait_for_function(
+        "() => { const t = document.getElementById('list-count').textContent;"
+        " return (t && t !== 'Loading…') || document.getElementById('alert').textContent"
+        " || document.getElementById('list-error').textContent; }"
+    )
+
+
+def wait_company_loaded(page):
+    """Waits until every section of a company page has settled (data, a note or an error)."""
+    page.wait_for_function(
+        "() => { const done = (id) => document.getElementById(id).textContent.trim() !== '';"
+        " const res = done('resolution-note') || /verified/i.test(document.getElementById('verify-status').textContent);"
+        " const series = done('series-error') || !document.getElementById('chart-text').hidden;"
+        " return (res && series) || done('alert'); }"
+    )

@@ -1,0 +1,890 @@
+/* explore.js: the company explorer behind /explore (the list) and /explore/{slug} (one company).
+
+   It reads the /v1 API with the visitor's own key, so the key's tier and request budget apply.
+   The key lives in this tab's sessionStorage only and travels only in the X-API-Key header:
+   never in a URL, a cookie or a log. The list's sort, filters and pages are the API's own
+   (sort, sector, status, cursor). A company's daily marks, 80% and 95% bands and events are
+   drawn as plain inline SVG with a hover and keyboard readout and a text alternative. For an
+   Enterprise key, the signed resolution record is verified in the browser with Web Crypto
+   (Ed25519 over the RFC 8785 canonical JSON of the record without its signature).
+
+   No framework, no build step, no eval, no inline styles: it runs under the site's strict
+   Content-Security-Policy. */
+
+const KEY_ITEM = 'marks.apiKey';
+const USAGE_ITEM = 'marks.usage';
+const PAGE_SIZE = 50;
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const DAY_MS = 86400000;
+
+const $ = (id) => document.getElementById(id);
+
+/* ---------- DOM helpers ---------- */
+
+function setAttrs(node, attrs) {
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value == null || value === false) continue;
+    if (name === 'text') node.textContent = value;
+    else node.setAttribute(name, value === true ? '' : String(value));
+  }
+  return node;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = setAttrs(document.createElement(tag), attrs);
+  node.append(...children.flat().filter((c) => c != null && c !== false));
+  return node;
+}
+
+function svgEl(tag, attrs = {}, ...children) {
+  const node = setAttrs(document.createElementNS(SVG_NS, tag), attrs);
+  node.append(...children.flat().filter((c) => c != null && c !== false));
+  return node;
+}
+
+/** A link to an event's source, or plain text when the URL is not http(s). */
+function sourceLink(url, label) {
+  if (typeof url !== 'string' || !/^https?:\/\//i.test(url)) return document.createTextNode(label || 'none');
+  return el('a', { href: url, rel: 'noopener noreferrer', target: '_blank', text: label || hostOf(url) });
+}
+
+function hostOf(url) {
+  try { return new URL(url).hostname.replace(/^www\./, ''); } catch { return url; }
+}
+
+/** Puts text in a message line and styles it: 'note' (neutral), 'error' or 'ok'. */
+function say(node, text, kind = 'note') {
+  node.className = kind;
+  node.textContent = text;
+}
+
+function facts(dl, rows) {
+  dl.replaceChildren(...rows.flatMap(([term, value]) => [el('dt', { text: term }), el('dd', {}, value)]));
+}
+
+/* ---------- formatting ---------- */
+
+const usdCompact = new Intl.NumberFormat('en-US', {
+  style: 'currency', currency: 'USD', notation: 'compact', maximumSignificantDigits: 3,
+});
+const usdWhole = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 0 });
+const usd = (v) => (typeof v === 'number' ? usdCompact.format(v) : 'n/a');
+const usdFull = (v) => (typeof v === 'number' ? usdWhole.format(v) : 'n/a');
+const band = (lo, hi) => `${usd(lo)} – ${usd(hi)}`;
+const words = (s) => (s ? s.charAt(0).toUpperCase() + s.slice(1).replace(/_/g, ' ') : '');
+const STATUS = { private: 'Private', ipo_completed: 'IPO completed' };
+
+function pct(v) {
+  if (typeof v !== 'number') return 'n/a';
+  const sign = v > 0 ? '+' : v < 0 ? '−' : '';
+  return `${sign}${Math.abs(v).toFixed(2)}%`;
+}
+
+function pctCell(v) {
+  return el('td', { class: `num ${v > 0 ? 'up' : v < 0 ? 'down' : ''}`.trim(), text: pct(v) });
+}
+
+/* ---------- the key: sessionStorage only ---------- */
+
+let memoryKey = ''; // used only when sessionStorage is unavailable (then the key lasts one page view)
+
+function getKey() {
+  try { return sessionStorage.getItem(KEY_ITEM) || ''; } catch { return memoryKey; }
+}
+
+function setKey(key) {
+  try {
+    sessionStorage.setItem(KEY_ITEM, key);
+    sessionStorage.removeItem(USAGE_ITEM);
+  } catch {
+    memoryKey = key;
+  }
+}
+
+function forgetKey() {
+  memoryKey = '';
+  try {
+    sessionStorage.removeItem(KEY_ITEM);
+    sessionStorage.removeItem(USAGE_ITEM);
+  } catch { /* nothing stored */ }
+}
+
+/* ---------- the API ---------- */
+
+class ApiError extends Error {
+  constructor(status, problem, retryAfter) {
+    super(problem.detail || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+    this.retryAfter = retryAfter;
+  }
+}
+
+const budget = { limit: null, remaining: null };
+
+/** GET a JSON document; with auth, the key goes in the X-API-Key header and nowhere else. */
+async function api(path, { auth = true } = {}) {
+  const headers = { Accept: 'application/json' };
+  if (auth) headers['X-API-Key'] = getKey();
+  let res;
+  try {
+    res = await fetch(path, { headers, credentials: 'omit', referrerPolicy: 'no-referrer' });
+  } catch {
+    throw new ApiError(0, { detail: 'The API could not be reached (network error). Check the connection and try again.' });
+  }
+  if (auth && res.headers.has('X-RateLimit-Limit')) {
+    budget.limit = Number(res.headers.get('X-RateLimit-Limit'));
+    budget.remaining = Number(res.headers.get('X-RateLimit-Remaining'));
+    showBudget();
+  }
+  let body = null;
+  try { body = await res.json(); } catch { body = null; }
+  if (!res.ok) {
+    const retry = parseInt(res.headers.get('Retry-After') || '', 10);
+    throw new ApiError(res.status, body && typeof body === 'object' ? body : {}, Number.isFinite(retry) ? retry : null);
+  }
+  return body;
+}
+
+/** An API error in words: what failed, why (the problem's detail), and what to do. */
+function problemWords(err, what) {
+  const p = err.problem || {};
+  const detail = p.detail || p.title || `HTTP ${err.status}`;
+  switch (err.status) {
+    case 0:
+      return detail;
+    case 401:
+      return `The API did not accept this key: ${detail} Enter a valid key above.`;
+    case 403:
+      return p.code === 'tier_forbidden'
+        ? `${what} is not included in this key's tier. ${detail}`
+        : `${what}: access refused. ${detail}`;
+    case 404:
+      return `${what}: not found. ${detail}`;
+    case 429: {
+      const secs = err.retryAfter;
+      const when = secs != null
+        ? ` Retry after ${secs} second${secs === 1 ? '' : 's'} (at ${new Date(Date.now() + secs * 1000).toLocaleTimeString()}).`
+        : ' Retry in a little while.';
+      return `Too many requests for this key: the API says “${detail}”${when}`;
+    }
+    default:
+      return `${what} failed (HTTP ${err.status}${p.code ? `, ${p.code}` : ''}): ${detail}`;
+  }
+}
+
+/** Key-wide problems (401, 429) go to the page's alert; others to the section's own line. */
+function showError(err, what, target) {
+  if (err.status === 401 || err.status === 429) {
+    const alert = $('alert');
+    const retry = err.status === 429 ? el('button', { type: 'button', class: 'secondary', id: 'retry' }, 'Retry') : null;
+    alert.replaceChildren(el('span', { text: problemWords(err, what) }), retry ? ' ' : '', retry || '');
+    if (retry) retry.addEventListener('click', () => location.reload());
+    if (err.status === 401) { // let the visitor type another key at once
+      dropUsage();
+      changingKey = true;
+      showKeyStatus();
+      $('key-status').textContent = 'The API did not accept the key set for this tab: enter another, or forget it.';
+    }
+    if (target) say(target, `${what} could not be loaded (see above).`, 'error');
+  } else if (target) {
+    say(target, problemWords(err, what), err.status === 403 ? 'note' : 'error');
+  }
+}
+
+/* ---------- the key's tier: /v1/usage, asked once per key and tab ---------- */
+
+let usage = null;
+
+function dropUsage() {
+  usage = null;
+  try { sessionStorage.removeItem(USAGE_ITEM); } catch { /* nothing stored */ }
+}
+
+/** {tier, rate, scopes}; scopes is null when unknown (the free tier cannot read /v1/usage). */
+async function loadUsage() {
+  try {
+    const cached = sessionStorage.getItem(USAGE_ITEM);
+    if (cached) return (usage = JSON.parse(cached));
+  } catch { /* not cached */ }
+  let known;
+  try {
+    const u = await api('/v1/usage');
+    known = { tier: u.tier, rate: u.rate_per_min, scopes: Array.isArray(u.scopes) ? u.scopes : [] };
+  } catch (err) {
+    if (err.status === 401) throw err;
+    if (err.status !== 403) return (usage = { tier: null, rate: null, scopes: null }); // e.g. 429: ask again later
+    const named = /tier \(([a-z]+)\)/i.exec(err.problem.detail || '');
+    known = { tier: named ? named[1] : null, rate: null, scopes: null };
+  }
+  try { sessionStorage.setItem(USAGE_ITEM, JSON.stringify(known)); } catch { /* fine */ }
+  return (usage = known);
+}
+
+/** true, false, or null when the key's scopes are unknown (then the API is asked). */
+function allows(scope) {
+  return usage && usage.scopes ? usage.scopes.includes(scope) : null;
+}
+
+const TIER_FOR = { 'marks:80': 'Research', 'marks:95': 'Pro', 'events:read': 'Pro', 'resolution:read': 'Enterprise' };
+
+const an = (word) => (/^[aeiou]/i.test(word) ? `an ${word}` : `a ${word}`);
+
+function needsTier(scope, what) {
+  const tier = usage && usage.tier ? `this key's tier is ${usage.tier}` : 'this key does not have it';
+  return `${what} needs ${an(TIER_FOR[scope])} key or above (scope ${scope}); ${tier}.`;
+}
+
+let changingKey = false; // the form is open again to replace a key
+
+function showKeyStatus() {
+  const status = $('key-status');
+  const has = Boolean(getKey());
+  $('forget-key').hidden = !has;
+  $('change-key').hidden = !has || changingKey;
+  $('key-form').hidden = has && !changingKey;
+  $('key-help').hidden = has && !changingKey;
+  if (!has) {
+    status.textContent = 'No key yet: enter an API key to load data.';
+    return;
+  }
+  let text = 'A key is set for this tab.';
+  if (usage && usage.tier) text = `Using ${an(usage.tier)} key${usage.rate ? ` (${usage.rate} requests a minute)` : ''}.`;
+  if (usage && !usage.scopes && usage.tier) text += ' This tier cannot read /v1/usage; its limits show as you go.';
+  status.textContent = text;
+  showBudget();
+}
+
+/** The budget line is not a live region: it changes with every request. */
+function showBudget() {
+  $('key-budget').textContent = getKey() && budget.limit != null
+    ? `${budget.remaining} of ${budget.limit} requests left in this minute's budget.`
+    : '';
+}
+
+function showMeta(meta) {
+  if (!meta) return;
+  $('meta-note').textContent = `Data: ${meta.data_mode}, ${meta.provenance}; methodology ${meta.methodology_version}, `
+    + `dataset ${meta.dataset_version}, as of ${meta.as_of}. ${meta.disclaimer || ''}`;
+}
+
+/* ---------- /explore: the list ---------- */
+
+let listRun = 0; // bumps on every new list, so a stale page answer is dropped
+let nextCursor = null;
+const sectors = new Set();
+
+function listParams() {
+  const query = new URLSearchParams(location.search);
+  const params = {};
+  for (const name of ['sort', 'sector', 'status']) {
+    const value = (query.get(name) || '').trim();
+    if (value) params[name] = value;
+  }
+  return params;
+}
+
+async function showList() {
+  $('list-view').hidden = false;
+  const params = listParams();
+  const sort = $('sort');
+  sort.value = params.sort || '';
+  if (sort.value !== (params.sort || '')) { // a sort the menu lacks (the API will judge it)
+    sort.append(el('option', { value: params.sort, text: params.sort }));
+    sort.value = params.sort;
+  }
+  $('sector').value = params.sector || '';
+  $('status').value = params.status || '';
+  const field = (params.sort || '').replace(/^-/, '');
+  for (const th of document.querySelectorAll('#companies th[data-sort]')) {
+    if (th.dataset.sort === field) th.setAttribute('aria-sort', params.sort.startsWith('-') ? 'descending' : 'ascending');
+    else th.removeAttribute('aria-sort');
+  }
+  $('company-rows').replaceChildren();
+  $('list-count').textContent = '';
+  $('universe-note').textContent = '';
+  $('list-error').textContent = '';
+  $('load-more').hidden = true;
+  listRun += 1;
+  await loadPage(null, listRun);
+}
+
+async function loadPage(cursor, run) {
+  const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...listParams() });
+  if (cursor) query.set('cursor', cursor);
+  const more = $('load-more');
+  more.disabled = true;
+  $('list-count').textContent = 'Loading…';
+  try {
+    const data = await api(`/v1/companies?${query}`);
+    if (run !== listRun) return;
+    $('list-error').textContent = '';
+    const rows = $('company-rows');
+    for (const c of data.companies) {
+      rows.append(companyRow(c));
+      if (c.sector && !sectors.has(c.sector)) {
+        sectors.add(c.sector);
+        $('sectors').append(el('option', { value: c.sector }));
+      }
+    }
+    $('universe-note').textContent = data.universe_note || '';
+    nextCursor = data.page && data.page.has_more ? data.page.next_cursor : null;
+    more.hidden = !nextCursor;
+    const n = rows.children.length;
+    $('list-count').textContent = n === 0
+      ? 'No company matches these filters.'
+      : `Showing ${n} compan${n === 1 ? 'y' : 'ies'}${nextCursor ? '; more are available' : ', all there are for these filters'}.`;
+    showMeta(data.meta);
+  } catch (err) {
+    if (run !== listRun) return;
+    $('list-count').textContent = '';
+    showError(err, 'The company list', $('list-error'));
+  } finally {
+    more.disabled = false;
+  }
+}
+
+function companyRow(c) {
+  const m = c.latest_mark || {};
+  const status = STATUS[c.status] || c.status || '';
+  return el('tr', {},
+    el('th', { scope: 'row' },
+      el('a', { href: `/explore/${encodeURIComponent(c.slug)}`, text: c.name || c.slug }),
+      el('span', { class: 'sub narrow-only', text: `${c.sector || ''} · ${status}` })),
+    el('td', { class: 'wide-only', text: c.sector || '' }),
+    el('td', { class: 'wide-only', text: status }),
+    el('td', { class: 'num', text: usd(m.value_usd) }),
+    el('td', { class: 'num', text: band(m.lower_usd, m.upper_usd) }),
+    pctCell(c.delta_30d_pct));
+}
+
+function onFilters(event) {
+  event.preventDefault();
+  const query = new URLSearchParams();
+  for (const name of ['sort', 'sector', 'status']) {
+    const value = $(name).value.trim();
+    if (value) query.set(name, value);
+  }
+  const qs = query.toString();
+  history.pushState(null, '', `/explore${qs ? `?${qs}` : ''}`);
+  route();
+}
+
+/* ---------- /explore/{slug}: one company ---------- */
+
+async function showCompany(slug) {
+  $('company-view').hidden = false;
+  $('back').hidden = false;
+  $('lede').hidden = true;
+  $('title').textContent = slug;
+  document.title = `${slug} · Valuation Marks`;
+  const base = `/v1/companies/${encodeURIComponent(slug)}`;
+
+  const profileP = api(base);
+  const s80P = allows('marks:80') === false ? null : api(`${base}/marks?coverage=80`);
+  const eventsP = allows('events:read') === false ? null : api(`${base}/events`);
+  const [profile, s80, events] = await Promise.allSettled([profileP, s80P, eventsP]);
+
+  // The 95% band and the resolution record: asked when the key has the scope, or, when its
+  // scopes are unknown, when the lesser scope worked (so a free key is not sent to spend its
+  // budget on what it cannot have).
+  const want95 = allows('marks:95') ?? (s80.status === 'fulfilled' && s80.value != null);
+  const wantRes = allows('resolution:read') ?? (events.status === 'fulfilled' && events.value != null);
+  const s95P = want95 ? api(`${base}/marks?coverage=95`) : null;
+  const resP = wantRes ? Promise.all([api(`${base}/resolution`), api('/v1/signing-keys', { auth: false })]) : null;
+
+  renderProfile(profile);
+  const evs = events.status === 'fulfilled' && events.value ? events.value.events || [] : null;
+  renderEvents(events, evs);
+  const [s95, res] = await Promise.allSettled([s95P, resP]);
+  renderSeries(s80, s95, evs);
+  await renderResolution(res, wantRes);
+}
+
+function renderProfile(result) {
+  if (result.status === 'rejected') {
+    showError(result.reason, 'The company profile', $('profile-error'));
+    return;
+  }
+  const p = result.value;
+  $('title').textContent = p.name || p.slug;
+  document.title = `${p.name || p.slug} · Valuation Marks`;
+  facts($('company-facts'), [
+    ['Sector', p.sector || 'n/a'],
+    ['Status', STATUS[p.status] || p.status || 'n/a'],
+    ['Slug', el('code', { text: p.slug })],
+  ]);
+  const m = p.latest_mark || {};
+  facts($('latest-facts'), [
+    ['Mark', `${usd(m.value_usd)} (${usdFull(m.value_usd)})`],
+    ['80% band', band(m.lower_usd, m.upper_usd)],
+    ['Confidence', typeof m.confidence === 'number' ? m.confidence.toFixed(4) : 'n/a'],
+    ['30-day change', pct(p.delta_30d_pct)],
+    ['As of', m.as_of_date || 'n/a'],
+  ]);
+  const obs = Array.isArray(p.observations) ? p.observations : [];
+  $('observations-wrap').hidden = obs.length === 0;
+  $('observations-table').tBodies[0].replaceChildren(...obs.map((o) => el('tr', {},
+    el('td', { class: 'nowrap' }, o.occurred_on,
+      el('span', { class: 'sub narrow-only' }, words(o.event_type), ' · ', sourceLink(o.source_url))),
+    el('td', { class: 'wide-only', text: words(o.event_type) }),
+    el('td', { class: 'num', text: usd(o.valuation_usd) }),
+    el('td', { class: 'num', text: typeof o.weight === 'number' ? o.weight.toFixed(4) : 'n/a' }),
+    el('td', { class: 'wide-only' }, sourceLink(o.source_url)))));
+  showMeta(p.meta);
+}
+
+function renderEvents(result, evs) {
+  if (result.status === 'rejected') {
+    showError(result.reason, 'The event history', $('events-error'));
+    return;
+  }
+  if (!evs) {
+    say($('events-error'), needsTier('events:read', 'The event history'));
+    return;
+  }
+  $('events-wrap').hidden = evs.length === 0;
+  if (evs.length === 0) say($('events-error'), 'No events recorded for this company.');
+  $('events-table').tBodies[0].replaceChildren(...evs.map((e) => el('tr', {},
+    el('td', { class: 'nowrap', text: e.occurred_on }),
+    el('td', {}, words(e.event_type),
+      el('span', { class: 'sub narrow-only' }, e.note ? `${e.note} · ` : '', sourceLink(e.source_url))),
+    el('td', { class: 'num', text: usd(e.valuation_usd) }),
+    el('td', { class: 'wide-only', text: e.note || '' }),
+    el('td', { class: 'wide-only' }, sourceLink(e.source_url)))));
+}
+
+function renderSeries(s80, s95, evs) {
+  if (s80.status === 'rejected') {
+    showError(s80.reason, 'The mark series', $('series-error'));
+    return;
+  }
+  if (!s80.value) {
+    say($('series-error'), needsTier('marks:80', 'The mark series'));
+    return;
+  }
+  const notes = [];
+  let p95 = null;
+  if (s95.status === 'rejected') notes.push(problemWords(s95.reason, 'The 95% band'));
+  else if (!s95.value) notes.push(needsTier('marks:95', 'The 95% band'));
+  else {
+    const byDate = new Map(s95.value.series.map((p) => [p.date, p]));
+    p95 = s80.value.series.map((p) => byDate.get(p.date) || null);
+  }
+  if (!p95) notes.push('The chart shows the 80% band only.');
+  if (!evs) notes.push('Events are not shown: this key cannot read them.');
+  $('series-note').textContent = notes.join(' ');
+  $('legend-95').hidden = !p95;
+  $('legend-events').hidden = !evs || evs.length === 0;
+
+  const pts = s80.value.series;
+  if (pts.length === 0) {
+    say($('series-note'), 'This company has no mark series yet.');
+    return;
+  }
+  chart.pts = pts;
+  chart.p95 = p95;
+  chart.days = pts.map((p) => dayNumber(p.date));
+  chart.events = evs || [];
+  chart.idx = -1;
+  $('chart-figure').hidden = false;
+  drawChart();
+  new ResizeObserver(() => {
+    if (Math.abs($('chart').clientWidth - chart.width) > 2) drawChart();
+  }).observe($('chart'));
+  renderSeriesText();
+}
+
+/* ---------- the chart: plain SVG ---------- */
+
+const chart = { pts: [], p95: null, days: [], events: [], idx: -1, width: 0, geom: null };
+
+function dayNumber(date) {
+  const [y, m, d] = date.split('-').map(Number);
+  return Date.UTC(y, m - 1, d) / DAY_MS;
+}
+
+/** Index of the series day nearest to day number d (days are ascending). */
+function nearestIndex(d) {
+  const days = chart.days;
+  let lo = 0;
+  let hi = days.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (days[mid] < d) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && d - days[lo - 1] < days[lo] - d ? lo - 1 : lo;
+}
+
+function logTicks(l0, l1) {
+  for (const factors of [[1, 2, 5], [1, 3], [1], [1, 1.5, 2, 3, 4, 5, 6, 8]]) {
+    const ticks = [];
+    for (let k = Math.floor(l0); k <= Math.ceil(l1); k += 1) {
+      for (const f of factors) {
+        const v = f * 10 ** k;
+        if (Math.log10(v) >= l0 && Math.log10(v) <= l1) ticks.push(v);
+      }
+    }
+    if (ticks.length >= 3 && ticks.length <= 8) return ticks;
+    if (factors.length === 8) return ticks;
+  }
+  return [];
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+function timeTicks(d0, d1, plotWidth) {
+  const first = new Date(d0 * DAY_MS);
+  const months = (d1 - d0) / 30.44;
+  for (const step of [1, 2, 3, 6, 12, 24, 60, 120]) {
+    const label = step >= 12 ? 44 : 72;
+    if ((months / step) * label > plotWidth) continue;
+    const ticks = [];
+    let y = first.getUTCFullYear();
+    let m = first.getUTCMonth() + 1;
+    for (;;) {
+      if (m === 12) { y += 1; m = 0; }
+      const t = Date.UTC(y, m, 1) / DAY_MS;
+      if (t > d1) break;
+      if ((y * 12 + m) % step === 0) ticks.push([t, step >= 12 ? String(y) : `${MONTHS[m]} ${y}`]);
+      m += 1;
+    }
+    return ticks;
+  }
+  return [];
+}
+
+function drawChart() {
+  const box = $('chart');
+  const W = Math.max(280, Math.round(box.clientWidth || 720));
+  const H = Math.round(Math.min(420, Math.max(240, W * 0.46)));
+  const M = { l: 58, r: 14, t: 12, b: 28 };
+  const { pts, p95, days, events } = chart;
+  chart.width = W;
+
+  const values = [];
+  for (const p of pts) values.push(p.mark_usd, p.lower_usd, p.upper_usd);
+  if (p95) for (const p of p95) if (p) values.push(p.lower_usd, p.upper_usd);
+  for (const e of events) values.push(e.valuation_usd);
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const v of values) {
+    if (typeof v === 'number' && v > 0) {
+      lo = Math.min(lo, v);
+      hi = Math.max(hi, v);
+    }
+  }
+  if (!Number.isFinite(lo)) { lo = 1; hi = 10; }
+  const pad = Math.max(0.05, (Math.log10(hi) - Math.log10(lo)) * 0.04);
+  const l0 = Math.log10(lo) - pad;
+  const l1 = Math.log10(hi) + pad;
+  const d0 = days[0];
+  const d1 = Math.max(days[days.length - 1], d0 + 1);
+  const pw = W - M.l - M.r;
+  const ph = H - M.t - M.b;
+  const x = (d) => Math.round((M.l + ((d - d0) / (d1 - d0)) * pw) * 10) / 10;
+  // Log scale; a value of 0 (a bankruptcy) sits on the bottom edge.
+  const y = (v) => {
+    const l = v > 0 ? Math.max(l0, Math.log10(v)) : l0;
+    return Math.round((M.t + (1 - (l - l0) / (l1 - l0)) * ph) * 10) / 10;
+  };
+  chart.geom = { x, y, d0, d1, pw, M, W };
+
+  const area = (lower, upper) => {
+    const top = [];
+    const bottom = [];
+    for (let i = 0; i < pts.length; i += 1) {
+      const [a, b] = [lower(i), upper(i)];
+      if (typeof a !== 'number' || typeof b !== 'number') continue;
+      top.push(`${x(days[i])},${y(b)}`);
+      bottom.push(`${x(days[i])},${y(a)}`);
+    }
+    return top.length ? `M${top.join('L')}L${bottom.reverse().join('L')}Z` : '';
+  };
+
+  const grid = svgEl('g', { 'aria-hidden': 'true' });
+  for (const v of logTicks(l0, l1)) {
+    grid.append(
+      svgEl('line', { class: 'grid', x1: M.l, x2: W - M.r, y1: y(v), y2: y(v) }),
+      svgEl('text', { class: 'axis', x: M.l - 6, y: y(v) + 4, 'text-anchor': 'end', text: usd(v) }));
+  }
+  for (const [t, label] of timeTicks(d0, d1, pw)) {
+    grid.append(
+      svgEl('line', { class: 'grid', x1: x(t), x2: x(t), y1: M.t, y2: H - M.b }),
+      svgEl('text', { class: 'axis', x: x(t), y: H - M.b + 18, 'text-anchor': 'middle', text: label }));
+  }
+  grid.append(svgEl('line', { class: 'axis-line', x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }));
+
+  const markPoints = pts.map((p, i) => `${x(days[i])},${y(p.mark_usd)}`).join(' ');
+  const markers = svgEl('g', { class: 'events' });
+  for (const e of events) {
+    const d = dayNumber(e.occurred_on);
+    const v = typeof e.valuation_usd === 'number' ? e.valuation_usd : pts[nearestIndex(d)].mark_usd;
+    const label = `${words(e.event_type)} on ${e.occurred_on}: valuation ${usd(v)}`;
+    const dot = svgEl('circle', {
+      class: 'event-marker', cx: x(Math.min(Math.max(d, d0), d1)), cy: y(v), r: 6, 'data-event-id': e.event_id,
+    }, svgEl('title', { text: `${label}. Opens the source.` }));
+    const ok = typeof e.source_url === 'string' && /^https?:\/\//i.test(e.source_url);
+    const mark = ok
+      ? svgEl('a', { href: e.source_url, target: '_blank', rel: 'noopener noreferrer', 'aria-label': `${label} (source: ${hostOf(e.source_url)})` }, dot)
+      : dot;
+    mark.addEventListener('focus', () => setCursor(nearestIndex(d)));
+    markers.append(mark);
+  }
+
+  const cursor = svgEl('g', { class: 'cursor-group', visibility: 'hidden', 'aria-hidden': 'true' },
+    svgEl('line', { class: 'cursor', y1: M.t, y2: H - M.b, x1: 0, x2: 0 }),
+    svgEl('circle', { class: 'cursor-dot', r: 4, cx: 0, cy: 0 }));
+
+  const root = svgEl('svg', {
+    viewBox: `0 0 ${W} ${H}`, width: W, height: H, tabindex: 0, role: 'group', id: 'chart-svg',
+    'aria-label': `Chart of ${pts.length} daily marks from ${pts[0].date} to ${pts[pts.length - 1].date}. `
+      + 'Arrow keys move a cursor by a day; Page Up and Page Down by 30 days; Home and End to the ends.',
+    'aria-describedby': 'chart-readout',
+    'data-days': pts.length,
+    'data-events': events.length,
+  },
+  grid,
+  p95 ? svgEl('path', { class: 'band95', d: area((i) => p95[i] && p95[i].lower_usd, (i) => p95[i] && p95[i].upper_usd) }) : null,
+  svgEl('path', { class: 'band80', d: area((i) => pts[i].lower_usd, (i) => pts[i].upper_usd) }),
+  svgEl('polyline', { class: 'mark-line', points: markPoints, 'data-points': pts.length }),
+  cursor,
+  markers);
+
+  const pointAt = (ev) => {
+    const r = root.getBoundingClientRect();
+    const px = ((ev.clientX - r.left) * W) / r.width;
+    setCursor(nearestIndex(d0 + ((px - M.l) / pw) * (d1 - d0)));
+  };
+  root.addEventListener('pointermove', pointAt);
+  root.addEventListener('pointerdown', pointAt); // a tap on a touch screen
+  root.addEventListener('focus', (ev) => {
+    if (ev.target === root && chart.idx < 0) setCursor(pts.length - 1);
+  });
+  root.addEventListener('keydown', onChartKey);
+  chart.cursor = cursor;
+  box.replaceChildren(root);
+  if (chart.idx >= 0) setCursor(chart.idx);
+  else $('chart-readout').textContent = readoutText(pts.length - 1, 'Latest');
+}
+
+function onChartKey(ev) {
+  if (ev.target !== ev.currentTarget) return; // keys on an event link are the link's
+  const last = chart.pts.length - 1;
+  const at = chart.idx < 0 ? last : chart.idx;
+  const moves = { ArrowLeft: at - 1, ArrowRight: at + 1, PageDown: at - 30, PageUp: at + 30, Home: 0, End: last };
+  if (!(ev.key in moves)) return;
+  ev.preventDefault();
+  setCursor(Math.max(0, Math.min(last, moves[ev.key])));
+}
+
+function readoutText(i, prefix) {
+  const p = chart.pts[i];
+  const q = chart.p95 && chart.p95[i];
+  let text = `${prefix ? `${prefix}: ` : ''}${p.date}: mark ${usd(p.mark_usd)}; 80% band ${band(p.lower_usd, p.upper_usd)}`;
+  if (q) text += `; 95% band ${band(q.lower_usd, q.upper_usd)}`;
+  return `${text}.`;
+}
+
+function setCursor(i) {
+  if (!chart.geom || i < 0) return;
+  chart.idx = i;
+  const { x, y } = chart.geom;
+  const p = chart.pts[i];
+  const cx = x(chart.days[i]);
+  const [line, dot] = chart.cursor.children;
+  setAttrs(line, { x1: cx, x2: cx });
+  setAttrs(dot, { cx, cy: y(p.mark_usd) });
+  chart.cursor.setAttribute('visibility', 'visible');
+  const readout = $('chart-readout');
+  readout.replaceChildren(readoutText(i));
+  for (const e of chart.events) {
+    if (e.occurred_on !== p.date) continue;
+    readout.append(` Event: ${words(e.event_type)}, valuation ${usd(e.valuation_usd)}`,
+      e.note ? ` (${e.note})` : '', '; source: ', sourceLink(e.source_url), '.');
+  }
+}
+
+function renderSeriesText() {
+  const { pts, p95, events } = chart;
+  const first = pts[0];
+  const last = pts[pts.length - 1];
+  let min = first;
+  let max = first;
+  for (const p of pts) {
+    if (p.mark_usd < min.mark_usd) min = p;
+    if (p.mark_usd > max.mark_usd) max = p;
+  }
+  const q = p95 && p95[p95.length - 1];
+  $('chart-summary').textContent = `${pts.length} daily marks from ${first.date} to ${last.date}. `
+    + `The mark went from ${usd(first.mark_usd)} to ${usd(last.mark_usd)}; lowest ${usd(min.mark_usd)} on ${min.date}, `
+    + `highest ${usd(max.mark_usd)} on ${max.date}. Latest 80% band ${band(last.lower_usd, last.upper_usd)}`
+    + `${q ? `, 95% band ${band(q.lower_usd, q.upper_usd)}` : ''}. `
+    + `${events.length} event${events.length === 1 ? '' : 's'} on the chart.`;
+
+  const table = $('series-table');
+  const heads = ['Date', 'Mark', '80% low', '80% high', ...(p95 ? ['95% low', '95% high'] : []), 'Event'];
+  table.tHead.replaceChildren(el('tr', {}, heads.map((h, k) => el('th', {
+    scope: 'col', class: k > 0 && k < heads.length - 1 ? 'num' : null, text: h,
+  }))));
+  const byDate = new Map();
+  for (const e of events) byDate.set(e.occurred_on, [...(byDate.get(e.occurred_on) || []), e]);
+  const rows = [];
+  pts.forEach((p, i) => {
+    const monthEnd = i === pts.length - 1 || pts[i + 1].date.slice(0, 7) !== p.date.slice(0, 7);
+    const evs = byDate.get(p.date);
+    if (!monthEnd && !evs) return;
+    const b = p95 && p95[i];
+    rows.push(el('tr', { class: evs ? 'event-row' : null },
+      el('th', { scope: 'row', text: p.date }),
+      el('td', { class: 'num', text: usd(p.mark_usd) }),
+      el('td', { class: 'num', text: usd(p.lower_usd) }),
+      el('td', { class: 'num', text: usd(p.upper_usd) }),
+      p95 ? [el('td', { class: 'num', text: usd(b && b.lower_usd) }), el('td', { class: 'num', text: usd(b && b.upper_usd) })] : [],
+      el('td', { text: evs ? evs.map((e) => `${words(e.event_type)} at ${usd(e.valuation_usd)}`).join('; ') : '' })));
+  });
+  table.tBodies[0].replaceChildren(...rows);
+  $('chart-text').hidden = false;
+}
+
+/* ---------- the signed resolution record ---------- */
+
+/**
+ * RFC 8785 (JCS) canonical JSON. Object members sorted by their names' UTF-16 code units
+ * (what Array.prototype.sort does with strings), no whitespace, strings and numbers written
+ * as ECMAScript's JSON.stringify writes them (which is what JCS specifies). Records hold
+ * strings, whole numbers and nested objects; a number past 2^53 would have lost precision in
+ * JSON.parse and then fails verification rather than passing.
+ */
+function canonicalJson(value) {
+  if (value === null || typeof value !== 'object') {
+    if (typeof value === 'number' && !Number.isFinite(value)) throw new Error('not a finite number');
+    return JSON.stringify(value);
+  }
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const names = Object.keys(value).filter((k) => value[k] !== undefined).sort();
+  return `{${names.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
+}
+
+function base64UrlBytes(text) {
+  const b64 = text.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(text.length / 4) * 4, '=');
+  return Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+}
+
+/** {ok, kid, reason}: whether the record's signature verifies with the published key it names. */
+async function verifyRecord(record, jwks) {
+  const { signature, ...unsigned } = record;
+  const kid = record.key_id;
+  if (typeof signature !== 'string') return { ok: false, kid, reason: 'the record carries no signature' };
+  const jwk = (jwks.keys || []).find((k) => k.kid === kid);
+  if (!jwk) return { ok: false, kid, reason: `no published signing key has the id ${kid}` };
+  if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519') return { ok: false, kid, reason: 'the named key is not an Ed25519 key' };
+  if (!globalThis.crypto || !crypto.subtle) {
+    return { ok: false, kid, reason: 'this page is not a secure context (HTTPS), so the browser offers no Web Crypto' };
+  }
+  let key;
+  try {
+    key = await crypto.subtle.importKey('jwk', { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, { name: 'Ed25519' }, false, ['verify']);
+  } catch {
+    return { ok: false, kid, reason: 'this browser cannot verify Ed25519 signatures with Web Crypto' };
+  }
+  const bytes = new TextEncoder().encode(canonicalJson(unsigned));
+  let ok = false;
+  try {
+    ok = await crypto.subtle.verify({ name: 'Ed25519' }, key, base64UrlBytes(signature), bytes);
+  } catch {
+    ok = false;
+  }
+  return { ok, kid, reason: ok ? '' : 'the signature does not match the record (it was changed, or signed by another key)' };
+}
+
+async function renderResolution(result, wanted) {
+  const status = $('verify-status');
+  if (!wanted) {
+    say($('resolution-note'), needsTier('resolution:read', 'The signed resolution record'));
+    return;
+  }
+  if (result.status === 'rejected') {
+    showError(result.reason, 'The signed resolution record', $('resolution-note'));
+    return;
+  }
+  const [record, jwks] = result.value;
+  const b80 = record.band_80 || {};
+  const b95 = record.band_95 || {};
+  facts($('resolution-facts'), [
+    ['Record', el('code', { text: record.record_id || 'n/a' })],
+    ['Value', usdFull(record.value_usd)],
+    ['80% band', `${usdFull(b80.lower)} – ${usdFull(b80.upper)}`],
+    ['95% band', `${usdFull(b95.lower)} – ${usdFull(b95.upper)}`],
+    ['Basis', `${record.basis || 'n/a'}${record.basis_date ? ` (${record.basis_date})` : ''}`],
+    ['Marked on', record.marked_on || 'n/a'],
+    ['Dataset, methodology', `${record.dataset_version || 'n/a'}, ${record.methodology_version || 'n/a'}`],
+    ['Signing key', el('code', { text: record.key_id || 'n/a' })],
+    ['Signature', el('code', { text: record.signature || 'n/a' })],
+  ]);
+  say(status, 'Verifying the signature…');
+  const v = await verifyRecord(record, jwks);
+  say(status, v.ok
+    ? `Signature verified with key ${v.kid}: this record is exactly what the publisher signed (Ed25519 over its RFC 8785 canonical JSON, checked in your browser).`
+    : `NOT verified: ${v.reason}. Do not rely on this record.`, v.ok ? 'ok' : 'error');
+}
+
+/* ---------- start ---------- */
+
+async function route() {
+  $('alert').replaceChildren();
+  showKeyStatus();
+  const match = location.pathname.match(/^\/explore\/([^/]+)\/?$/);
+  $('list-view').hidden = true;
+  $('company-view').hidden = true;
+  if (!getKey()) return;
+  try {
+    await loadUsage();
+  } catch (err) {
+    showError(err, 'The key check');
+    return;
+  }
+  showKeyStatus();
+  if (match) await showCompany(decodeURIComponent(match[1]));
+  else await showList();
+}
+
+function start() {
+  $('key-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const input = $('api-key');
+    const key = input.value.trim();
+    input.value = '';
+    if (!key) {
+      $('key-status').textContent = 'Enter a key first: it starts with vmk_.';
+      return;
+    }
+    setKey(key);
+    changingKey = false;
+    usage = null;
+    budget.limit = null;
+    if (location.pathname.startsWith('/explore/')) location.reload();
+    else route();
+  });
+  $('change-key').addEventListener('click', () => {
+    changingKey = true;
+    showKeyStatus();
+    $('api-key').focus();
+  });
+  $('forget-key').addEventListener('click', () => {
+    forgetKey();
+    changingKey = false;
+    usage = null;
+    budget.limit = null;
+    $('company-rows').replaceChildren();
+    if (location.pathname.startsWith('/explore/')) location.reload();
+    else route();
+  });
+  $('filters').addEventListener('submit', onFilters);
+  $('load-more').addEventListener('click', () => loadPage(nextCursor, listRun));
+  window.addEventListener('popstate', route);
+  route();
+}
+
+start();
