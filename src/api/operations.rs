@@ -28,7 +28,7 @@ use crate::response::headers::{DOCS_CSP, HTML, JSON, PAGE_CSP};
 use crate::response::problem::ApiError;
 use crate::response::{header_value, Cache, Negotiation, Representation};
 use crate::snapshot::{epoch_seconds, LoadedSnapshot};
-use crate::web::{self, Shell};
+use crate::web::{self, Shell, WebFile};
 
 /// The interface description served at `/v1/openapi.json`.
 pub const OPENAPI_JSON: &[u8] = include_bytes!("../../openapi/openapi.json");
@@ -248,41 +248,15 @@ pub fn metrics(state: &State) -> Representation {
     )
 }
 
-/// The interface description and its gzip form, compressed once on first use, each with its
-/// own ETag.
-struct OpenApiBodies {
-    etag: String,
-    gzip: Bytes,
-    gzip_etag: String,
-}
-
-/// `/v1/openapi.json`, compiled into the binary: gzip for a client that accepts it (a tenth of
-/// the bytes; the route is unauthenticated, so a flood of it is the balancer's to bound), and
-/// 304 when `If-None-Match` matches.
+/// `/v1/openapi.json`, compiled into the binary and prepared once like the pages' files: gzip
+/// for a client that accepts it (a tenth of the bytes; the route is unauthenticated, so a flood
+/// of it is the balancer's to bound), each form with its ETag, and 304 when `If-None-Match`
+/// matches.
 pub fn openapi(query: Option<&str>, negotiation: &Negotiation<'_>) -> Result<Representation, ApiError> {
-    static BODIES: OnceLock<OpenApiBodies> = OnceLock::new();
+    static DOCUMENT: OnceLock<WebFile> = OnceLock::new();
     no_parameters(query)?;
-    let bodies = BODIES.get_or_init(|| {
-        let gzip = marks_builder::gzip::Piece::of(OPENAPI_JSON, 9)
-            .map(|piece| Bytes::from(marks_builder::gzip::member(&[&piece])))
-            // Deflating into memory cannot fail; were it ever to, the text is served instead.
-            .unwrap_or_default();
-        OpenApiBodies {
-            etag: etag_of(OPENAPI_JSON),
-            gzip_etag: etag_of(&gzip),
-            gzip,
-        }
-    });
-    let gzip = negotiation.accepts_gzip() && !bodies.gzip.is_empty();
-    let (etag, body) = if gzip {
-        (&bodies.gzip_etag, bodies.gzip.clone())
-    } else {
-        (&bodies.etag, Bytes::from_static(OPENAPI_JSON))
-    };
-    let mut representation = negotiation.conditional(etag, header_value(etag), Cache::Public, || body);
-    representation.vary_encoding = true;
-    representation.gzip = gzip;
-    Ok(representation)
+    let document = DOCUMENT.get_or_init(|| web::prepare(OPENAPI_JSON.to_vec(), "json"));
+    Ok(negotiation.web_file(document, Cache::Public))
 }
 
 /// `/` and `/scorecard`: pages the builder rendered into the snapshot.

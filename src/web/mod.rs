@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use http::HeaderValue;
 use include_dir::{include_dir, Dir};
+use marks_builder::writer::etag_of;
 
 static WEB: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/web");
 
@@ -133,11 +134,9 @@ fn content_type(extension: &str) -> HeaderValue {
     })
 }
 
-fn etag_of(bytes: &[u8]) -> String {
-    format!("\"{:016x}\"", xxhash_rust::xxh3::xxh3_64(bytes))
-}
-
-fn prepare(bytes: Vec<u8>, extension: &str) -> WebFile {
+/// A file ready to serve: its bytes, its ETag, and a gzip variant when that saves anything.
+/// `extension` gives its content type. Also how `/v1/openapi.json` is prepared.
+pub fn prepare(bytes: Vec<u8>, extension: &str) -> WebFile {
     let compressible = !matches!(extension, "png" | "woff2");
     let gzip = (compressible && bytes.len() >= GZIP_FROM)
         .then(|| marks_builder::gzip::Piece::of(&bytes, 9).ok())
