@@ -9,7 +9,8 @@ use std::fmt::Write;
 
 use crate::dataset::Dataset;
 use crate::methodology::scorecard::{CoverageScore, Scorecard, Target, TargetKind};
-use crate::methodology::METHODOLOGY_VERSION;
+use crate::methodology::stats::percentile;
+use crate::methodology::{round_to, METHODOLOGY_VERSION};
 
 /// Text made safe for HTML element content and attribute values.
 fn esc(text: &str) -> String {
@@ -150,13 +151,13 @@ fn headline(scorecard: &Scorecard) -> String {
                 out,
                 "<li>{label}: {} against {} for {} (difference {}, 95% interval {}; {})</li>",
                 figure(&format!("{name}.{field}"), value),
-                opt(d.b.map(|v| (v * 1000.0).round() / 1000.0)),
+                opt(d.b.map(|v| round_to(v, 3))),
                 esc(scorecard.comparison.b),
-                opt(d.difference.map(|v| (v * 1000.0).round() / 1000.0)),
+                opt(d.difference.map(|v| round_to(v, 3))),
                 d.interval_95.map_or("–".to_string(), |[l, h]| format!(
                     "[{}, {}]",
-                    (l * 1000.0).round() / 1000.0,
-                    (h * 1000.0).round() / 1000.0
+                    round_to(l, 3),
+                    round_to(h, 3)
                 )),
                 verdict(d.verdict),
             );
@@ -495,11 +496,6 @@ fn reliability_section(card: &Scorecard) -> String {
     out
 }
 
-/// The quantile of sorted values (numpy's default, linear between order statistics).
-fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    crate::methodology::stats::percentile(sorted, q)
-}
-
 /// Each forecaster's |log error| at the scored events: box, whiskers and median.
 fn errors_section(card: &Scorecard) -> String {
     let mut out = String::from(
@@ -518,7 +514,7 @@ fn errors_section(card: &Scorecard) -> String {
                 .filter_map(|t| t.forecasts.get(i).and_then(|x| x.log_error).map(f64::abs))
                 .collect();
             errors.sort_by(f64::total_cmp);
-            let q = |p| quantile(&errors, p);
+            let q = |p| percentile(&errors, p);
             Some((f.name, [q(0.05)?, q(0.25)?, q(0.5)?, q(0.75)?, q(0.95)?]))
         })
         .collect();
