@@ -6,11 +6,14 @@ an integration needs, and asserts each:
   * walking every page of listCompanies (the SDK follows page.next_cursor);
   * honouring Retry-After on 429 (the SDK waits it out and retries);
   * revalidating with If-None-Match, so unchanged bodies cost a 304 and no bytes (ETag cache);
-  * verifying signed resolution records against /v1/signing-keys.
+  * verifying signed resolution records against a pinned key: the RFC 7638 thumbprint of the
+    signer's key, obtained apart from the server (--trusted-key; the default is the sample's
+    demo key), with the public key taken from /v1/signing-keys.
 
 Usage:
     python client.py --base-url http://127.0.0.1:8080 --api-key vmk_demo_enterprise
     python client.py --base-url http://127.0.0.1:8080 --api-key vmk_demo_free --expect-tier free
+    python client.py --base-url https://marks.example --trusted-key <your publisher's thumbprint>
 
 Exits non-zero if anything the API promises does not hold.
 """
@@ -24,6 +27,9 @@ import time
 
 from valuation_marks import Client, RetryEvent, SignatureError, TierForbidden
 
+# The thumbprint (kid) of the sample's demo signing key, sample/demo-signing-key.pem.
+DEMO_KEY_THUMBPRINT = "8cFQvvPN3YW3NukGbuYF1Nl_KFW3PuXFAmgKKMweRBY"
+
 
 def check(condition: bool, message: str) -> None:
     if not condition:
@@ -31,7 +37,7 @@ def check(condition: bool, message: str) -> None:
     print(f"ok: {message}")
 
 
-def run_checks(client: Client, expect_tier: str, retries: list[RetryEvent]) -> None:
+def run_checks(client: Client, expect_tier: str, retries: list[RetryEvent], trusted_key: str) -> None:
     if expect_tier == "free":
         # getUsage needs Research; every answer, this refusal included, carries the budget.
         try:
@@ -67,14 +73,14 @@ def run_checks(client: Client, expect_tier: str, retries: list[RetryEvent]) -> N
     )
 
     if expect_tier == "enterprise":
-        keys = client.signing_keys()
+        keys = client.signing_keys()  # public keys; which of them to trust is pinned
         for slug in slugs:
             record = client.resolution(slug)
-            record.verify(keys)
-        check(True, f"{len(slugs)} resolution records verify against /v1/signing-keys")
+            record.verify(trusted_key, keys=keys)
+        check(True, f"{len(slugs)} resolution records verify against the pinned key {trusted_key}")
         tampered = dataclasses.replace(record, raw={**record.raw, "value_usd": record.value_usd + 1})
         try:
-            tampered.verify(keys)
+            tampered.verify(trusted_key, keys=keys)
             check(False, "a tampered record must not verify")
         except SignatureError:
             check(True, "a tampered record does not verify")
@@ -95,12 +101,15 @@ def main() -> None:
     parser.add_argument("--base-url", default="http://127.0.0.1:8080")
     parser.add_argument("--api-key", default="vmk_demo_enterprise")
     parser.add_argument("--expect-tier", default="enterprise")
+    parser.add_argument(
+        "--trusted-key", default=DEMO_KEY_THUMBPRINT, help="RFC 7638 thumbprint of the signing key to trust"
+    )
     args = parser.parse_args()
     retries: list[RetryEvent] = []
     with Client(
         api_key=args.api_key, base_url=args.base_url, cache=True, max_retries=5, on_retry=retries.append
     ) as client:
-        run_checks(client, args.expect_tier, retries)
+        run_checks(client, args.expect_tier, retries, args.trusted_key)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
     `Client.download_export`; a broken download resumes where it stopped (Range, with If-Range
     so a newer export starts afresh), in this run or the next;
   * the copy read line by line straight from the gzip file (`read_export`), every resolution
-    record's signature checked against /v1/signing-keys;
+    record's signature checked against a pinned key (--trusted-key, the RFC 7638 thumbprint of
+    the signer's key; the default is the sample's demo key), its public key from
+    /v1/signing-keys;
   * on later runs, `Client.changes(since=<the copy's dataset_version>)`, page by page: nothing
     changed, nothing to do; something changed (or the copy is older than the change log: 422),
     one request downloads the new export.
@@ -38,6 +40,9 @@ from valuation_marks import (
     read_export,
 )
 
+# The thumbprint (kid) of the sample's demo signing key, sample/demo-signing-key.pem.
+DEMO_KEY_THUMBPRINT = "8cFQvvPN3YW3NukGbuYF1Nl_KFW3PuXFAmgKKMweRBY"
+
 
 def download(client: Client, directory: str, break_after: int | None = None) -> Download:
     """Fetches (or resumes) the export into DIR/export.ndjson.gz; stops early at break_after bytes."""
@@ -49,13 +54,13 @@ def download(client: Client, directory: str, break_after: int | None = None) -> 
     return result
 
 
-def read_copy(directory: str, keys: SigningKeys) -> tuple[ExportHeader, list[ExportCompany]]:
-    """The copy's header line and company lines, every signed record verified."""
+def read_copy(directory: str, trusted: str, keys: SigningKeys) -> tuple[ExportHeader, list[ExportCompany]]:
+    """The copy's header line and company lines, every signed record verified against `trusted`."""
     try:
         copy = read_export(os.path.join(directory, "export.ndjson.gz"))
         companies = list(copy)  # checks the count the header announces
         for company in companies:
-            company.resolution.verify(keys)
+            company.resolution.verify(trusted, keys=keys)
     except (ExportCorrupt, SignatureError) as error:
         sys.exit(f"FAILED: {error}")
     return copy.header, companies
@@ -70,7 +75,7 @@ def changes_since(client: Client, since: str) -> list[Change] | None:
         return None
 
 
-def mirror(client: Client, directory: str, break_after: int | None) -> None:
+def mirror(client: Client, directory: str, break_after: int | None, trusted: str) -> None:
     result = download(client, directory, break_after)
     for _ in range(10):
         if result.complete:
@@ -78,7 +83,7 @@ def mirror(client: Client, directory: str, break_after: int | None) -> None:
         result = download(client, directory)
     else:
         sys.exit("FAILED: the export did not complete")
-    header, companies = read_copy(directory, client.signing_keys())
+    header, companies = read_copy(directory, trusted, client.signing_keys())
     version = header.meta.dataset_version
     with open(os.path.join(directory, "state.json"), "w", encoding="utf-8") as state:
         json.dump({"dataset_version": version, "etag": result.etag}, state)
@@ -94,6 +99,9 @@ def main() -> None:
     parser.add_argument("--api-key", default="vmk_demo_enterprise")
     parser.add_argument("--dir", default="mirror")
     parser.add_argument("--break-after", type=int, help="drop the first download after this many bytes")
+    parser.add_argument(
+        "--trusted-key", default=DEMO_KEY_THUMBPRINT, help="RFC 7638 thumbprint of the signing key to trust"
+    )
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     with Client(api_key=args.api_key, base_url=args.base_url) as client:
@@ -114,7 +122,7 @@ def main() -> None:
                     f"{len(changes)} companies changed since {since} ({json.dumps(kinds, sort_keys=True)}); "
                     f"downloading the new export"
                 )
-        mirror(client, args.dir, args.break_after)
+        mirror(client, args.dir, args.break_after, args.trusted_key)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,10 @@ import pytest
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # clients/python
 REPO_DIR = PACKAGE_DIR.parent.parent
 
+#: The RFC 7638 thumbprint of the sample's demo signing key (sample/demo-signing-key.pem), the
+#: kid of its key in /v1/signing-keys: what a user pins, obtained apart from the server.
+DEMO_KEY_THUMBPRINT = "8cFQvvPN3YW3NukGbuYF1Nl_KFW3PuXFAmgKKMweRBY"
+
 # name -> (tier, requests per minute or None for the tier's own)
 KEYS: dict[str, tuple[str, int | None]] = {
     "enterprise": ("enterprise", 1_000_000),

@@ -22,7 +22,7 @@ from valuation_marks import (
     read_export,
 )
 
-from .conftest import Server
+from .conftest import DEMO_KEY_THUMBPRINT, Server
 from .test_sync import check_frame_meta, check_meta
 
 pytestmark = pytest.mark.anyio
@@ -82,9 +82,11 @@ async def test_resolution_verifies_and_a_tampered_one_does_not(aclient: AsyncCli
     keys = await aclient.signing_keys()
     record = await aclient.resolution("openai")
     check_meta(record.meta, server)
-    assert record.verify(keys)
+    assert record.verify(DEMO_KEY_THUMBPRINT, keys=keys)
     with pytest.raises(SignatureError):
-        dataclasses.replace(record, raw={**record.raw, "as_of": "2001-01-01"}).verify(keys)
+        dataclasses.replace(record, raw={**record.raw, "as_of": "2001-01-01"}).verify(
+            DEMO_KEY_THUMBPRINT, keys=keys
+        )
 
 
 async def test_usage_scorecard_targets_openapi(aclient: AsyncClient, server: Server) -> None:
@@ -115,7 +117,7 @@ async def test_exports(aclient: AsyncClient, server: Server, tmp_path: Path) -> 
     lines = [line async for line in stream]
     assert stream.header is not None and len(lines) == stream.header.companies
     check_meta(stream.meta, server)
-    assert all(line.resolution.verify(keys) for line in lines)
+    assert all(line.resolution.verify(DEMO_KEY_THUMBPRINT, keys=keys) for line in lines)
     series = aclient.export_series(coverage=80)
     stripe = [line async for line in series if line.slug == "stripe"]
     assert stripe[0].points == (await aclient.series("stripe")).points

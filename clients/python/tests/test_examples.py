@@ -31,7 +31,7 @@ def run(script: str, *args: str, cwd: Path = REPO_DIR) -> str:
 
 def test_client_example_enterprise(server: Server) -> None:
     out = run("client.py", "--base-url", server.base_url, "--api-key", server.keys["enterprise"])
-    assert "resolution records verify against /v1/signing-keys" in out
+    assert "resolution records verify against the pinned key 8cFQvvPN3YW3NukGbuYF1Nl_KFW3PuXFAmgKKMweRBY" in out
     assert "FAILED" not in out
 
 

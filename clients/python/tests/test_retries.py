@@ -210,14 +210,17 @@ def test_retry_decisions() -> None:
     assert policy.wait_for_error(0, httpx.ReadTimeout("slow", request=request)) is not None
     assert policy.wait_for_error(0, httpx.UnsupportedProtocol("ftp", request=request)) is None
     assert RetryPolicy(max_retries=0).wait_for_status(0, 429, 1.0) is None
+    for attempt in range(2):  # "retry now" still waits the backoff
+        wait = policy.wait_for_status(attempt, 429, 0.0)
+        assert wait is not None and wait >= 0.5 * 2**attempt
 
 
 def test_retry_after_forms() -> None:
     assert parse_retry_after("7") == 7.0
     assert parse_retry_after(" 0.5 ") == 0.5
-    assert parse_retry_after("-3") == 0.0
     assert parse_retry_after(None) is None
-    assert parse_retry_after("soon") is None
+    for junk in ("-3", "soon", "nan", "inf", "1e3", "-0", "", "+5"):  # not delta-seconds: absent
+        assert parse_retry_after(junk) is None, junk
     later = email.utils.format_datetime(
         datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=90)
     )

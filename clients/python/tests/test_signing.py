@@ -13,9 +13,12 @@ from valuation_marks import (
     Resolution,
     SignatureError,
     SigningKey,
+    TrustedKeys,
     UnknownSigningKey,
     canonical_json,
+    jwk_thumbprint,
     verify_record,
+    verify_record_with_server_keys,
 )
 from valuation_marks.models import from_json
 
@@ -27,11 +30,40 @@ def test_the_test_vector_canonicalises_and_verifies() -> None:
     unsigned = {k: v for k, v in record.items() if k != "signature"}
     assert canonical_json(unsigned) == VECTOR["canonical_utf8"].encode("utf-8")
     jwk = VECTOR["jwk"]
-    assert verify_record(record, {jwk["kid"]: jwk})  # kid -> JWK
-    assert verify_record(record, {"keys": [jwk]})  # a JWKS document
-    assert verify_record(record, [from_json(SigningKey, jwk)])  # SigningKey models
+    assert jwk_thumbprint(jwk) == jwk["kid"] == record["key_id"]  # RFC 7638, from crv, kty and x
+    assert jwk_thumbprint(from_json(SigningKey, jwk)) == jwk["kid"]
+    assert verify_record(record, {jwk["kid"]: jwk})  # kid -> JWK, trusted
+    assert verify_record(record, {"keys": [jwk]})  # a JWKS document, trusted
+    assert verify_record(record, jwk["kid"], keys=[from_json(SigningKey, jwk)])  # a pinned thumbprint
+    assert verify_record(record, TrustedKeys([jwk["kid"]], keys={"keys": [jwk]}))
+    assert verify_record_with_server_keys(record, [from_json(SigningKey, jwk)])
     resolution = from_json(Resolution, record)
     assert resolution.verify([jwk]) and resolution.record_id == "acme/2025-06-30/v0.2.0"
+
+
+def test_trusted_keys_from_a_jwks_file(tmp_path: Path) -> None:
+    jwks = tmp_path / "signing-keys.json"
+    jwks.write_text(json.dumps({"keys": [VECTOR["jwk"]]}), encoding="utf-8")
+    assert verify_record(VECTOR["record"], jwks)
+    assert verify_record(VECTOR["record"], str(jwks))
+    assert from_json(Resolution, VECTOR["record"]).verify(trusted=jwks)
+    with pytest.raises(ValueError, match="neither a key thumbprint"):
+        verify_record(VECTOR["record"], str(tmp_path / "missing.json"))
+    with pytest.raises(ValueError, match="not a key thumbprint"):
+        verify_record(VECTOR["record"], ["short"])
+    with pytest.raises(TypeError, match="prove nothing"):  # key models (from a server) are not trust
+        verify_record(VECTOR["record"], [from_json(SigningKey, VECTOR["jwk"])])  # type: ignore[list-item]
+
+
+def test_a_key_published_under_the_trusted_kid_is_not_trusted() -> None:
+    """A key set may claim any kid; the thumbprint computed from the key is what counts."""
+    other = {**VECTOR["jwk"], "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
+    with pytest.raises(UnknownSigningKey, match="forged"):
+        verify_record(VECTOR["record"], VECTOR["jwk"]["kid"], keys=[other])
+    with pytest.raises(UnknownSigningKey):
+        verify_record_with_server_keys(VECTOR["record"], [other])
+    with pytest.raises(UnknownSigningKey):
+        verify_record(VECTOR["record"], {"keys": [other]})
 
 
 @pytest.mark.parametrize(
@@ -51,12 +83,14 @@ def test_a_changed_record_does_not_verify(change: dict[str, Any]) -> None:
 
 
 def test_unknown_and_unusable_keys() -> None:
-    with pytest.raises(UnknownSigningKey):
+    with pytest.raises(ValueError, match="no trusted keys"):
         verify_record(VECTOR["record"], [])
     with pytest.raises(UnknownSigningKey):
         verify_record({**VECTOR["record"], "key_id": "someone-else"}, [VECTOR["jwk"]])
     with pytest.raises(SignatureError):
         verify_record(VECTOR["record"], [{**VECTOR["jwk"], "kty": "RSA"}])
+    with pytest.raises(SignatureError):  # the kid alone does not make a key
+        verify_record(VECTOR["record"], VECTOR["jwk"]["kid"], keys=[{**VECTOR["jwk"], "crv": "X25519"}])
     with pytest.raises(SignatureError):
         verify_record({k: v for k, v in VECTOR["record"].items() if k != "signature"}, [VECTOR["jwk"]])
 

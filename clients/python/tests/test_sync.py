@@ -23,7 +23,7 @@ from valuation_marks import (
     read_export_series,
 )
 
-from .conftest import Server
+from .conftest import DEMO_KEY_THUMBPRINT, Server
 
 
 @pytest.fixture
@@ -177,15 +177,21 @@ def test_resolution_verifies_and_a_tampered_record_does_not(client: Client, serv
     record = client.resolution("stripe")
     check_meta(record.meta, server)
     assert record.record_id.startswith(f"stripe/{server.version}/")
-    assert record.verify(keys) is True
-    assert record.verify(keys.raw) is True  # a JWKS document as JSON works too
+    assert record.key_id == DEMO_KEY_THUMBPRINT
+    assert record.verify(DEMO_KEY_THUMBPRINT, keys=keys) is True
+    assert record.verify(trusted=[DEMO_KEY_THUMBPRINT], keys=keys.raw) is True  # a JWKS document too
+    assert record.verify_with_server_keys(keys) is True
     forged = dataclasses.replace(record, raw={**record.raw, "value_usd": record.value_usd + 1})
     with pytest.raises(SignatureError):
-        forged.verify(keys)
+        forged.verify(DEMO_KEY_THUMBPRINT, keys=keys)
+    with pytest.raises(SignatureError):
+        forged.verify_with_server_keys(keys)
     with pytest.raises(SignatureError):  # changing a field and not the JSON is caught as well
-        dataclasses.replace(record, value_usd=record.value_usd * 2).verify(keys)
-    with pytest.raises(UnknownSigningKey):
-        record.verify(SigningKeys(keys=(), meta=None))
+        dataclasses.replace(record, value_usd=record.value_usd * 2).verify(DEMO_KEY_THUMBPRINT, keys=keys)
+    with pytest.raises(UnknownSigningKey):  # pinned, but no public key given for it
+        record.verify(DEMO_KEY_THUMBPRINT, keys=SigningKeys(keys=(), meta=None))
+    with pytest.raises(TypeError, match="prove nothing"):  # the server's own keys are not trust
+        record.verify(keys)  # type: ignore[arg-type]
 
 
 def test_usage(client: Client, server: Server) -> None:
@@ -252,7 +258,7 @@ def test_export_streams_every_company_with_verifiable_records(client: Client, se
     assert [line.slug for line in lines] == sorted(c.slug for c in client.companies(limit=200))
     for line in lines:
         assert line.meta == stream.meta
-        assert line.resolution.verify(keys)
+        assert line.resolution.verify(DEMO_KEY_THUMBPRINT, keys=keys)
     stripe = next(line for line in lines if line.slug == "stripe")
     assert (
         stripe.latest_mark is not None and stripe.latest_mark.band_95.upper_usd > stripe.latest_mark.upper_usd

@@ -12,7 +12,17 @@ disclaimer): marks are illustrative backtest values, not transactable prices; re
 """
 
 from ._async import AsyncClient, AsyncExportStream, AsyncPaginator
-from ._core import DEFAULT_BASE_URL, ClientStats, ETagCache, RateLimit, ResponseInfo, RetryEvent, RetryPolicy
+from ._core import (
+    DEFAULT_BASE_URL,
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    ClientStats,
+    ETagCache,
+    RateLimit,
+    ResponseInfo,
+    RetryEvent,
+    RetryPolicy,
+)
 from ._export import Download, ExportReader, read_export, read_export_series
 from ._sync import Client, ExportStream, Paginator
 from ._version import API_VERSION, __version__
@@ -20,6 +30,7 @@ from .errors import (
     ApiError,
     BadCursor,
     ConnectionFailed,
+    DeadlineExceeded,
     ExportChanged,
     ExportCorrupt,
     InternalError,
@@ -27,6 +38,7 @@ from .errors import (
     InvalidCoverage,
     InvalidParameter,
     InvalidRequest,
+    InvalidSlug,
     InvalidSort,
     MarksError,
     MethodNotAllowed,
@@ -35,6 +47,7 @@ from .errors import (
     RangeNotSatisfiable,
     RateLimited,
     ResponseError,
+    ResponseTooLarge,
     ServerError,
     SignatureError,
     TierForbidden,
@@ -71,11 +84,20 @@ from .models import (
     Usage,
     UsageLimits,
 )
-from .signing import canonical_json, verify_record
+from .signing import (
+    TrustedKeys,
+    canonical_json,
+    jwk_thumbprint,
+    load_jwks,
+    verify_record,
+    verify_record_with_server_keys,
+)
 
 __all__ = [
     "API_VERSION",
     "DEFAULT_BASE_URL",
+    "DEFAULT_DEADLINE",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "ApiError",
     "AsyncClient",
     "AsyncExportStream",
@@ -91,6 +113,7 @@ __all__ = [
     "Company",
     "CompanyListItem",
     "ConnectionFailed",
+    "DeadlineExceeded",
     "Download",
     "ETagCache",
     "Events",
@@ -107,6 +130,7 @@ __all__ = [
     "InvalidCoverage",
     "InvalidParameter",
     "InvalidRequest",
+    "InvalidSlug",
     "InvalidSort",
     "MarkEvent",
     "MarkPoint",
@@ -125,6 +149,7 @@ __all__ = [
     "Resolution",
     "ResponseError",
     "ResponseInfo",
+    "ResponseTooLarge",
     "RetryEvent",
     "RetryPolicy",
     "Scorecard",
@@ -136,6 +161,7 @@ __all__ = [
     "SigningKey",
     "SigningKeys",
     "TierForbidden",
+    "TrustedKeys",
     "Unauthorized",
     "Unavailable",
     "UnknownSigningKey",
@@ -143,7 +169,10 @@ __all__ = [
     "UsageLimits",
     "__version__",
     "canonical_json",
+    "jwk_thumbprint",
+    "load_jwks",
     "read_export",
     "read_export_series",
     "verify_record",
+    "verify_record_with_server_keys",
 ]

@@ -1,7 +1,9 @@
-"""``AsyncClient``: the asyncio client (``httpx.AsyncClient`` and ``asyncio.sleep`` drive the core).
+"""``AsyncClient``, the client for asyncio: ``httpx.AsyncClient`` and ``asyncio.sleep`` drive the core.
 
-The same methods as ``Client``: coroutines, and async iterators for lists and exports. Requests,
-parsing and retry decisions are the shared ones of ``_core``; only the I/O loop is here.
+This file is the one source of both clients. ``scripts/unasync.py`` writes ``_sync.py``
+(``Client``) from it by rewriting ``async``/``await`` and the asyncio names token by token, and
+a test fails when that file is stale: change this one and run the script. Requests, parsing,
+bounds and retry decisions are the shared ones of ``_core``; only the I/O loop is here.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ import httpx
 
 from . import _calls as calls
 from ._core import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
     Call,
     ClientCore,
     ClientStats,
     ETagCache,
     Outcome,
     RateLimit,
+    Received,
     Reply,
     ResponseInfo,
     RetryEvent,
@@ -32,6 +37,7 @@ from ._core import (
     next_cursor,
     operation,
 )
+from ._deadline import DEADLINE, install
 from ._export import Download, ExportParser, FileTransfer, StreamTransfer
 from .errors import RangeNotSatisfiable
 from .models import (
@@ -64,10 +70,16 @@ T = TypeVar("T")
 
 
 class AsyncPaginator(Generic[P, T]):
-    """Items of a paginated list, fetched page by page as ``async for`` reaches them."""
+    """Items of a paginated list, fetched page by page (by cursor) as iteration reaches them.
+
+    Iterating again walks the list again from the first page. ``pages()`` yields the pages
+    themselves (with their ``meta`` and ``page`` info); ``to_list()`` fetches every item.
+    """
 
     def __init__(
-        self, fetch: Callable[[Optional[str]], Awaitable[P]], items: Callable[[P], Iterable[T]]
+        self,
+        fetch: Callable[[Optional[str]], Awaitable[P]],
+        items: Callable[[P], Iterable[T]],
     ) -> None:
         self._fetch: Callable[[Optional[str]], Awaitable[P]] = fetch
         self._items: Callable[[P], Iterable[T]] = items
@@ -95,7 +107,11 @@ class AsyncPaginator(Generic[P, T]):
 
 
 class AsyncExportStream(Generic[T]):
-    """An export's lines for ``async for``: streamed, decoded, resumed after breaks. Read once."""
+    """An export's company (or series) lines, streamed, decoded and resumed after breaks.
+
+    Read it once. ``header`` and ``meta`` are there once the first line has been read;
+    ``resumes`` counts the byte ranges that continued it after a broken connection.
+    """
 
     def __init__(self, client: AsyncClient, transfer: StreamTransfer, parser: ExportParser[T]) -> None:
         self._client = client
@@ -142,9 +158,23 @@ class AsyncExportStream(Generic[T]):
 
 
 class AsyncClient:
-    """The Valuation Marks API for asyncio; see ``Client`` for the options.
+    """The Valuation Marks API.
 
-    Use it as ``async with AsyncClient() as client:``, or ``await client.aclose()``.
+    ``api_key`` defaults to ``$MARKS_API_KEY``, ``base_url`` to ``$MARKS_BASE_URL`` (else
+    ``http://127.0.0.1:8080``). 429 is retried after ``Retry-After`` (at most ``max_retries``
+    times, waits of at most ``max_retry_wait`` seconds), 503 and connection errors with
+    exponential backoff; nothing else. ``cache=True`` (or an ``ETagCache``) revalidates
+    repeated requests with ``If-None-Match``. ``on_retry`` is called with a ``RetryEvent``
+    before each wait.
+
+    Bounds, against a broken or hostile server: ``timeout`` (seconds, default 30) for each
+    wait for bytes; ``deadline`` (seconds, default 120; None: none) for a whole call, retries
+    and their waits included (``DeadlineExceeded``); ``max_response_bytes`` (default 64 MiB)
+    for an answer, as sent and once decoded (``ResponseTooLarge``); exports are bounded by the
+    length they declare instead. A redirect is not an answer (``ResponseError``) unless
+    ``follow_redirects=True``, and the API key is never sent outside the base URL's origin.
+
+    Use it as ``async with AsyncClient() as client:``, or call ``aclose()``.
     """
 
     def __init__(
@@ -161,13 +191,25 @@ class AsyncClient:
         headers: Optional[dict[str, str]] = None,
         max_resumes: int = 5,
         http_client: Optional[httpx.AsyncClient] = None,
+        deadline: Optional[float] = DEFAULT_DEADLINE,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        follow_redirects: bool = False,
     ) -> None:
         policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_retry_wait=max_retry_wait)
         self._core = ClientCore(
-            api_key=api_key, base_url=base_url, retry=policy, cache=cache, on_retry=on_retry, headers=headers
+            api_key=api_key,
+            base_url=base_url,
+            retry=policy,
+            cache=cache,
+            on_retry=on_retry,
+            headers=headers,
+            max_response_bytes=max_response_bytes,
+            deadline=deadline,
+            follow_redirects=follow_redirects,
         )
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else httpx.AsyncClient(timeout=timeout)
+        install(self._http)
         self.max_resumes = max_resumes
 
     # ---------------------------------------------------------------------------------------
@@ -179,10 +221,12 @@ class AsyncClient:
 
     @property
     def stats(self) -> ClientStats:
+        """Requests sent, retries waited out, 304s served from the cache, exports resumed."""
         return self._core.stats
 
     @property
     def rate_limit(self) -> Optional[RateLimit]:
+        """The key's budget as the last answer reported it."""
         return self._core.rate_limit
 
     @property
@@ -209,18 +253,24 @@ class AsyncClient:
         await self.aclose()
 
     async def _send(self, step: Send) -> Outcome:
-        request = self._http.build_request(step.method, step.url, headers=dict(step.headers))
+        """One request, its body read (bounded) unless it is a streamed call's 200 or 206."""
+        token = DEADLINE.set(step.deadline)
         try:
-            response = await self._http.send(request, stream=step.stream)
+            request = self._http.build_request(step.method, step.url, headers=dict(step.headers))
+            response = await self._http.send(request, stream=True, follow_redirects=False)
+            if step.keep_open(response):
+                return Received(response, None)
+            try:
+                reader = step.reader(response)
+                async for chunk in response.aiter_raw():
+                    reader.feed(chunk)
+                return Received(response, reader.finish())
+            finally:
+                await response.aclose()
         except httpx.TransportError as exc:
             return exc
-        if step.stream and response.status_code >= 300:
-            try:
-                await response.aread()
-            except httpx.TransportError as exc:
-                await response.aclose()
-                return exc
-        return response
+        finally:
+            DEADLINE.reset(token)
 
     async def _drive(self, exchange: Generator[Step, Outcome, Reply]) -> Reply:
         outcome: Outcome = None
@@ -235,9 +285,12 @@ class AsyncClient:
         except StopIteration as stop:
             reply: Reply = stop.value
             return reply
+        finally:
+            exchange.close()
 
     async def _json(self, call: Call) -> Any:
-        return (await self._drive(self._core.exchange(call))).body
+        reply = await self._drive(self._core.exchange(call))
+        return reply.body
 
     async def request(
         self,
@@ -247,7 +300,11 @@ class AsyncClient:
         method: str = "GET",
         headers: Optional[dict[str, str]] = None,
     ) -> Any:
-        """Any API path, as decoded JSON; see ``Client.request``."""
+        """Any API path, as decoded JSON, with the client's key, retries, bounds and errors.
+
+        For operations this release has no method for yet; ``method`` exists for HEAD (no body,
+        returns None) and to see a refusal, since the API is read-only.
+        """
         return await self._json(Call(path, params or {}, headers or {}, method=method.upper()))
 
     # ---------------------------------------------------------------------------------------
@@ -262,11 +319,15 @@ class AsyncClient:
         sort: Optional[str] = None,
         limit: Optional[int] = None,
     ) -> AsyncPaginator[CompaniesPage, CompanyListItem]:
-        """Every company matching the filters, for ``async for``, fetched page by page."""
+        """Every company matching the filters, fetched lazily page by page (``limit`` per page)."""
 
         async def fetch(cursor: Optional[str]) -> CompaniesPage:
             return await self.companies_page(
-                limit=limit, cursor=cursor, sector=sector, status=status, sort=sort
+                limit=limit,
+                cursor=cursor,
+                sector=sector,
+                status=status,
+                sort=sort,
             )
 
         return AsyncPaginator(fetch, lambda page: page.companies)
@@ -281,6 +342,7 @@ class AsyncClient:
         status: Optional[str] = None,
         sort: Optional[str] = None,
     ) -> CompaniesPage:
+        """One page of the company list; pass ``page.next_cursor`` as ``cursor`` for the next."""
         call = calls.list_companies(limit=limit, cursor=cursor, sector=sector, status=status, sort=sort)
         return from_json(CompaniesPage, await self._json(call))
 
@@ -293,6 +355,11 @@ class AsyncClient:
         sort: Optional[str] = None,
         limit: int = 200,
     ) -> pd.DataFrame:
+        """Every company matching the filters as a DataFrame, one row each, indexed by slug.
+
+        Columns: name, sector, status, as_of_date, value_usd, lower_usd, upper_usd, confidence,
+        delta_30d_pct; ``.attrs["meta"]`` holds the meta. Needs the ``pandas`` extra.
+        """
         builder = calls.CompaniesFrameBuilder(sector=sector, status=status, sort=sort, limit=limit)
         while not builder.done:
             builder.add(await self._json(builder.call()))
@@ -300,18 +367,26 @@ class AsyncClient:
 
     @operation("getCompany")
     async def company(self, slug: str) -> Company:
+        """A company's profile: latest mark, delta and the observations it stands on.
+
+        ``slug`` is checked against the slug grammar first (``InvalidSlug``), as for every
+        method that takes one.
+        """
         return from_json(Company, await self._json(calls.get_company(slug)))
 
     @operation("getMarkSeries")
     async def series(self, slug: str, coverage: Optional[int] = None) -> Series:
+        """A company's daily mark series; ``coverage`` 80 (the default) or 95 (pro and above)."""
         return from_json(Series, await self._json(calls.get_mark_series(slug, coverage)))
 
     @operation("getMarkEvents")
     async def events(self, slug: str) -> Events:
+        """A company's append-only event history, oldest first (pro and above)."""
         return from_json(Events, await self._json(calls.get_mark_events(slug)))
 
     @operation("getResolution")
     async def resolution(self, slug: str) -> Resolution:
+        """A company's signed resolution record (enterprise); check it with ``.verify(trusted=...)``."""
         return from_json(Resolution, await self._json(calls.get_resolution(slug)))
 
     # ---------------------------------------------------------------------------------------
@@ -319,22 +394,31 @@ class AsyncClient:
 
     @operation("getUsage")
     async def usage(self) -> Usage:
+        """The key's tier, budget, limits and scopes (research and above)."""
         return from_json(Usage, await self._json(calls.get_usage()))
 
     @operation("getSigningKeys")
     async def signing_keys(self) -> SigningKeys:
+        """The Ed25519 keys (JWKS) the server publishes; needs no key.
+
+        They say which public key has which thumbprint, not which keys to trust: verify records
+        against thumbprints or a JWKS file you obtained apart from this server.
+        """
         return from_json(SigningKeys, await self._json(calls.get_signing_keys()))
 
     @operation("getScorecard")
     async def scorecard(self) -> Scorecard:
+        """The methodology's walk-forward backtest; needs no key."""
         return from_json(Scorecard, await self._json(calls.get_scorecard()))
 
     @operation("getScorecardTargets")
     async def scorecard_targets(self) -> ScorecardTargets:
+        """Every target the scorecard scores, with each forecaster's numbers; needs no key."""
         return from_json(ScorecardTargets, await self._json(calls.get_scorecard_targets()))
 
     @operation("getOpenApi")
     async def openapi(self) -> dict[str, Any]:
+        """The served OpenAPI document, as decoded JSON."""
         document: dict[str, Any] = await self._json(calls.get_openapi())
         return document
 
@@ -345,6 +429,12 @@ class AsyncClient:
     def changes(
         self, since: calls.DateLike, *, limit: Optional[int] = None
     ) -> AsyncPaginator[ChangesPage, Change]:
+        """Companies changed since the dataset version ``since``, fetched lazily (pro and above).
+
+        Nothing when ``since`` is the version served. ``InvalidParameter`` when ``since`` is
+        older than the change log: re-sync from ``export()``.
+        """
+
         async def fetch(cursor: Optional[str]) -> ChangesPage:
             return await self.changes_page(since, limit=limit, cursor=cursor)
 
@@ -354,6 +444,7 @@ class AsyncClient:
     async def changes_page(
         self, since: calls.DateLike, *, limit: Optional[int] = None, cursor: Optional[str] = None
     ) -> ChangesPage:
+        """One page of the changes since ``since``."""
         return from_json(ChangesPage, await self._json(calls.get_changes(since, limit=limit, cursor=cursor)))
 
     @overload
@@ -363,7 +454,15 @@ class AsyncClient:
 
     @operation("getExport", ExportHeaderLine=ExportHeader, ExportCompanyLine=ExportCompany)
     def export(self, *, raw: bool = False) -> AsyncExportStream[Any]:
-        transfer = StreamTransfer(calls.EXPORT_PATH, {}, self.stats, self.max_resumes)
+        """The whole dataset version, one ``ExportCompany`` per company (enterprise).
+
+        Streamed in the stored gzip, decoded as it arrives, resumed with ``Range``/``If-Range``
+        if the connection breaks (at most ``max_resumes`` times without progress). ``raw=True``
+        yields the decoded JSON objects instead of models (about twice as fast). Bounded by the
+        length the answer declares; the deadline covers each request's headers, not the
+        reading, which goes at the pace of the loop that reads it.
+        """
+        transfer = self._stream_transfer(calls.EXPORT_PATH, {})
         return AsyncExportStream(self, transfer, ExportParser(ExportCompany, raw=raw))
 
     @overload
@@ -377,15 +476,19 @@ class AsyncClient:
 
     @operation("getSeriesExport", ExportHeaderLine=ExportHeader, ExportSeriesLine=ExportSeries)
     def export_series(self, coverage: Optional[int] = None, *, raw: bool = False) -> AsyncExportStream[Any]:
-        transfer = StreamTransfer(
-            calls.SERIES_EXPORT_PATH, calls.series_export_params(coverage), self.stats, self.max_resumes
-        )
+        """Every company's daily series at ``coverage`` (80 by default, or 95), streamed as ``export``."""
+        transfer = self._stream_transfer(calls.SERIES_EXPORT_PATH, calls.series_export_params(coverage))
         return AsyncExportStream(self, transfer, ExportParser(ExportSeries, raw=raw))
 
     @operation("getExport")
     async def download_export(
         self, path: Union[str, os.PathLike[str]], *, max_bytes: Optional[int] = None
     ) -> Download:
+        """Stores the export as served (gzip) in ``path``; resumes a part left by an earlier call.
+
+        ``max_bytes`` stops once the part holds that many bytes (a later call resumes it). Read
+        the file with ``read_export(path)``.
+        """
         return await self._download(path, calls.EXPORT_PATH, {}, max_bytes)
 
     @operation("getSeriesExport")
@@ -396,9 +499,13 @@ class AsyncClient:
         *,
         max_bytes: Optional[int] = None,
     ) -> Download:
-        return await self._download(
-            path, calls.SERIES_EXPORT_PATH, calls.series_export_params(coverage), max_bytes
-        )
+        """Stores the series export in ``path``, as ``download_export``."""
+        params = calls.series_export_params(coverage)
+        return await self._download(path, calls.SERIES_EXPORT_PATH, params, max_bytes)
+
+    def _stream_transfer(self, url_path: str, params: dict[str, Any]) -> StreamTransfer:
+        limit = self._core.max_response_bytes
+        return StreamTransfer(url_path, params, self.stats, self.max_resumes, limit)
 
     async def _download(
         self,
@@ -408,7 +515,8 @@ class AsyncClient:
         max_bytes: Optional[int],
     ) -> Download:
         url = self._core.url(url_path, params)
-        transfer = FileTransfer(path, url, url_path, params, self.stats, self.max_resumes, max_bytes)
+        limit = self._core.max_response_bytes
+        transfer = FileTransfer(path, url, url_path, params, self.stats, self.max_resumes, max_bytes, limit)
         while not transfer.complete:
             try:
                 reply = await self._drive(self._core.exchange(transfer.call()))
@@ -422,7 +530,7 @@ class AsyncClient:
                 transfer.begin(response)
                 async for chunk in response.aiter_raw():
                     if transfer.write(chunk):
-                        return transfer.result()
+                        return transfer.result()  # max_bytes reached
                 if not transfer.complete:
                     raise httpx.RemoteProtocolError("the answer ended before the export did")
             except httpx.TransportError as exc:
@@ -436,7 +544,8 @@ class AsyncClient:
 
     async def _stream_lines(self, transfer: StreamTransfer) -> AsyncIterator[bytes]:
         while True:
-            response = (await self._drive(self._core.exchange(transfer.call()))).response
+            reply = await self._drive(self._core.exchange(transfer.call()))
+            response = reply.response
             wait: Optional[float] = None
             try:
                 transfer.begin(response)

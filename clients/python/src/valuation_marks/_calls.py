@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import TYPE_CHECKING, Any, Optional, Union
-from urllib.parse import quote
 
 from ._core import Call, next_cursor
 from ._frames import companies_frame, company_row
+from .errors import InvalidSlug
 from .models import Meta, from_json
 
 if TYPE_CHECKING:
@@ -16,10 +17,23 @@ if TYPE_CHECKING:
 DateLike = Union[str, date]
 
 
+#: The slug grammar, as the builder checks it (``is_valid_slug`` in builder/src/dataset.rs):
+#: 1 to 64 characters of a-z, 0-9 and '-', starting with a letter or a digit.
+SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+
+
 def _slug(slug: str) -> str:
-    if not slug:
-        raise ValueError("slug must not be empty")
-    return quote(slug, safe="")
+    """A slug to put in a path, checked against the grammar before any URL is built.
+
+    ``.``, ``..``, ``../usage``, ``Stripe`` or ``a/b`` would otherwise name another resource
+    (or be refused by the server only after a request): they raise ``InvalidSlug``.
+    """
+    if not isinstance(slug, str) or not SLUG.fullmatch(slug):
+        raise InvalidSlug(
+            f"{slug!r} is not a company slug: 1 to 64 characters of a-z, 0-9 and '-', "
+            "starting with a letter or a digit"
+        )
+    return slug
 
 
 def list_companies(
@@ -106,4 +120,4 @@ class CompaniesFrameBuilder:
         self.done = self.cursor is None
 
     def frame(self) -> pd.DataFrame:
-        return companies_frame(self.rows, self.meta)
+        return companies_frame(self.rows, self.meta.to_dict() if self.meta is not None else None)

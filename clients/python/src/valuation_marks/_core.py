@@ -1,11 +1,18 @@
 """What ``Client`` and ``AsyncClient`` share: request building, response parsing, retry decisions.
 
 An API call is a generator (``ClientCore.exchange``) that yields the I/O it needs, ``Send``
-(an HTTP request) or ``Sleep`` (a wait before a retry), and is sent back the outcome: the
-``httpx.Response``, or the ``httpx.TransportError`` the attempt raised. It returns a ``Reply``
-or raises the API's error. The sync client drives it with ``httpx.Client`` and
-``time.sleep``, the async client with ``httpx.AsyncClient`` and ``asyncio.sleep``: the only
-code the two do not share is that loop.
+(an HTTP request) or ``Sleep`` (a wait before a retry), and is sent back the outcome: a
+``Received`` (the response, and its body read through a ``BodyReader``), or the
+``httpx.TransportError`` the attempt raised. It returns a ``Reply`` or raises the API's error.
+The sync client drives it with ``httpx.Client`` and ``time.sleep``, the async client with
+``httpx.AsyncClient`` and ``asyncio.sleep``: the only code the two do not share is that loop.
+
+Nothing here trusts the server to be well-behaved: every body is read in chunks and decoded
+by the SDK (``Inflater``), counted against ``max_response_bytes`` as sent and as decoded, and
+abandoned past the call's ``deadline``; redirects are not answers (and are followed only when
+asked, without the API key outside the base URL's origin); a ``Retry-After`` that is not a
+number of seconds counts as absent; JSON nested past what Python parses is a
+``ResponseError``.
 """
 
 from __future__ import annotations
@@ -15,9 +22,12 @@ import hashlib
 import json
 import os
 import random
+import re
 import threading
+import time
+import zlib
 from collections import OrderedDict
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Optional, TypeVar, Union
@@ -25,26 +35,54 @@ from typing import Any, Callable, Optional, TypeVar, Union
 import httpx
 
 from ._version import __version__
-from .errors import ApiError, ConnectionFailed, ResponseError, error_class
+from .errors import (
+    ApiError,
+    ConnectionFailed,
+    DeadlineExceeded,
+    ResponseError,
+    ResponseTooLarge,
+    error_class,
+)
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "DEFAULT_DEADLINE",
+    "DEFAULT_MAX_REDIRECTS",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "BodyReader",
     "Call",
     "ClientCore",
     "ClientStats",
     "ETagCache",
+    "Inflater",
     "RateLimit",
+    "Received",
     "Reply",
     "ResponseInfo",
     "RetryEvent",
     "RetryPolicy",
     "Send",
     "Sleep",
+    "decode_json",
     "operation",
+    "origin",
 ]
 
 #: Where ``marks serve`` listens by default; set ``MARKS_BASE_URL`` or ``base_url`` otherwise.
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+
+#: The largest answer a call takes (bytes, as sent and once decoded): 64 MiB, some 230 times the
+#: largest answer of the sample dataset (a daily series, 0.28 MiB; ``/v1/scorecard/targets`` is
+#: 0.23 MiB and grows by about 1 KB per scored event). Exports are bounded by the length they
+#: declare instead.
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+
+#: Seconds a call may take in all: connecting, sending, every byte of the answer, retries and
+#: their waits. ``timeout`` (default 30) bounds each single wait for bytes within it.
+DEFAULT_DEADLINE = 120.0
+
+#: Redirects followed in one call when ``follow_redirects=True``.
+DEFAULT_MAX_REDIRECTS = 5
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,9 +112,11 @@ class RetryPolicy:
     """When to try again. Only 429 (after ``Retry-After``), 503 and connection errors are retried.
 
     ``max_retries`` bounds the retries of one request (0: raise at once). A 429 is retried after
-    the ``Retry-After`` it carries (never sooner, plus up to 10% jitter), unless that is longer
-    than ``max_retry_wait``: then ``RateLimited`` is raised at once, since retrying earlier
-    would only be refused again. 503 and connection errors back off exponentially from
+    the ``Retry-After`` it carries (never sooner, plus up to 10% jitter; never sooner than the
+    backoff either, so a ``Retry-After: 0`` is not a retry at once), unless that is longer than
+    ``max_retry_wait``: then ``RateLimited`` is raised at once, since retrying earlier would
+    only be refused again. A 429 without a usable ``Retry-After`` (absent, negative, not a
+    number) waits the backoff. 503 and connection errors back off exponentially from
     ``backoff`` seconds up to ``max_backoff`` (or wait the ``Retry-After`` of a 503, if longer).
     """
 
@@ -98,7 +138,7 @@ class RetryPolicy:
                 return self._backoff(attempt)
             if retry_after > self.max_retry_wait:
                 return None
-            return retry_after + random.uniform(0, min(1.0, retry_after / 10))
+            return max(self._backoff(attempt), retry_after + random.uniform(0, min(1.0, retry_after / 10)))
         if status == 503:
             return max(self._backoff(attempt), retry_after or 0.0)
         return None
@@ -226,10 +266,21 @@ class Call:
 
 @dataclasses.dataclass(frozen=True)
 class Send:
+    """Send a request. The driver reads the body through ``reader(response)``, except for the
+    200 and 206 of a streamed call, which it hands back open."""
+
     method: str
     url: str
     headers: Mapping[str, str]
     stream: bool
+    deadline: Optional[float]  # time.monotonic() by which the call must be done
+    max_bytes: int
+
+    def reader(self, response: httpx.Response) -> BodyReader:
+        return BodyReader(response.headers.get("Content-Encoding"), self.max_bytes, self.deadline)
+
+    def keep_open(self, response: httpx.Response) -> bool:
+        return self.stream and response.status_code in (200, 206)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,8 +288,120 @@ class Sleep:
     seconds: float
 
 
+@dataclasses.dataclass(frozen=True)
+class Received:
+    """An answer: the response, and its body as decoded (None when handed back open)."""
+
+    response: httpx.Response
+    body: Optional[bytes]
+
+
 Step = Union[Send, Sleep]
-Outcome = Union[httpx.Response, httpx.TransportError, None]
+Outcome = Union[Received, httpx.TransportError, None]
+
+
+# --------------------------------------------------------------------------------------------
+# Reading bodies: bounded in size and time, decoded by the SDK
+
+
+class Inflater:
+    """Decodes a body as it arrives (``Content-Encoding`` gzip, deflate or none), in blocks.
+
+    ``feed(data, block)`` yields the decoded bytes in pieces of at most ``block`` bytes, so a
+    small compressed chunk that inflates to gigabytes (a gzip bomb) is never held whole: the
+    caller counts what it is given and stops. Concatenated gzip members are decoded in turn.
+    """
+
+    def __init__(self, encoding: Optional[str]) -> None:
+        name = (encoding or "identity").strip().lower()
+        if name in ("identity", ""):
+            self._wbits: Optional[int] = None
+        elif name in ("gzip", "x-gzip"):
+            self._wbits = 31
+        elif name == "deflate":
+            self._wbits = 15
+        else:
+            raise ResponseError(f"the answer is encoded as {encoding!r}, which this client does not decode")
+        self._decoder: Any = None if self._wbits is None else zlib.decompressobj(wbits=self._wbits)
+        self.member_open = False  # inside a compressed member that has not ended yet
+
+    @property
+    def identity(self) -> bool:
+        return self._wbits is None
+
+    def feed(self, data: bytes, block: int) -> Iterator[bytes]:
+        if self._decoder is None:
+            if data:
+                yield data
+            return
+        block = max(1, block)
+        wbits = self._wbits or 31
+        while data:
+            try:
+                out = self._decoder.decompress(data, block)
+            except zlib.error as exc:
+                raise ResponseError(f"the answer does not decode: {exc}") from exc
+            data = self._decoder.unconsumed_tail
+            if self._decoder.eof:
+                data = self._decoder.unused_data + data
+                self._decoder = zlib.decompressobj(wbits=wbits)
+                self.member_open = False
+            else:
+                self.member_open = True
+            if out:
+                yield out
+
+
+class BodyReader:
+    """Collects one answer's body: at most ``max_bytes`` as sent and once decoded, by ``deadline``.
+
+    Raises ``ResponseTooLarge`` as soon as either count passes the bound (nothing more is read)
+    and ``DeadlineExceeded`` once the call's deadline has passed.
+    """
+
+    def __init__(self, encoding: Optional[str], max_bytes: int, deadline: Optional[float]) -> None:
+        self.inflater = Inflater(encoding)
+        self.max_bytes = max_bytes
+        self.deadline = deadline
+        self.received = 0  # bytes as sent
+        self.size = 0  # bytes decoded
+        self._parts: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise DeadlineExceeded("the answer did not arrive within the call's deadline")
+        self.received += len(chunk)
+        if self.received > self.max_bytes:
+            raise ResponseTooLarge(f"the answer is larger than max_response_bytes ({self.max_bytes} bytes)")
+        for part in self.inflater.feed(chunk, self.max_bytes - self.size + 1):
+            self.size += len(part)
+            if self.size > self.max_bytes:
+                raise ResponseTooLarge(
+                    f"the answer decodes to more than max_response_bytes ({self.max_bytes} bytes)"
+                )
+            self._parts.append(part)
+
+    def finish(self) -> bytes:
+        if self.inflater.member_open:
+            raise ResponseError("the answer ends inside a compressed member")
+        return b"".join(self._parts)
+
+
+def decode_json(body: bytes, what: str) -> Any:
+    """Decoded JSON; ``ResponseError`` if it is not JSON or is nested too deeply to decode."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise ResponseError(f"{what}: the JSON is nested too deeply to decode") from None
+    except ValueError as exc:
+        raise ResponseError(f"{what}: the answer is not JSON") from exc
+
+
+def origin(url: Union[str, httpx.URL]) -> tuple[str, str, int]:
+    """(scheme, host, port) of a URL, the port made explicit."""
+    parsed = httpx.URL(url)
+    port = parsed.port or {"http": 80, "https": 443}.get(parsed.scheme, 0)
+    return (parsed.scheme, parsed.host, port)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,15 +413,21 @@ class Reply:
     from_cache: bool = False
 
 
+_SECONDS = re.compile(r"[0-9]{1,10}(\.[0-9]{1,6})?")
+
+
 def parse_retry_after(value: Optional[str]) -> Optional[float]:
-    """``Retry-After`` in seconds: delta-seconds, or an HTTP date."""
+    """``Retry-After`` in seconds: delta-seconds, or an HTTP date (0 once it has passed).
+
+    Anything else (a negative number, ``nan``, ``soon``) is None, as if there were none.
+    """
     if value is None:
         return None
     value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    if _SECONDS.fullmatch(value):
+        return float(value)
+    if value[:1].isdigit() or value[:1] in "+-.":
+        return None
     try:
         moment = parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -268,15 +437,15 @@ def parse_retry_after(value: Optional[str]) -> Optional[float]:
     return max(0.0, (moment - datetime.now(timezone.utc)).total_seconds())
 
 
-def api_error(response: httpx.Response) -> ApiError:
+def api_error(response: httpx.Response, body: Optional[bytes] = None) -> ApiError:
     """The exception for an error answer: its problem+json, or what can be said without one."""
     status = response.status_code
     problem: dict[str, Any] = {}
     try:
-        data = json.loads(response.content)
+        data = json.loads(response.content if body is None else body)
         if isinstance(data, dict):
             problem = data
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     code = problem.get("code") if isinstance(problem.get("code"), str) else None
     detail = problem.get("detail") or response.reason_phrase or f"HTTP {status}"
@@ -314,12 +483,25 @@ class ClientCore:
         cache: Union[ETagCache, bool, None],
         on_retry: Optional[Callable[[RetryEvent], None]],
         headers: Optional[Mapping[str, str]],
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        deadline: Optional[float] = DEFAULT_DEADLINE,
+        follow_redirects: bool = False,
+        max_redirects: int = DEFAULT_MAX_REDIRECTS,
     ) -> None:
+        if max_response_bytes < 1:
+            raise ValueError("max_response_bytes must be at least 1")
+        if deadline is not None and not deadline > 0:
+            raise ValueError("deadline must be a positive number of seconds, or None")
         self.api_key = api_key if api_key is not None else os.environ.get("MARKS_API_KEY") or None
         self.base_url = (base_url or os.environ.get("MARKS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.origin = origin(self.base_url)
         self.retry = retry
         self.cache: Optional[ETagCache] = ETagCache() if cache is True else (cache or None)
         self.on_retry = on_retry
+        self.max_response_bytes = max_response_bytes
+        self.deadline = deadline
+        self.follow_redirects = follow_redirects
+        self.max_redirects = max_redirects
         self.stats = ClientStats()
         self.rate_limit: Optional[RateLimit] = None
         self.last_response: Optional[ResponseInfo] = None
@@ -337,6 +519,14 @@ class ClientCore:
     def url(self, path: str, params: Mapping[str, Any]) -> str:
         clean = {name: _param(value) for name, value in params.items() if value is not None}
         return str(httpx.URL(self.base_url + path, params=clean or None))
+
+    def headers_for(self, url: str, extra: Mapping[str, str]) -> dict[str, str]:
+        """The request headers for ``url``: credentials only within the base URL's origin."""
+        headers = {**self.headers, **extra}
+        if origin(url) != self.origin:
+            for name in [name for name in headers if name.lower() in _CREDENTIALS]:
+                del headers[name]
+        return headers
 
     def _observe(self, response: httpx.Response, *, from_cache: bool) -> None:
         limit = RateLimit.from_headers(response.headers)
@@ -357,52 +547,87 @@ class ClientCore:
             self.on_retry(event)
         return Sleep(event.wait)
 
+    def _redirect(self, method: str, url: str, response: httpx.Response, followed: int) -> str:
+        """Where a 3xx points, if this client follows it; raises ``ResponseError`` otherwise."""
+        status = response.status_code
+        location = response.headers.get("Location")
+        if not self.follow_redirects or status not in (301, 302, 303, 307, 308) or not location:
+            where = f" to {location}" if location else ""
+            raise ResponseError(
+                f"{method} {url}: answered {status}{where}, a redirect and not an answer "
+                "(the client follows redirects only with follow_redirects=True)"
+            )
+        if followed >= self.max_redirects:
+            raise ResponseError(f"{method} {url}: more than {self.max_redirects} redirects")
+        target = httpx.URL(url).join(location)
+        if target.scheme not in ("http", "https"):
+            raise ResponseError(f"{method} {url}: a redirect to {target}, which is not HTTP")
+        return str(target)
+
     def exchange(self, call: Call) -> Generator[Step, Outcome, Reply]:
         """One call with its retries; see the module docstring for the protocol."""
         url = self.url(call.path, call.params)
+        deadline = None if self.deadline is None else time.monotonic() + self.deadline
         cache_key = (self._cache_scope, url)
         use_cache = self.cache is not None and call.cache and call.method == "GET" and not call.stream
-        attempt = 0
+        target = url
+        attempt = redirects = 0
         while True:
-            headers = {**self.headers, **call.headers}
+            headers = self.headers_for(target, call.headers)
             cached = self.cache.get(cache_key) if (use_cache and self.cache is not None) else None
-            if cached is not None:
+            if cached is not None and target == url:
                 headers["If-None-Match"] = cached[0]
             self.stats.requests += 1
-            outcome = yield Send(call.method, url, headers, call.stream)
-            if not isinstance(outcome, httpx.Response):
+            outcome = yield Send(call.method, target, headers, call.stream, deadline, self.max_response_bytes)
+            if not isinstance(outcome, Received):
                 assert outcome is not None
+                if deadline is not None and time.monotonic() >= deadline - _DEADLINE_SLACK:
+                    raise DeadlineExceeded(
+                        f"{call.method} {target}: no answer within the deadline ({self.deadline:g} s)"
+                    ) from outcome
                 wait = self.retry.wait_for_error(attempt, outcome)
-                if wait is None:
-                    raise ConnectionFailed(f"{call.method} {url}: {outcome!r}") from outcome
+                if wait is None or not _fits(wait, deadline):
+                    raise ConnectionFailed(f"{call.method} {target}: {outcome!r}") from outcome
                 attempt += 1
-                yield self._retrying(RetryEvent(url, attempt, "connection", wait, error=outcome))
+                yield self._retrying(RetryEvent(target, attempt, "connection", wait, error=outcome))
                 continue
-            response = outcome
+            response, body = outcome.response, outcome.body
             status = response.status_code
             self._observe(response, from_cache=status == 304 and cached is not None)
             if status == 304 and cached is not None:
                 self.stats.not_modified += 1
                 return Reply(cached[1], response, from_cache=True)
+            if 300 <= status < 400 and status != 304:
+                target = self._redirect(call.method, target, response, redirects)
+                redirects += 1
+                continue
             if status >= 400:
-                error = api_error(response)
+                error = api_error(response, body)
                 wait = self.retry.wait_for_status(attempt, status, error.retry_after)
-                if wait is None:
+                if wait is None or not _fits(wait, deadline):
                     raise error
                 attempt += 1
                 reason = "rate_limited" if status == 429 else "unavailable"
-                yield self._retrying(RetryEvent(url, attempt, reason, wait, status, error.retry_after, error))
+                yield self._retrying(
+                    RetryEvent(target, attempt, reason, wait, status, error.retry_after, error)
+                )
                 continue
-            if call.stream or status == 304 or call.method == "HEAD":
+            if call.stream or body is None or status == 304 or call.method == "HEAD":
                 return Reply(None, response)
-            try:
-                body = json.loads(response.content)
-            except ValueError as exc:
-                raise ResponseError(f"{call.method} {url}: the answer is not JSON ({status})") from exc
+            decoded = decode_json(body, f"{call.method} {target} ({status})")
             etag = response.headers.get("ETag")
-            if use_cache and etag and self.cache is not None:
-                self.cache.put(cache_key, etag, body)
-            return Reply(body, response)
+            if use_cache and etag and self.cache is not None and target == url:
+                self.cache.put(cache_key, etag, decoded)
+            return Reply(decoded, response)
+
+
+_CREDENTIALS = {"x-api-key", "authorization", "cookie"}
+_DEADLINE_SLACK = 0.05  # a read cut short by the deadline may wake a hair before it
+
+
+def _fits(wait: float, deadline: Optional[float]) -> bool:
+    """True if a wait of ``wait`` seconds ends before ``deadline``."""
+    return deadline is None or time.monotonic() + wait < deadline
 
 
 def next_cursor(body: Mapping[str, Any], previous: Optional[str]) -> Optional[str]:

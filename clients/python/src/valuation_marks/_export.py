@@ -6,6 +6,11 @@ that breaks off resumes with ``Range: bytes=<held>-`` and ``If-Range: <etag>``: 
 answers 206 with the rest while the ETag still names the same export, or 200 with a whole new
 one. Decoding runs on the stored bytes as they arrive, so a resumed range simply continues the
 gzip stream where it stopped.
+
+An export is bounded by the length it declares (``Content-Length``, or the total of
+``Content-Range``), not by the client's ``max_response_bytes``: a server that sends more is
+cut off with ``ResponseTooLarge``. Decoding hands out at most 1 MiB at a time, and a line may
+not grow past ``max_response_bytes``, so a gzip bomb costs time but never memory.
 """
 
 from __future__ import annotations
@@ -15,15 +20,21 @@ import gzip
 import json
 import os
 import random
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Generic, Optional, TypeVar, Union, cast
 
 import httpx
 
-from ._core import Call, ClientStats
-from .errors import ConnectionFailed, ExportChanged, ExportCorrupt, RangeNotSatisfiable
+from ._core import DEFAULT_MAX_RESPONSE_BYTES, Call, ClientStats, Inflater
+from .errors import (
+    ConnectionFailed,
+    ExportChanged,
+    ExportCorrupt,
+    RangeNotSatisfiable,
+    ResponseError,
+    ResponseTooLarge,
+)
 from .models import ExportCompany, ExportHeader, ExportSeries, Meta, from_json
 
 __all__ = [
@@ -56,44 +67,58 @@ def parse_content_range(value: Optional[str]) -> tuple[Optional[int], Optional[i
         return (None, None, total)
 
 
-class _GzipLines:
-    """Splits a (possibly multi-member) gzip stream, or plain text, into lines as bytes arrive."""
+_BLOCK = 1024 * 1024  # decoded bytes handed out at a time
 
-    def __init__(self, gzipped: bool) -> None:
-        self.gzipped = gzipped
-        self._decoder: Any = zlib.decompressobj(wbits=31) if gzipped else None
-        self._member_open = False
-        self._pending = b""
 
-    def _decode(self, chunk: bytes) -> bytes:
-        if not self.gzipped:
-            return chunk
-        out = []
-        while chunk:
-            try:
-                out.append(self._decoder.decompress(chunk))
-            except zlib.error as exc:
-                raise ExportCorrupt(f"the export does not decode as gzip: {exc}") from exc
-            self._member_open = not self._decoder.eof
-            if self._decoder.eof:
-                chunk = self._decoder.unused_data
-                self._decoder = zlib.decompressobj(wbits=31)
-            else:
-                chunk = b""
-        return b"".join(out)
+class _Lines:
+    """Splits an export's body (gzip members, or plain text) into lines as bytes arrive.
+
+    A line longer than ``max_line`` bytes raises ``ResponseTooLarge``: nothing grows unbounded.
+    """
+
+    def __init__(self, encoding: Optional[str], max_line: int) -> None:
+        try:
+            self._inflater = Inflater(encoding)
+        except ResponseError as exc:
+            raise ExportCorrupt(str(exc)) from None
+        self.max_line = max_line
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+
+    def _hold(self, part: bytes) -> None:
+        self._pending_size += len(part)
+        if self._pending_size > self.max_line:
+            raise ResponseTooLarge(f"a line of the export is longer than {self.max_line} bytes")
+        self._pending.append(part)
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        data = self._decode(chunk)
-        if not data:
-            return []
-        lines = (self._pending + data).split(b"\n")
-        self._pending = lines.pop()
+        lines: list[bytes] = []
+        try:
+            for block in self._inflater.feed(chunk, _BLOCK):
+                end = block.find(b"\n")
+                if end < 0:
+                    self._hold(block)
+                    continue
+                self._hold(block[:end])
+                lines.append(b"".join(self._pending))
+                pieces = block[end + 1 :].split(b"\n")
+                self._pending, self._pending_size = [], 0
+                self._hold(pieces.pop())
+                for piece in pieces:
+                    if len(piece) > self.max_line:
+                        raise ResponseTooLarge(f"a line of the export is longer than {self.max_line} bytes")
+                    lines.append(piece)
+        except ResponseTooLarge:
+            raise
+        except ResponseError as exc:
+            raise ExportCorrupt(f"the export does not decode: {exc}") from None
         return lines
 
     def finish(self) -> list[bytes]:
-        if self.gzipped and self._member_open:
+        if self._inflater.member_open:
             raise ExportCorrupt("the export ends inside a gzip member")
-        tail, self._pending = self._pending, b""
+        tail = b"".join(self._pending)
+        self._pending, self._pending_size = [], 0
         return [tail] if tail.strip() else []
 
 
@@ -111,6 +136,8 @@ class ExportParser(Generic[T]):
             return None
         try:
             data = json.loads(line)
+        except RecursionError:
+            raise ExportCorrupt(f"line {self.count + 2} of the export is nested too deeply") from None
         except ValueError as exc:
             raise ExportCorrupt(f"line {self.count + 2} of the export is not JSON") from exc
         if self.header is None:
@@ -133,8 +160,16 @@ class ExportParser(Generic[T]):
 class _Transfer:
     """Resumption bookkeeping common to streamed exports and downloads to a file."""
 
-    def __init__(self, url_path: str, params: dict[str, Any], stats: ClientStats, max_resumes: int) -> None:
+    def __init__(
+        self,
+        url_path: str,
+        params: dict[str, Any],
+        stats: ClientStats,
+        max_resumes: int,
+        max_line: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
         self.path = url_path
+        self.max_line = max_line
         self.params = params
         self.stats = stats
         self.max_resumes = max_resumes
@@ -156,6 +191,14 @@ class _Transfer:
     @property
     def complete(self) -> bool:
         return self.total is not None and self.offset >= self.total
+
+    def _count(self, chunk: bytes) -> None:
+        """Counts received bytes against the declared length (or, without one, ``max_line``)."""
+        self.offset += len(chunk)
+        bound = self.total if self.total is not None else self.max_line
+        if self.offset > bound:
+            declared = f"the {self.total} bytes it declared" if self.total is not None else f"{bound} bytes"
+            raise ResponseTooLarge(f"the export sent more than {declared}")
 
     def _range(self, response: httpx.Response) -> None:
         """Checks a 206 against what is held."""
@@ -194,9 +237,16 @@ class _Transfer:
 class StreamTransfer(_Transfer):
     """A streamed export decoded into lines; resumes within the same stream after breaks."""
 
-    def __init__(self, url_path: str, params: dict[str, Any], stats: ClientStats, max_resumes: int) -> None:
-        super().__init__(url_path, params, stats, max_resumes)
-        self._lines: Optional[_GzipLines] = None
+    def __init__(
+        self,
+        url_path: str,
+        params: dict[str, Any],
+        stats: ClientStats,
+        max_resumes: int,
+        max_line: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        super().__init__(url_path, params, stats, max_resumes, max_line)
+        self._lines: Optional[_Lines] = None
         self._emitted = False
 
     def begin(self, response: httpx.Response) -> None:
@@ -211,11 +261,11 @@ class StreamTransfer(_Transfer):
                 f"({self.etag} -> {response.headers.get('ETag')}); read the new one with a new export()"
             )
         self._whole(response)
-        self._lines = _GzipLines(self.encoding == "gzip")
+        self._lines = _Lines(self.encoding, self.max_line)
 
     def feed(self, chunk: bytes) -> list[bytes]:
         assert self._lines is not None
-        self.offset += len(chunk)
+        self._count(chunk)
         lines = self._lines.feed(chunk)
         if lines:
             self._emitted = True
@@ -256,8 +306,9 @@ class FileTransfer(_Transfer):
         stats: ClientStats,
         max_resumes: int,
         max_bytes: Optional[int],
+        max_line: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        super().__init__(url_path, params, stats, max_resumes)
+        super().__init__(url_path, params, stats, max_resumes, max_line)
         self.dest = Path(dest)
         self.part = self.dest.with_name(self.dest.name + ".part")
         self.state = self.dest.with_name(self.dest.name + ".part.json")
@@ -308,11 +359,11 @@ class FileTransfer(_Transfer):
         assert self._file is not None
         if self.max_bytes is not None and self.offset + len(chunk) >= self.max_bytes:
             chunk = chunk[: max(0, self.max_bytes - self.offset)]
+            self._count(chunk)
             self._file.write(chunk)
-            self.offset += len(chunk)
             return True
+        self._count(chunk)
         self._file.write(chunk)
-        self.offset += len(chunk)
         return False
 
     def end(self) -> None:

@@ -2,7 +2,8 @@
 
 Frames are built straight from the decoded JSON, not through the dataclasses, and carry the
 response's meta in ``.attrs["meta"]`` as a dict of strings (so it survives copies, pickling
-and Parquet metadata).
+and Parquet metadata). The callers hand that dict over (``Meta.to_dict()``): this module
+imports nothing of the package, so the models can import it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .models import Meta
+MetaDict = Optional[Mapping[str, str]]
 
 __all__ = [
     "COMPANY_COLUMNS",
@@ -77,8 +78,8 @@ def _dates(pd: Any, column: Any) -> Any:
     return pd.to_datetime(column, format="%Y-%m-%d")
 
 
-def _attrs(frame: pd.DataFrame, meta: Optional[Meta], **extra: Any) -> pd.DataFrame:
-    frame.attrs["meta"] = meta.to_dict() if meta is not None else None
+def _attrs(frame: pd.DataFrame, meta: MetaDict, **extra: Any) -> pd.DataFrame:
+    frame.attrs["meta"] = dict(meta) if meta is not None else None
     frame.attrs.update(extra)
     return frame
 
@@ -100,7 +101,7 @@ def company_row(item: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def companies_frame(rows: Sequence[tuple[Any, ...]], meta: Optional[Meta]) -> pd.DataFrame:
+def companies_frame(rows: Sequence[tuple[Any, ...]], meta: MetaDict) -> pd.DataFrame:
     """One row per company, indexed by slug."""
     pd = require_pandas()
     frame = pd.DataFrame.from_records(rows, columns=COMPANY_COLUMNS)
@@ -111,7 +112,7 @@ def companies_frame(rows: Sequence[tuple[Any, ...]], meta: Optional[Meta]) -> pd
 
 
 def series_frame(
-    points: Iterable[Mapping[str, Any]], meta: Optional[Meta], *, slug: str, coverage: int
+    points: Iterable[Mapping[str, Any]], meta: MetaDict, *, slug: str, coverage: int
 ) -> pd.DataFrame:
     """One row per day, indexed by date."""
     pd = require_pandas()
@@ -121,7 +122,7 @@ def series_frame(
     return _attrs(frame, meta, slug=slug, coverage=coverage)
 
 
-def events_frame(events: Iterable[Mapping[str, Any]], meta: Optional[Meta], *, slug: str) -> pd.DataFrame:
+def events_frame(events: Iterable[Mapping[str, Any]], meta: MetaDict, *, slug: str) -> pd.DataFrame:
     """One row per event, indexed by the day it occurred on."""
     pd = require_pandas()
     frame = pd.DataFrame.from_records(list(events), columns=EVENT_COLUMNS)
@@ -130,7 +131,7 @@ def events_frame(events: Iterable[Mapping[str, Any]], meta: Optional[Meta], *, s
     return _attrs(frame, meta, slug=slug)
 
 
-def targets_frame(targets: Iterable[Mapping[str, Any]], meta: Optional[Meta]) -> pd.DataFrame:
+def targets_frame(targets: Iterable[Mapping[str, Any]], meta: MetaDict) -> pd.DataFrame:
     """One row per (scored target, forecaster)."""
     pd = require_pandas()
     rows = []

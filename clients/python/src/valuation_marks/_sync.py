@@ -1,4 +1,11 @@
-"""``Client``: the blocking client (``httpx.Client`` and ``time.sleep`` drive the shared core)."""
+# generated from _async.py by scripts/unasync.py; do not edit.
+# Change _async.py and run `python scripts/unasync.py` (tests/test_unasync.py checks it).
+"""``Client``, the blocking client: ``httpx.Client`` and ``time.sleep`` drive the shared core.
+
+Generated from ``_async.py``, the one source of both clients, by ``scripts/unasync.py``.
+Requests, parsing, bounds and retry decisions are the shared ones of ``_core``; only the I/O
+loop is here.
+"""
 
 from __future__ import annotations
 
@@ -12,12 +19,15 @@ import httpx
 
 from . import _calls as calls
 from ._core import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
     Call,
     ClientCore,
     ClientStats,
     ETagCache,
     Outcome,
     RateLimit,
+    Received,
     Reply,
     ResponseInfo,
     RetryEvent,
@@ -28,6 +38,7 @@ from ._core import (
     next_cursor,
     operation,
 )
+from ._deadline import DEADLINE, install
 from ._export import Download, ExportParser, FileTransfer, StreamTransfer
 from .errors import RangeNotSatisfiable
 from .models import (
@@ -63,10 +74,14 @@ class Paginator(Generic[P, T]):
     """Items of a paginated list, fetched page by page (by cursor) as iteration reaches them.
 
     Iterating again walks the list again from the first page. ``pages()`` yields the pages
-    themselves (with their ``meta`` and ``page`` info).
+    themselves (with their ``meta`` and ``page`` info); ``to_list()`` fetches every item.
     """
 
-    def __init__(self, fetch: Callable[[Optional[str]], P], items: Callable[[P], Iterable[T]]) -> None:
+    def __init__(
+        self,
+        fetch: Callable[[Optional[str]], P],
+        items: Callable[[P], Iterable[T]],
+    ) -> None:
         self._fetch: Callable[[Optional[str]], P] = fetch
         self._items: Callable[[P], Iterable[T]] = items
 
@@ -79,9 +94,16 @@ class Paginator(Generic[P, T]):
             if cursor is None:
                 return
 
-    def __iter__(self) -> Iterator[T]:
+    def _walk(self) -> Iterator[T]:
         for page in self.pages():
             yield from self._items(page)
+
+    def __iter__(self) -> Iterator[T]:
+        return self._walk()
+
+    def to_list(self) -> list[T]:
+        """Every item, all pages fetched."""
+        return list(self)
 
 
 class ExportStream(Generic[T]):
@@ -121,26 +143,38 @@ class ExportStream(Generic[T]):
     def bytes_received(self) -> int:
         return self._transfer.offset
 
-    def __iter__(self) -> Iterator[T]:
-        if self._started:
-            raise RuntimeError("an export stream is read once; call export() again")
-        self._started = True
+    def _walk(self) -> Iterator[T]:
         for line in self._client._stream_lines(self._transfer):
             item = self._parser.parse(line)
             if item is not None:
                 yield item
         self._parser.finish()
 
+    def __iter__(self) -> Iterator[T]:
+        if self._started:
+            raise RuntimeError("an export stream is read once; call export() again")
+        self._started = True
+        return self._walk()
+
 
 class Client:
-    """The Valuation Marks API, blocking.
+    """The Valuation Marks API.
 
     ``api_key`` defaults to ``$MARKS_API_KEY``, ``base_url`` to ``$MARKS_BASE_URL`` (else
     ``http://127.0.0.1:8080``). 429 is retried after ``Retry-After`` (at most ``max_retries``
     times, waits of at most ``max_retry_wait`` seconds), 503 and connection errors with
     exponential backoff; nothing else. ``cache=True`` (or an ``ETagCache``) revalidates
     repeated requests with ``If-None-Match``. ``on_retry`` is called with a ``RetryEvent``
-    before each wait. Use it as a context manager, or call ``close()``.
+    before each wait.
+
+    Bounds, against a broken or hostile server: ``timeout`` (seconds, default 30) for each
+    wait for bytes; ``deadline`` (seconds, default 120; None: none) for a whole call, retries
+    and their waits included (``DeadlineExceeded``); ``max_response_bytes`` (default 64 MiB)
+    for an answer, as sent and once decoded (``ResponseTooLarge``); exports are bounded by the
+    length they declare instead. A redirect is not an answer (``ResponseError``) unless
+    ``follow_redirects=True``, and the API key is never sent outside the base URL's origin.
+
+    Use it as ``with Client() as client:``, or call ``close()``.
     """
 
     def __init__(
@@ -157,13 +191,25 @@ class Client:
         headers: Optional[dict[str, str]] = None,
         max_resumes: int = 5,
         http_client: Optional[httpx.Client] = None,
+        deadline: Optional[float] = DEFAULT_DEADLINE,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        follow_redirects: bool = False,
     ) -> None:
         policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_retry_wait=max_retry_wait)
         self._core = ClientCore(
-            api_key=api_key, base_url=base_url, retry=policy, cache=cache, on_retry=on_retry, headers=headers
+            api_key=api_key,
+            base_url=base_url,
+            retry=policy,
+            cache=cache,
+            on_retry=on_retry,
+            headers=headers,
+            max_response_bytes=max_response_bytes,
+            deadline=deadline,
+            follow_redirects=follow_redirects,
         )
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else httpx.Client(timeout=timeout)
+        install(self._http)
         self.max_resumes = max_resumes
 
     # ---------------------------------------------------------------------------------------
@@ -207,18 +253,24 @@ class Client:
         self.close()
 
     def _send(self, step: Send) -> Outcome:
-        request = self._http.build_request(step.method, step.url, headers=dict(step.headers))
+        """One request, its body read (bounded) unless it is a streamed call's 200 or 206."""
+        token = DEADLINE.set(step.deadline)
         try:
-            response = self._http.send(request, stream=step.stream)
+            request = self._http.build_request(step.method, step.url, headers=dict(step.headers))
+            response = self._http.send(request, stream=True, follow_redirects=False)
+            if step.keep_open(response):
+                return Received(response, None)
+            try:
+                reader = step.reader(response)
+                for chunk in response.iter_raw():
+                    reader.feed(chunk)
+                return Received(response, reader.finish())
+            finally:
+                response.close()
         except httpx.TransportError as exc:
             return exc
-        if step.stream and response.status_code >= 300:
-            try:
-                response.read()  # a problem+json (or a 304): small, and needed to decide
-            except httpx.TransportError as exc:
-                response.close()
-                return exc
-        return response
+        finally:
+            DEADLINE.reset(token)
 
     def _drive(self, exchange: Generator[Step, Outcome, Reply]) -> Reply:
         outcome: Outcome = None
@@ -233,9 +285,12 @@ class Client:
         except StopIteration as stop:
             reply: Reply = stop.value
             return reply
+        finally:
+            exchange.close()
 
     def _json(self, call: Call) -> Any:
-        return self._drive(self._core.exchange(call)).body
+        reply = self._drive(self._core.exchange(call))
+        return reply.body
 
     def request(
         self,
@@ -245,7 +300,7 @@ class Client:
         method: str = "GET",
         headers: Optional[dict[str, str]] = None,
     ) -> Any:
-        """Any API path, as decoded JSON, with the client's key, retries and errors.
+        """Any API path, as decoded JSON, with the client's key, retries, bounds and errors.
 
         For operations this release has no method for yet; ``method`` exists for HEAD (no body,
         returns None) and to see a refusal, since the API is read-only.
@@ -267,7 +322,13 @@ class Client:
         """Every company matching the filters, fetched lazily page by page (``limit`` per page)."""
 
         def fetch(cursor: Optional[str]) -> CompaniesPage:
-            return self.companies_page(limit=limit, cursor=cursor, sector=sector, status=status, sort=sort)
+            return self.companies_page(
+                limit=limit,
+                cursor=cursor,
+                sector=sector,
+                status=status,
+                sort=sort,
+            )
 
         return Paginator(fetch, lambda page: page.companies)
 
@@ -306,7 +367,11 @@ class Client:
 
     @operation("getCompany")
     def company(self, slug: str) -> Company:
-        """A company's profile: latest mark, delta and the observations it stands on."""
+        """A company's profile: latest mark, delta and the observations it stands on.
+
+        ``slug`` is checked against the slug grammar first (``InvalidSlug``), as for every
+        method that takes one.
+        """
         return from_json(Company, self._json(calls.get_company(slug)))
 
     @operation("getMarkSeries")
@@ -321,7 +386,7 @@ class Client:
 
     @operation("getResolution")
     def resolution(self, slug: str) -> Resolution:
-        """A company's signed resolution record (enterprise); check it with ``.verify(keys)``."""
+        """A company's signed resolution record (enterprise); check it with ``.verify(trusted=...)``."""
         return from_json(Resolution, self._json(calls.get_resolution(slug)))
 
     # ---------------------------------------------------------------------------------------
@@ -334,7 +399,11 @@ class Client:
 
     @operation("getSigningKeys")
     def signing_keys(self) -> SigningKeys:
-        """The Ed25519 keys (JWKS) that verify resolution records; needs no key."""
+        """The Ed25519 keys (JWKS) the server publishes; needs no key.
+
+        They say which public key has which thumbprint, not which keys to trust: verify records
+        against thumbprints or a JWKS file you obtained apart from this server.
+        """
         return from_json(SigningKeys, self._json(calls.get_signing_keys()))
 
     @operation("getScorecard")
@@ -389,9 +458,11 @@ class Client:
 
         Streamed in the stored gzip, decoded as it arrives, resumed with ``Range``/``If-Range``
         if the connection breaks (at most ``max_resumes`` times without progress). ``raw=True``
-        yields the decoded JSON objects instead of models (about twice as fast).
+        yields the decoded JSON objects instead of models (about twice as fast). Bounded by the
+        length the answer declares; the deadline covers each request's headers, not the
+        reading, which goes at the pace of the loop that reads it.
         """
-        transfer = StreamTransfer(calls.EXPORT_PATH, {}, self.stats, self.max_resumes)
+        transfer = self._stream_transfer(calls.EXPORT_PATH, {})
         return ExportStream(self, transfer, ExportParser(ExportCompany, raw=raw))
 
     @overload
@@ -406,9 +477,7 @@ class Client:
     @operation("getSeriesExport", ExportHeaderLine=ExportHeader, ExportSeriesLine=ExportSeries)
     def export_series(self, coverage: Optional[int] = None, *, raw: bool = False) -> ExportStream[Any]:
         """Every company's daily series at ``coverage`` (80 by default, or 95), streamed as ``export``."""
-        transfer = StreamTransfer(
-            calls.SERIES_EXPORT_PATH, calls.series_export_params(coverage), self.stats, self.max_resumes
-        )
+        transfer = self._stream_transfer(calls.SERIES_EXPORT_PATH, calls.series_export_params(coverage))
         return ExportStream(self, transfer, ExportParser(ExportSeries, raw=raw))
 
     @operation("getExport")
@@ -431,7 +500,12 @@ class Client:
         max_bytes: Optional[int] = None,
     ) -> Download:
         """Stores the series export in ``path``, as ``download_export``."""
-        return self._download(path, calls.SERIES_EXPORT_PATH, calls.series_export_params(coverage), max_bytes)
+        params = calls.series_export_params(coverage)
+        return self._download(path, calls.SERIES_EXPORT_PATH, params, max_bytes)
+
+    def _stream_transfer(self, url_path: str, params: dict[str, Any]) -> StreamTransfer:
+        limit = self._core.max_response_bytes
+        return StreamTransfer(url_path, params, self.stats, self.max_resumes, limit)
 
     def _download(
         self,
@@ -441,7 +515,8 @@ class Client:
         max_bytes: Optional[int],
     ) -> Download:
         url = self._core.url(url_path, params)
-        transfer = FileTransfer(path, url, url_path, params, self.stats, self.max_resumes, max_bytes)
+        limit = self._core.max_response_bytes
+        transfer = FileTransfer(path, url, url_path, params, self.stats, self.max_resumes, max_bytes, limit)
         while not transfer.complete:
             try:
                 reply = self._drive(self._core.exchange(transfer.call()))
@@ -469,7 +544,8 @@ class Client:
 
     def _stream_lines(self, transfer: StreamTransfer) -> Iterator[bytes]:
         while True:
-            response = self._drive(self._core.exchange(transfer.call())).response
+            reply = self._drive(self._core.exchange(transfer.call()))
+            response = reply.response
             wait: Optional[float] = None
             try:
                 transfer.begin(response)

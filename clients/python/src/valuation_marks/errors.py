@@ -18,6 +18,7 @@ __all__ = [
     "ApiError",
     "BadCursor",
     "ConnectionFailed",
+    "DeadlineExceeded",
     "ExportChanged",
     "ExportCorrupt",
     "InternalError",
@@ -25,6 +26,7 @@ __all__ = [
     "InvalidCoverage",
     "InvalidParameter",
     "InvalidRequest",
+    "InvalidSlug",
     "InvalidSort",
     "MarksError",
     "MethodNotAllowed",
@@ -33,6 +35,7 @@ __all__ = [
     "RangeNotSatisfiable",
     "RateLimited",
     "ResponseError",
+    "ResponseTooLarge",
     "ServerError",
     "SignatureError",
     "TierForbidden",
@@ -199,8 +202,30 @@ class ConnectionFailed(MarksError):
     """
 
 
+class DeadlineExceeded(ConnectionFailed, TimeoutError):
+    """A call did not finish within its ``deadline`` (seconds, retries and their waits included).
+
+    The deadline bounds the whole call, however slowly the server sends its answer; the
+    per-read ``timeout`` only bounds each wait for the next bytes. Also a ``TimeoutError``.
+    """
+
+
 class ResponseError(MarksError):
-    """A response this client cannot read: not JSON, or missing a field the API promises."""
+    """A response this client cannot read: not JSON, nested too deeply, a redirect it does not
+    follow, or missing a field the API promises."""
+
+
+class ResponseTooLarge(ResponseError):
+    """An answer larger than the client takes: more than ``max_response_bytes`` once decoded
+    (or as sent), or an export longer than the length it declared."""
+
+
+class InvalidSlug(MarksError, ValueError):
+    """A company slug outside the slug grammar, refused before any request is made.
+
+    A slug is 1 to 64 characters of ``a-z``, ``0-9`` and ``-``, starting with a letter or a
+    digit (the builder refuses any other). Also a ``ValueError``.
+    """
 
 
 class ExportChanged(MarksError):
@@ -224,7 +249,11 @@ class SignatureError(MarksError, _CryptoInvalidSignature):
 
 
 class UnknownSigningKey(SignatureError):
-    """The record names a ``key_id`` that is not among the signing keys given."""
+    """No trusted key has the record's ``key_id`` as its RFC 7638 thumbprint.
+
+    Raised when the record names a key that is not among the keys trusted, and when a key
+    published under that ``kid`` is not the key the thumbprint names (a forged key set).
+    """
 
 
 _BY_CODE: dict[str, type[ApiError]] = {

@@ -26,8 +26,9 @@ from typing import (
     get_type_hints,
 )
 
+from ._frames import events_frame, series_frame, targets_frame
 from .errors import ResponseError, SignatureError
-from .signing import KeysLike, verify_record
+from .signing import KeysLike, TrustedKeys, TrustedLike, verify_record, verify_record_with_server_keys
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -267,9 +268,8 @@ class Series:
 
         ``.attrs`` carries ``meta`` (a dict of strings), ``slug`` and ``coverage``.
         """
-        from ._frames import series_frame
-
-        return series_frame(self.raw.get("series", ()), self.meta, slug=self.slug, coverage=self.coverage)
+        meta = self.meta.to_dict()
+        return series_frame(self.raw.get("series", ()), meta, slug=self.slug, coverage=self.coverage)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -302,9 +302,7 @@ class Events:
 
     def to_pandas(self) -> pd.DataFrame:
         """A DataFrame of the events, one row each, indexed by ``occurred_on``."""
-        from ._frames import events_frame
-
-        return events_frame(self.raw.get("events", ()), self.meta, slug=self.slug)
+        return events_frame(self.raw.get("events", ()), self.meta.to_dict(), slug=self.slug)
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,17 +369,37 @@ class Resolution:
     signature: str
     raw: JSON = _raw()
 
-    def verify(self, keys: KeysLike) -> bool:
-        """Checks the signature against ``keys`` (e.g. ``client.signing_keys()``).
+    def verify(self, trusted: Union[TrustedLike, TrustedKeys], *, keys: Optional[KeysLike] = None) -> bool:
+        """Checks the signature against keys you trust, obtained apart from the server.
 
-        Returns True. Raises ``UnknownSigningKey`` if ``key_id`` is not among the keys and
-        ``SignatureError`` if the record was changed (its fields, or the JSON it came from).
-        The signed bytes are the RFC 8785 canonical JSON of the record as sent, minus
-        ``signature``, so fields this release does not know are covered too.
+        ``trusted`` is a path to a JWKS file, a JWKS document, or one or more RFC 7638
+        thumbprints of trusted keys (``str``); with thumbprints, the public keys may come from
+        ``keys`` (e.g. ``client.signing_keys()``): only a key whose computed thumbprint is
+        pinned is used, whatever ``kid`` it claims. ``key_id`` must be the thumbprint of the key
+        that verifies.
+
+        Returns True. Raises ``UnknownSigningKey`` if ``key_id`` is not the thumbprint of a
+        trusted key and ``SignatureError`` if the record was changed (its fields, or the JSON it
+        came from). The signed bytes are the RFC 8785 canonical JSON of the record as sent,
+        minus ``signature``, so fields this release does not know are covered too.
         """
+        self._check_fields()
+        return verify_record(self.raw, trusted, keys=keys)
+
+    def verify_with_server_keys(self, keys: KeysLike) -> bool:
+        """Checks the signature against the keys the server published (``client.signing_keys()``).
+
+        This proves integrity, not origin: the record is unchanged since one of those keys
+        signed it, and its ``key_id`` is that key's thumbprint. Whoever runs the server can
+        publish a key of their own and sign anything with it; to know the record comes from the
+        signer you expect, use ``verify(trusted=...)`` with pinned thumbprints or a JWKS file.
+        """
+        self._check_fields()
+        return verify_record_with_server_keys(self.raw, keys)
+
+    def _check_fields(self) -> None:
         if from_json(Resolution, self.raw) != self:
             raise SignatureError(f"the fields of {self.record_id} differ from the signed record")
-        return verify_record(self.raw, keys)
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,9 +510,8 @@ class ExportSeries:
 
     def to_pandas(self) -> pd.DataFrame:
         """A DataFrame indexed by date, as ``Series.to_pandas``."""
-        from ._frames import series_frame
-
-        return series_frame(self.raw.get("series", ()), self.meta, slug=self.slug, coverage=self.coverage)
+        meta = self.meta.to_dict()
+        return series_frame(self.raw.get("series", ()), meta, slug=self.slug, coverage=self.coverage)
 
 
 # --------------------------------------------------------------------------------------------
@@ -660,9 +677,7 @@ class ScorecardTargets:
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per (target, forecaster), the target's fields beside the forecast's."""
-        from ._frames import targets_frame
-
-        return targets_frame(self.raw.get("targets", ()), self.meta)
+        return targets_frame(self.raw.get("targets", ()), self.meta.to_dict())
 
 
 # --------------------------------------------------------------------------------------------
