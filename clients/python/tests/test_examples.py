@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO_DIR, Server
+from .conftest import DEMO_KEY_THUMBPRINT, REPO_DIR, Server
 
 EXAMPLES = REPO_DIR / "examples" / "python"
 pytestmark = pytest.mark.skipif(not EXAMPLES.is_dir(), reason="no examples/python beside this package")
@@ -31,7 +31,7 @@ def run(script: str, *args: str, cwd: Path = REPO_DIR) -> str:
 
 def test_client_example_enterprise(server: Server) -> None:
     out = run("client.py", "--base-url", server.base_url, "--api-key", server.keys["enterprise"])
-    assert "resolution records verify against the pinned key 8cFQvvPN3YW3NukGbuYF1Nl_KFW3PuXFAmgKKMweRBY" in out
+    assert f"resolution records verify against the pinned key {DEMO_KEY_THUMBPRINT}" in out
     assert "FAILED" not in out
 
 
