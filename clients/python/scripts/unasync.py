@@ -58,6 +58,7 @@ TOKENS = [
     (r"\bAsync(Iterator|Iterable|Generator|Client|Paginator|ExportStream)\b", r"\1"),
     (r"\b__aiter__\b", "__iter__"),
     (r"\b__anext__\b", "__next__"),
+    (r"\bStopAsyncIteration\b", "StopIteration"),
     (r"\b__aenter__\b", "__enter__"),
     (r"\b__aexit__\b", "__exit__"),
     (r"\baclose\b", "close"),

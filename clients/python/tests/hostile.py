@@ -12,7 +12,8 @@ Not a mock: the SDK talks to it over real sockets. The first path segment picks 
 * ``retry-after-<value>``: 429 with ``Retry-After: <value>`` twice per path, then ``{}``;
 * ``deep`` / ``deep-problem``: JSON nested 100,000 deep, as a 200 or as a 400 problem;
 * ``export-bomb``: an export whose gzip declares its length but inflates to a line of zeros;
-* ``export-endless``: an export with no declared length, lines sent until the client hangs up.
+* ``export-endless``: an export with no declared length, lines sent until the client hangs up;
+* ``export-trickle``: an export that declares 200 bytes and sends one every ``TRICKLE_EVERY``.
 
 Every request's path and headers are kept in ``requests``. Each misdeed is bounded in time and
 bytes, so a thread never outlives the test by much.
@@ -140,6 +141,18 @@ class HostileServer:
             handler.send_response(200)
             handler.send_header("Content-Type", "application/json")
             handler.send_header("Content-Length", "1000")
+            handler.end_headers()
+            wfile.flush()
+            for _ in range(TRICKLE_BYTES):
+                wfile.write(b" ")
+                wfile.flush()
+                time.sleep(TRICKLE_EVERY)
+            handler.close_connection = True
+        elif misdeed == "export-trickle":
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/x-ndjson")
+            handler.send_header("Content-Length", "200")
+            handler.send_header("ETag", '"trickle"')
             handler.end_headers()
             wfile.flush()
             for _ in range(TRICKLE_BYTES):

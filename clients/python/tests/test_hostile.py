@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -125,6 +126,19 @@ def test_a_trickle_ends_at_the_deadline(kind: str, misdeed: str, hostile: Hostil
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded):
         call(kind, hostile.url(misdeed), "usage", deadline=2.0, timeout=30.0, max_retries=3)
+    assert time.monotonic() - started < 2.0 + 5.0
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_a_trickling_export_ends_by_its_budget(kind: str, hostile: HostileServer, tmp_path: Path) -> None:
+    """200 bytes declared: the deadline plus 200 bytes at 64 KiB/s, then DeadlineExceeded."""
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded):
+        read_export(kind, hostile.url("export-trickle"), deadline=2.0)
+    assert time.monotonic() - started < 2.0 + 5.0
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded):
+        call(kind, hostile.url("export-trickle"), "download_export", tmp_path / "export.gz", deadline=2.0)
     assert time.monotonic() - started < 2.0 + 5.0
 
 

@@ -10,16 +10,21 @@ gzip stream where it stopped.
 An export is bounded by the length it declares (``Content-Length``, or the total of
 ``Content-Range``), not by the client's ``max_response_bytes``: a server that sends more is
 cut off with ``ResponseTooLarge``. Decoding hands out at most 1 MiB at a time, and a line may
-not grow past ``max_response_bytes``, so a gzip bomb costs time but never memory.
+not grow past ``max_response_bytes``, so a gzip bomb costs time but never memory. In time, an
+answer may keep the client waiting for its bytes (reads only: not the time the caller spends
+between lines) at most the client's ``deadline`` plus its declared length at
+``MIN_EXPORT_RATE``; past that it is ``DeadlineExceeded``, not a break to resume.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import json
 import os
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Generic, Optional, TypeVar, Union, cast
@@ -27,8 +32,10 @@ from typing import IO, Any, Generic, Optional, TypeVar, Union, cast
 import httpx
 
 from ._core import DEFAULT_MAX_RESPONSE_BYTES, Call, ClientStats, Inflater
+from ._deadline import DEADLINE
 from .errors import (
     ConnectionFailed,
+    DeadlineExceeded,
     ExportChanged,
     ExportCorrupt,
     RangeNotSatisfiable,
@@ -50,6 +57,9 @@ __all__ = [
 T = TypeVar("T")
 
 _ACCEPT = "application/x-ndjson, application/problem+json"
+
+#: Bytes per second of waiting below which an export answer runs out of time (see above).
+MIN_EXPORT_RATE = 64 * 1024
 
 
 def parse_content_range(value: Optional[str]) -> tuple[Optional[int], Optional[int], Optional[int]]:
@@ -167,9 +177,13 @@ class _Transfer:
         stats: ClientStats,
         max_resumes: int,
         max_line: int = DEFAULT_MAX_RESPONSE_BYTES,
+        deadline: Optional[float] = None,
     ) -> None:
         self.path = url_path
         self.max_line = max_line
+        self.deadline = deadline
+        self._budget: Optional[float] = None  # seconds the current answer may keep us waiting
+        self._waited = 0.0
         self.params = params
         self.stats = stats
         self.max_resumes = max_resumes
@@ -200,6 +214,31 @@ class _Transfer:
             declared = f"the {self.total} bytes it declared" if self.total is not None else f"{bound} bytes"
             raise ResponseTooLarge(f"the export sent more than {declared}")
 
+    def _start_clock(self) -> None:
+        self._waited = 0.0
+        if self.deadline is None:
+            self._budget = None
+            return
+        expected = self.total - self.offset if self.total is not None else self.max_line
+        self._budget = self.deadline + max(0, expected) / MIN_EXPORT_RATE
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Around each read of the body: the wait counts against the answer's time budget."""
+        if self._budget is None:
+            yield
+            return
+        started = time.monotonic()
+        token = DEADLINE.set(started + self._budget - self._waited)
+        try:
+            yield
+        finally:
+            DEADLINE.reset(token)
+            self._waited += time.monotonic() - started
+
+    def _out_of_time(self) -> bool:
+        return self._budget is not None and self._waited >= self._budget - 0.05
+
     def _range(self, response: httpx.Response) -> None:
         """Checks a 206 against what is held."""
         start, _, total = parse_content_range(response.headers.get("Content-Range"))
@@ -210,6 +249,7 @@ class _Transfer:
         self.total = total
         self.resumed_at.append(start)
         self.stats.resumes += 1
+        self._start_clock()
 
     def _whole(self, response: httpx.Response) -> None:
         self.etag = response.headers.get("ETag")
@@ -217,9 +257,14 @@ class _Transfer:
         length = response.headers.get("Content-Length")
         self.total = int(length) if length and length.isdigit() else None
         self.offset = 0
+        self._start_clock()
 
     def broken(self, error: BaseException) -> float:
         """Seconds to wait before resuming after a break; raises when resuming is hopeless."""
+        if self._out_of_time():
+            raise DeadlineExceeded(
+                f"the export took longer than its {self._budget:.0f} s to send {self.total} bytes"
+            ) from error
         if self.offset > self._offset_at_failure:
             self._failures = 0  # progress since the last break
         self._failures += 1
@@ -244,8 +289,9 @@ class StreamTransfer(_Transfer):
         stats: ClientStats,
         max_resumes: int,
         max_line: int = DEFAULT_MAX_RESPONSE_BYTES,
+        deadline: Optional[float] = None,
     ) -> None:
-        super().__init__(url_path, params, stats, max_resumes, max_line)
+        super().__init__(url_path, params, stats, max_resumes, max_line, deadline)
         self._lines: Optional[_Lines] = None
         self._emitted = False
 
@@ -307,8 +353,9 @@ class FileTransfer(_Transfer):
         max_resumes: int,
         max_bytes: Optional[int],
         max_line: int = DEFAULT_MAX_RESPONSE_BYTES,
+        deadline: Optional[float] = None,
     ) -> None:
-        super().__init__(url_path, params, stats, max_resumes, max_line)
+        super().__init__(url_path, params, stats, max_resumes, max_line, deadline)
         self.dest = Path(dest)
         self.part = self.dest.with_name(self.dest.name + ".part")
         self.state = self.dest.with_name(self.dest.name + ".part.json")
