@@ -105,21 +105,42 @@ async fn get_company_returns_the_profile_with_observations() {
         (Some("stripe"), Some("Stripe"), Some("fintech"))
     );
     assert_mark_point(&body["latest_mark"]);
-    // The observations are the company's non-listing events, with their weight in the mark.
-    let events: Vec<Vec<String>> = sample_csv("events.csv")
+    // The observations are what the latest mark rests on (docs/design.md section 4a): the
+    // company's last event before as_of, which carries all of the mark, and the drift since.
+    let last = sample_csv("events.csv")
         .into_iter()
-        .filter(|r| r[1] == "stripe")
-        .collect();
+        .filter(|r| r[1] == "stripe" && !matches!(r[2].as_str(), "ipo" | "direct_listing" | "bankruptcy"))
+        .max_by(|a, b| a[3].cmp(&b[3]).then(a[0].cmp(&b[0])))
+        .unwrap();
     let observations = body["observations"].as_array().unwrap();
-    assert_eq!(observations.len(), events.len());
-    for (observation, event) in observations.iter().zip(&events) {
-        assert_eq!(observation["event_id"], event[0].as_str());
-        assert_eq!(observation["valuation_usd"].as_u64().unwrap().to_string(), event[4]);
-        assert!(observation["weight"].is_number() && observation["source_url"].is_string());
-    }
-    let newest = observations.last().unwrap()["weight"].as_f64().unwrap();
-    let oldest = observations[0]["weight"].as_f64().unwrap();
-    assert!(newest > oldest, "the latest observation weighs most in the latest mark");
+    assert_eq!(observations.len(), 2, "{observations:?}");
+    let (event, drift) = (&observations[0], &observations[1]);
+    assert_eq!(event["part"], "event");
+    assert_eq!(event["event_id"], last[0].as_str());
+    assert_eq!(event["valuation_usd"].as_u64().unwrap().to_string(), last[4]);
+    assert_eq!(event["weight"], 1.0);
+    assert!(
+        event.get("source_url").is_none() && event.get("note").is_none(),
+        "sources are getMarkEvents's"
+    );
+    assert_eq!(drift["part"], "drift");
+    let as_of = body["meta"]["as_of"].as_str().unwrap();
+    assert_eq!(drift["days"].as_i64().unwrap(), days_between(&last[3], as_of));
+    // The drift's part is the mark over the event's value.
+    let mark = body["latest_mark"]["value_usd"].as_f64().unwrap();
+    let value: f64 = last[4].parse().unwrap();
+    let drift_pct = drift["drift_pct"].as_f64().unwrap();
+    assert!((drift_pct - (mark / value - 1.0) * 100.0).abs() < 0.01, "{drift_pct}");
+    assert!(drift["explanation"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("{drift_pct}%")));
+}
+
+/// Days from one `YYYY-MM-DD` to another.
+fn days_between(from: &str, to: &str) -> i64 {
+    let day = |s: &str| marks_builder::dataset::Day::parse(s).unwrap();
+    i64::from(day(to).days_since(day(from)))
 }
 
 #[tokio::test]
@@ -567,6 +588,17 @@ async fn every_scorecard_figure_is_recomputed_from_the_published_targets() {
     assert_meta(&body);
     assert_eq!(body["tolerance_pct"], 10.0);
     let targets = body["targets"].as_array().unwrap();
+    // Without a key, relative quantities only: nothing names a company or an amount.
+    for target in targets {
+        for field in ["slug", "event_id", "observed_usd"] {
+            assert!(target.get(field).is_none(), "{field} in {target}");
+        }
+        for forecast in target["forecasts"].as_array().unwrap() {
+            for field in ["mark_usd", "band_80", "band_95"] {
+                assert!(forecast.get(field).is_none(), "{field} in {forecast}");
+            }
+        }
+    }
     let card = server.get("/v1/scorecard", None).await.json();
     let forecasters = card["forecasters"].as_array().unwrap();
     assert_eq!(forecasters.len(), body["forecasters"].as_array().unwrap().len());
@@ -618,8 +650,8 @@ async fn every_scorecard_figure_is_recomputed_from_the_published_targets() {
                 events
                     .iter()
                     .map(|(_, f)| {
-                        let (lower, upper) = (f[band]["lower"].as_f64().unwrap(), f[band]["upper"].as_f64().unwrap());
-                        (upper - lower) / f["mark_usd"].as_f64().unwrap() * 100.0
+                        let band = &f[format!("{band}_rel")];
+                        (band["upper"].as_f64().unwrap() - band["lower"].as_f64().unwrap()) * 100.0
                     })
                     .collect(),
             )
@@ -638,8 +670,8 @@ async fn every_scorecard_figure_is_recomputed_from_the_published_targets() {
         }
         // A hit is an observed value within +/-10% of the mark.
         for (t, f) in &events {
-            let (observed, mark) = (t["observed_usd"].as_f64().unwrap(), f["mark_usd"].as_f64().unwrap());
-            assert_eq!(f["hit"], (0.9 * mark <= observed && observed <= 1.1 * mark), "{t}");
+            let log_error = f["log_error"].as_f64().unwrap();
+            assert_eq!(f["hit"], (0.9f64.ln()..=1.1f64.ln()).contains(&log_error), "{t}");
         }
         let hits = stated.iter().filter(|s| s.1).count();
         let c = &score["confidence"];
@@ -737,7 +769,7 @@ async fn every_scorecard_figure_is_recomputed_from_the_published_targets() {
         assert_eq!(score["listings"]["inside_80"], inside(&listings, "inside_80"));
         let listing_errors: Vec<f64> = listings
             .iter()
-            .map(|(t, f)| (f["mark_usd"].as_f64().unwrap() / t["observed_usd"].as_f64().unwrap() - 1.0).abs() * 100.0)
+            .map(|(_, f)| ((-f["log_error"].as_f64().unwrap()).exp() - 1.0).abs() * 100.0)
             .collect();
         assert_eq!(
             served(&score["listings"]["mean_abs_error_pct"]),
@@ -752,7 +784,11 @@ async fn every_scorecard_figure_is_recomputed_from_the_published_targets() {
         let named = score["mape_top_contributors"].as_array().unwrap();
         assert_eq!(named.len(), 3.min(n));
         for (named, (error, target)) in named.iter().zip(&contributions) {
-            assert_eq!(named["event_id"], target["event_id"]);
+            assert_eq!(
+                (&named["occurred_on"], &named["event_type"]),
+                (&target["occurred_on"], &target["event_type"])
+            );
+            assert!(named.get("slug").is_none() && named.get("event_id").is_none());
             assert_eq!(served(&named["abs_pct_error"]), Some(round_to(*error, 1)));
             assert_eq!(
                 served(&named["share_of_mape_pct"]),

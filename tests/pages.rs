@@ -123,17 +123,17 @@ async fn the_scorecard_page_shows_the_served_figures() {
         }
     }
     assert!(checked > 40, "{checked} figures checked");
-    // Every listing and bankruptcy is drawn and tabled.
-    let targets = server.get("/v1/scorecard/targets", None).await.json();
-    for outcome in targets["targets"]
-        .as_array()
-        .unwrap()
+    // Every listing and bankruptcy is drawn and tabled, linked to the company's page.
+    let card = server.get("/v1/scorecard", None).await.json();
+    let outcomes: Vec<&Value> = ["listing_validations", "bankruptcy_outcomes"]
         .iter()
-        .filter(|t| t["kind"] != "event")
-    {
+        .flat_map(|list| card[list].as_array().unwrap())
+        .collect();
+    assert!(!outcomes.is_empty());
+    for outcome in outcomes {
         let slug = outcome["slug"].as_str().unwrap();
         assert!(
-            page.contains(&format!("<th scope=\"row\">{slug}</th>")),
+            page.contains(&format!("<a href=\"/explore/{slug}\">{slug}</a>")),
             "{slug} missing"
         );
     }

@@ -9,6 +9,7 @@ mod util;
 mod abuse;
 mod access;
 mod cli;
+mod disclosure;
 mod endpoints;
 mod logs;
 mod operations;

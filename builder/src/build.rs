@@ -21,6 +21,7 @@ use crate::format::{
     FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
 };
 use crate::gzip::{self, Piece};
+use crate::methodology::disclosure::Disclosure;
 use crate::methodology::{usd, Band, Coverage, Fit, Params, METHODOLOGY_VERSION};
 use crate::render;
 use crate::signing::{self, KeyError};
@@ -350,10 +351,11 @@ fn write_snapshot(
         .map(|&tier| writer.append_body(&crate::tiers::usage_body(&meta, tier, tier.rate_per_min()), None))
         .collect::<Result<Vec<_>, _>>()?;
     let signing_keys = writer.append_body(&signing::jwks_body(published_keys), None)?;
-    let scorecard = render::scorecard(&meta, fit);
-    let scorecard = writer.append_body(&scorecard, gzip(&scorecard, options.gzip_level).as_deref())?;
-    let targets = render::scorecard_targets(&meta, fit);
-    let scorecard_targets = writer.append_body(&targets, gzip(&targets, options.gzip_level).as_deref())?;
+    let mut compressed = |body: Vec<u8>| writer.append_body(&body, gzip(&body, options.gzip_level).as_deref());
+    let [scorecard, scorecard_full] =
+        Disclosure::ALL.map(|disclosure| compressed(render::scorecard(&meta, fit, disclosure)));
+    let [scorecard_targets, scorecard_targets_full] =
+        Disclosure::ALL.map(|disclosure| compressed(render::scorecard_targets(&meta, fit, disclosure)));
     let home = crate::pages::home(dataset, &fit.scorecard);
     let home_page = writer.append_body(&home, gzip(&home, options.gzip_level).as_deref())?;
     let scorecard_html = crate::pages::scorecard(dataset, &fit.scorecard);
@@ -372,8 +374,10 @@ fn write_snapshot(
         list_rows,
         usage,
         signing_keys,
-        scorecard,
-        scorecard_targets,
+        scorecard: scorecard?,
+        scorecard_targets: scorecard_targets?,
+        scorecard_full: scorecard_full?,
+        scorecard_targets_full: scorecard_targets_full?,
         home_page,
         scorecard_page,
         events: fingerprints(dataset),

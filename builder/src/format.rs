@@ -28,12 +28,13 @@ use rkyv::{Archive, Deserialize, Serialize};
 pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// The format this code writes. Version 2 added the BLAKE3 content digest under the publisher
 /// signature (version 1 signed only the XXH3 checksum); version 3 added the bulk exports, the
-/// change log and each company's latest bands; version 4 added the scorecard's scored targets and the home and scorecard pages.
-pub const FORMAT_VERSION: u32 = 4;
-/// The oldest format this code still reads. Versions 3 and 4 changed the index's layout, so
+/// change log and each company's latest bands; version 4 added the scorecard's scored targets
+/// and the home and scorecard pages; version 5 the scorecard's two disclosures.
+pub const FORMAT_VERSION: u32 = 5;
+/// The oldest format this code still reads. Versions 3 to 5 changed the index's layout, so
 /// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
 /// proved nothing about its content anyway).
-pub const OLDEST_READABLE_VERSION: u32 = 4;
+pub const OLDEST_READABLE_VERSION: u32 = 5;
 /// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
 pub const HEADER_LEN: usize = 256;
 /// Alignment of the index archive within the file.
@@ -396,9 +397,12 @@ pub struct Index {
     pub usage: Vec<Body>,
     /// The JWKS of every key that signed resolution records in this or earlier snapshots.
     pub signing_keys: Body,
+    /// The scorecard and its scored targets as everyone may read them (relative quantities
+    /// only), and whole for Pro and above: `methodology::disclosure`.
     pub scorecard: Body,
-    /// Every scored target of the scorecard with each forecaster's numbers.
     pub scorecard_targets: Body,
+    pub scorecard_full: Body,
+    pub scorecard_targets_full: Body,
     /// The pages that depend on the dataset: `/` and `/scorecard` (HTML).
     pub home_page: Body,
     pub scorecard_page: Body,
@@ -462,6 +466,8 @@ impl ArchivedIndex {
             .chain(of(&self.signing_keys))
             .chain(of(&self.scorecard))
             .chain(of(&self.scorecard_targets))
+            .chain(of(&self.scorecard_full))
+            .chain(of(&self.scorecard_targets_full))
             .chain(of(&self.home_page))
             .chain(of(&self.scorecard_page))
             .chain([

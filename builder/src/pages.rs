@@ -8,7 +8,7 @@
 use std::fmt::Write;
 
 use crate::dataset::Dataset;
-use crate::methodology::scorecard::{CoverageScore, Scorecard, Target, TargetKind};
+use crate::methodology::scorecard::{CoverageScore, RelativeBand, Scorecard, Target, TargetKind, Verdict};
 use crate::methodology::stats::percentile;
 use crate::methodology::{round_to, METHODOLOGY_VERSION};
 
@@ -35,26 +35,6 @@ fn opt(value: Option<f64>) -> String {
 /// A number as served, in an element a test can find: `data-figure="NAME"`.
 fn figure(name: &str, value: Option<f64>) -> String {
     format!("<span data-figure=\"{}\">{}</span>", esc(name), opt(value))
-}
-
-/// Whole US dollars, shortened: $1.75T, $48.2B, $347M.
-fn usd(value: f64) -> String {
-    let (scaled, unit) = match value.abs() {
-        v if v >= 1e12 => (value / 1e12, "T"),
-        v if v >= 1e9 => (value / 1e9, "B"),
-        v if v >= 1e6 => (value / 1e6, "M"),
-        v if v >= 1e3 => (value / 1e3, "K"),
-        _ => (value, ""),
-    };
-    if scaled.abs() >= 100.0 || unit.is_empty() {
-        format!("${scaled:.0}{unit}")
-    } else {
-        format!("${scaled:.3}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-            + unit
-    }
 }
 
 fn page(title: &str, current: &str, main: &str) -> Vec<u8> {
@@ -136,16 +116,16 @@ fn headline(scorecard: &Scorecard) -> String {
     let Some(method) = scorecard.forecasters.first() else {
         return String::new();
     };
-    let name = method.name;
+    let name = method.figures.name;
     for (field, label) in [
         ("median_abs_log_error", "median |log error|"),
         ("mean_abs_log_error", "mean |log error|"),
     ] {
         if let Some(d) = scorecard.comparison.differences.iter().find(|d| d.figure == field) {
             let value = if field == "median_abs_log_error" {
-                method.median_abs_log_error
+                method.figures.median_abs_log_error
             } else {
-                method.mean_abs_log_error
+                method.figures.mean_abs_log_error
             };
             let _ = writeln!(
                 out,
@@ -168,30 +148,35 @@ fn headline(scorecard: &Scorecard) -> String {
         "<li>80% band covers {}% of {} scored events ({}), 95% band {}% ({})</li>",
         figure(
             &format!("{name}.coverage_80.observed_pct"),
-            method.coverage_80.observed_pct
+            method.figures.coverage_80.observed_pct
         ),
-        method.n,
-        range_words(&method.coverage_80),
+        method.figures.n,
+        range_words(&method.figures.coverage_80),
         figure(
             &format!("{name}.coverage_95.observed_pct"),
-            method.coverage_95.observed_pct
+            method.figures.coverage_95.observed_pct
         ),
-        range_words(&method.coverage_95),
+        range_words(&method.figures.coverage_95),
     );
     let _ = writeln!(
         out,
         "<li>confidence: Brier score {} against {} for the base rate (skill {})</li>",
-        figure(&format!("{name}.confidence.brier"), method.confidence.brier),
-        opt(method.confidence.brier_base_rate),
-        figure(&format!("{name}.confidence.brier_skill"), method.confidence.brier_skill),
+        figure(&format!("{name}.confidence.brier"), method.figures.confidence.brier),
+        opt(method.figures.confidence.brier_base_rate),
+        figure(
+            &format!("{name}.confidence.brier_skill"),
+            method.figures.confidence.brier_skill
+        ),
     );
+    // Named by event type and date only: which company's event it was is for Pro keys
+    // (`methodology::disclosure`).
     let contributors: Vec<String> = method
         .mape_top_contributors
         .iter()
         .map(|c| {
             format!(
-                "{} {} ({}% of the sum)",
-                esc(&c.slug),
+                "a {} on {} ({}% of the sum)",
+                c.event_type.as_str().replace('_', " "),
                 c.occurred_on,
                 c.share_of_mape_pct
             )
@@ -200,7 +185,7 @@ fn headline(scorecard: &Scorecard) -> String {
     let _ = writeln!(
         out,
         "<li>MAPE {}%, set mostly by {}</li>\n</ul>",
-        figure(&format!("{name}.mape_pct"), method.mape_pct),
+        figure(&format!("{name}.mape_pct"), method.figures.mape_pct),
         contributors.join("; ")
     );
     out
@@ -237,7 +222,7 @@ fn svg(id: &str, width: u32, height: u32, title: &str, description: &str, body: 
 /// The scorecard page.
 pub fn scorecard(dataset: &Dataset, card: &Scorecard) -> Vec<u8> {
     let mut main = String::new();
-    let n = card.forecasters.first().map_or(0, |f| f.n);
+    let n = card.forecasters.first().map_or(0, |f| f.figures.n);
     let _ = write!(
         main,
         "<h1>Scorecard</h1>\n<p class=\"lede\">Walk-forward backtest on {n} scored events of dataset {} \
@@ -268,24 +253,26 @@ fn side_by_side(card: &Scorecard) -> String {
          <th scope=\"col\">misses</th></tr></thead>\n<tbody>\n",
     );
     for f in &card.forecasters {
-        let name = f.name;
+        let name = f.figures.name;
         let cell = |field: &str, value: Option<f64>| format!("<td>{}</td>", figure(&format!("{name}.{field}"), value));
         let _ = writeln!(
             out,
             "<tr><th scope=\"row\">{}{}</th><td>{}</td>{}{}{}{}{}{}{}{}{}<td>{}</td></tr>",
             esc(name),
-            f.methodology_version.map_or(String::new(), |v| format!(" ({v})")),
-            f.n,
-            cell("median_abs_log_error", f.median_abs_log_error),
-            cell("mean_abs_log_error", f.mean_abs_log_error),
-            cell("mape_pct", f.mape_pct),
-            cell("coverage_80.observed_pct", f.coverage_80.observed_pct),
-            cell("coverage_95.observed_pct", f.coverage_95.observed_pct),
-            cell("median_band_width_80_pct", f.median_band_width_80_pct),
-            cell("listings.mean_abs_error_pct", f.listings.mean_abs_error_pct),
-            cell("confidence.brier", f.confidence.brier),
-            cell("confidence.brier_skill", f.confidence.brier_skill),
-            f.misses_total,
+            f.figures
+                .methodology_version
+                .map_or(String::new(), |v| format!(" ({v})")),
+            f.figures.n,
+            cell("median_abs_log_error", f.figures.median_abs_log_error),
+            cell("mean_abs_log_error", f.figures.mean_abs_log_error),
+            cell("mape_pct", f.figures.mape_pct),
+            cell("coverage_80.observed_pct", f.figures.coverage_80.observed_pct),
+            cell("coverage_95.observed_pct", f.figures.coverage_95.observed_pct),
+            cell("median_band_width_80_pct", f.figures.median_band_width_80_pct),
+            cell("listings.mean_abs_error_pct", f.figures.listings.mean_abs_error_pct),
+            cell("confidence.brier", f.figures.confidence.brier),
+            cell("confidence.brier_skill", f.figures.confidence.brier_skill),
+            f.figures.misses_total,
         );
     }
     out.push_str("</tbody></table></div>\n");
@@ -315,13 +302,13 @@ fn coverage_section(card: &Scorecard) -> String {
     }
     let mut y = 30u32;
     for f in &card.forecasters {
-        for c in [&f.coverage_80, &f.coverage_95] {
+        for c in [&f.figures.coverage_80, &f.figures.coverage_95] {
             let cy = y + row_h / 2;
             let _ = write!(
                 body,
                 "<text class=\"label\" x=\"4\" y=\"{}\">{} {}%</text>",
                 cy + 4,
-                esc(f.name),
+                esc(f.figures.name),
                 c.nominal_pct
             );
             if let Some([low, high]) = c.binomial_90_range_pct {
@@ -370,9 +357,9 @@ fn coverage_section(card: &Scorecard) -> String {
          <th scope=\"col\">6-12 months</th><th scope=\"col\">1-2 years</th><th scope=\"col\">over 2 years</th></tr></thead>\n<tbody>\n",
     );
     for f in &card.forecasters {
-        for (band, overall) in [("80%", &f.coverage_80), ("95%", &f.coverage_95)] {
+        for (band, overall) in [("80%", &f.figures.coverage_80), ("95%", &f.figures.coverage_95)] {
             let mut cells = vec![coverage_cell(overall)];
-            for g in &f.coverage_by_gap {
+            for g in &f.figures.coverage_by_gap {
                 cells.push(coverage_cell(if band == "80%" {
                     &g.coverage_80
                 } else {
@@ -382,7 +369,7 @@ fn coverage_section(card: &Scorecard) -> String {
             let _ = writeln!(
                 out,
                 "<tr><th scope=\"row\">{}</th><td>{band}</td>{}</tr>",
-                esc(f.name),
+                esc(f.figures.name),
                 cells.join("")
             );
         }
@@ -439,7 +426,7 @@ fn reliability_section(card: &Scorecard) -> String {
         );
     }
     for (i, f) in card.forecasters.iter().enumerate() {
-        for bin in &f.confidence.reliability {
+        for bin in &f.figures.confidence.reliability {
             if let (Some(stated), Some(observed)) = (bin.mean_stated, bin.observed) {
                 let r = 2.0 + (bin.n as f64).sqrt();
                 let _ = write!(
@@ -453,7 +440,7 @@ fn reliability_section(card: &Scorecard) -> String {
     }
     out.push_str("<div class=\"legend\">");
     for (i, f) in card.forecasters.iter().enumerate() {
-        let _ = write!(out, "<span class=\"key series{i}\">{}</span>", esc(f.name));
+        let _ = write!(out, "<span class=\"key series{i}\">{}</span>", esc(f.figures.name));
     }
     out.push_str("</div>\n");
     out.push_str(&svg(
@@ -471,8 +458,8 @@ fn reliability_section(card: &Scorecard) -> String {
          <th scope=\"col\">hits / n</th><th scope=\"col\">bins: stated → observed (n)</th></tr></thead>\n<tbody>\n",
     );
     for f in &card.forecasters {
-        let c = &f.confidence;
-        let name = f.name;
+        let c = &f.figures.confidence;
+        let name = f.figures.name;
         let bins: Vec<String> = c
             .reliability
             .iter()
@@ -515,7 +502,7 @@ fn errors_section(card: &Scorecard) -> String {
                 .collect();
             errors.sort_by(f64::total_cmp);
             let q = |p| percentile(&errors, p);
-            Some((f.name, [q(0.05)?, q(0.25)?, q(0.5)?, q(0.75)?, q(0.95)?]))
+            Some((f.figures.name, [q(0.05)?, q(0.25)?, q(0.5)?, q(0.75)?, q(0.95)?]))
         })
         .collect();
     let top = stats.iter().map(|s| s.1[4]).fold(0.5f64, f64::max).min(6.0);
@@ -573,55 +560,46 @@ fn errors_section(card: &Scorecard) -> String {
     out
 }
 
-/// Every listing and bankruptcy: the method's mark the day before, its bands, and the outcome,
-/// on a log scale.
+/// Every listing and bankruptcy against the method's mark the day before, as multiples of that
+/// mark: the outcome, and the 80% and 95% bands. Relative only, like everything this page shows
+/// (`methodology::disclosure`): the dollars are for keys that may read them.
 fn outcomes_section(card: &Scorecard) -> String {
     let outcomes: Vec<&Target> = card.targets.iter().filter(|t| t.kind != TargetKind::Event).collect();
     let mut out = String::from(
-        "<h2 id=\"outcomes\">Listings and bankruptcies</h2>\n<p>The method's mark the day before each outcome (dot), its \
-         80% band (dark) and 95% band (light), and the outcome (diamond; a bankruptcy's value of $0 sits at the left \
-         edge), on a log scale.</p>\n",
+        "<h2 id=\"outcomes\">Listings and bankruptcies</h2>\n<p>Each outcome against the method's mark the day before \
+         it, on a log scale centred on that mark (the line at 1×): its 80% band (dark) and 95% band (light), and the \
+         outcome (diamond; a bankruptcy's value of $0 sits at the left edge).</p>\n",
     );
     let Some(method) = card.forecasters.first() else {
         return out;
     };
-    let values: Vec<f64> = outcomes
+    // Ratios to the mark: the outcome is exp(log_error) times it.
+    let ratio = |t: &Target| t.forecasts[0].log_error.map_or(0.0, f64::exp);
+    let reach = outcomes
         .iter()
         .flat_map(|t| {
             let f = &t.forecasts[0];
-            [f.band_95.lower as f64, f.band_95.upper as f64, t.observed_usd as f64]
+            [f.band_95_rel.lower, f.band_95_rel.upper, ratio(t)]
         })
         .filter(|v| *v > 0.0)
-        .collect();
-    let low = values
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min)
-        .max(1.0)
-        .log10()
-        .floor();
-    let high = values
-        .iter()
-        .copied()
-        .fold(1.0f64, f64::max)
-        .log10()
-        .ceil()
-        .max(low + 1.0);
+        .map(|v| v.log10().abs())
+        .fold(0.5f64, f64::max)
+        .ceil();
     let (width, row_h, left) = (680u32, 18u32, 150u32);
     let height = 34 + outcomes.len() as u32 * row_h;
     let x = |v: f64| {
-        let l = if v > 0.0 { v.log10() } else { low };
-        left as f64 + (l - low).clamp(0.0, high - low) / (high - low) * (width - left - 16) as f64
+        let l = if v > 0.0 { v.log10() } else { -reach };
+        left as f64 + (l + reach).clamp(0.0, 2.0 * reach) / (2.0 * reach) * (width - left - 16) as f64
     };
     let mut body = String::new();
-    let mut decade = low;
-    while decade <= high {
+    let mut decade = -reach;
+    while decade <= reach {
         let v = 10f64.powf(decade);
         let _ = write!(
             body,
-            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"20\" x2=\"{x:.1}\" y2=\"{}\"/><text class=\"axis\" x=\"{x:.1}\" y=\"14\" text-anchor=\"middle\">{}</text>",
+            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"20\" x2=\"{x:.1}\" y2=\"{}\"/><text class=\"axis\" x=\"{x:.1}\" y=\"14\" text-anchor=\"middle\">{}×</text>",
             height - 4,
-            usd(v),
+            multiple(v),
             x = x(v)
         );
         decade += 1.0;
@@ -629,29 +607,24 @@ fn outcomes_section(card: &Scorecard) -> String {
     for (row, t) in outcomes.iter().enumerate() {
         let f = &t.forecasts[0];
         let cy = 28 + row as u32 * row_h + row_h / 2;
-        let verdict = f.verdict.map_or("", |v| match v {
-            crate::methodology::scorecard::Verdict::Hit => "hit",
-            crate::methodology::scorecard::Verdict::Covered80 => "covered_80",
-            crate::methodology::scorecard::Verdict::Covered95 => "covered_95",
-            crate::methodology::scorecard::Verdict::Miss => "miss",
-        });
-        let ox = x(t.observed_usd as f64);
+        let ox = x(ratio(t));
         let _ = write!(
             body,
             "<text class=\"label\" x=\"4\" y=\"{}\">{}</text>\
              <rect class=\"band95\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"10\"/>\
              <rect class=\"band80\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"10\"/>\
              <circle class=\"mark-dot\" cx=\"{:.1}\" cy=\"{cy}\" r=\"3.5\"/>\
-             <path class=\"outcome {verdict}\" d=\"M{ox:.1} {} l5 5 l-5 5 l-5 -5 z\"/>",
+             <path class=\"outcome {}\" d=\"M{ox:.1} {} l5 5 l-5 5 l-5 -5 z\"/>",
             cy + 4,
             esc(&t.slug),
-            x(f.band_95.lower as f64),
+            x(f.band_95_rel.lower),
             cy - 5,
-            (x(f.band_95.upper as f64) - x(f.band_95.lower as f64)).max(1.0),
-            x(f.band_80.lower as f64),
+            (x(f.band_95_rel.upper) - x(f.band_95_rel.lower)).max(1.0),
+            x(f.band_80_rel.lower),
             cy - 5,
-            (x(f.band_80.upper as f64) - x(f.band_80.lower as f64)).max(1.0),
-            x(f.mark_usd),
+            (x(f.band_80_rel.upper) - x(f.band_80_rel.lower)).max(1.0),
+            x(1.0),
+            f.verdict.map_or("", Verdict::as_str),
             cy - 5,
         );
     }
@@ -660,43 +633,59 @@ fn outcomes_section(card: &Scorecard) -> String {
         width,
         height,
         "Listings and bankruptcies against the mark the day before",
-        "For each listing and bankruptcy, the method's mark, 80% and 95% bands the day before, and the outcome value, on a log scale",
+        "For each listing and bankruptcy, the outcome and the method's 80% and 95% bands the day before, as multiples of its mark, on a log scale",
         &body,
     ));
     let _ = write!(
         out,
         "\n<p>Verdicts for {}: {} hit (within ±10%), {} covered by the 80% band, {} by the 95% band only, {} missed.</p>\n",
-        esc(method.name),
-        method.outcome_verdicts.hit,
-        method.outcome_verdicts.covered_80,
-        method.outcome_verdicts.covered_95,
-        method.outcome_verdicts.miss
+        esc(method.figures.name),
+        method.figures.outcome_verdicts.hit,
+        method.figures.outcome_verdicts.covered_80,
+        method.figures.outcome_verdicts.covered_95,
+        method.figures.outcome_verdicts.miss
     );
     out.push_str(
-        "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Every outcome\"><table class=\"data\"><caption>Every outcome: the method's mark the day before, its bands and \
-         the verdict</caption>\n<thead><tr><th scope=\"col\">company</th><th scope=\"col\">outcome</th>\
-         <th scope=\"col\">date</th><th scope=\"col\">value</th><th scope=\"col\">mark the day before</th>\
+        "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Every outcome\"><table class=\"data\"><caption>Every outcome against the method's mark the day before: \
+         how far the outcome was from the mark, the bands around the mark, the verdict</caption>\n<thead><tr><th scope=\"col\">company</th><th scope=\"col\">outcome</th>\
+         <th scope=\"col\">date</th><th scope=\"col\">mark vs outcome</th>\
          <th scope=\"col\">80% band</th><th scope=\"col\">95% band</th><th scope=\"col\">verdict</th></tr></thead>\n<tbody>\n",
     );
     for t in &outcomes {
         let f = &t.forecasts[0];
         let _ = writeln!(
             out,
-            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} – {}</td><td>{} – {}</td><td>{}</td></tr>",
-            esc(&t.slug),
+            "<tr><th scope=\"row\"><a href=\"/explore/{slug}\">{slug}</a></th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             t.event_type.as_str(),
             t.occurred_on,
-            usd(t.observed_usd as f64),
-            usd(f.mark_usd),
-            usd(f.band_80.lower as f64),
-            usd(f.band_80.upper as f64),
-            usd(f.band_95.lower as f64),
-            usd(f.band_95.upper as f64),
-            f.verdict.map_or("–".to_string(), |v| format!("{v:?}").to_lowercase())
+            f.error_pct().map_or("–".to_string(), |e| format!("{e:+}%")),
+            relative_band(&f.band_80_rel),
+            relative_band(&f.band_95_rel),
+            f.verdict.map_or("–", Verdict::as_str),
+            slug = esc(&t.slug),
         );
     }
     out.push_str("</tbody></table></div>\n");
     out
+}
+
+/// A multiple of the mark as an axis label: 0.01, 0.1, 1, 10, 100.
+fn multiple(v: f64) -> String {
+    if v >= 1.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A band as percentages of its mark: "−45% to +80%".
+fn relative_band(band: &RelativeBand) -> String {
+    format!(
+        "{:+.0}% to {:+.0}%",
+        (band.lower - 1.0) * 100.0,
+        (band.upper - 1.0) * 100.0
+    )
+    .replace('-', "−")
 }
 
 fn misses_section(card: &Scorecard) -> String {
@@ -704,25 +693,23 @@ fn misses_section(card: &Scorecard) -> String {
         return String::new();
     };
     let mut out = format!(
-        "<h2 id=\"misses\">Misses</h2>\n<p>Scored events outside {}'s 95% band: {} of {}.</p>\n\
+        "<h2 id=\"misses\">Misses</h2>\n<p>Scored events outside {}'s 95% band: {} of {}. Which company each was, and \
+         its dollars, are for keys that may read its events.</p>\n\
          <div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Every miss\"><table class=\"data\"><caption>Every miss of the method</caption>\n<thead><tr>\
-         <th scope=\"col\">company</th><th scope=\"col\">event</th><th scope=\"col\">date</th><th scope=\"col\">value</th>\
-         <th scope=\"col\">forecast</th><th scope=\"col\">95% band</th></tr></thead>\n<tbody>\n",
-        esc(method.name),
-        method.misses_total,
-        method.n
+         <th scope=\"col\">date</th><th scope=\"col\">event</th><th scope=\"col\">value vs forecast</th>\
+         <th scope=\"col\">95% band</th></tr></thead>\n<tbody>\n",
+        esc(method.figures.name),
+        method.figures.misses_total,
+        method.figures.n
     );
     for m in &method.misses {
         let _ = writeln!(
             out,
-            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} – {}</td></tr>",
-            esc(&m.slug),
-            m.event_type.as_str(),
+            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{:+.0}%</td><td>{}</td></tr>",
             m.occurred_on,
-            usd(m.valuation_usd as f64),
-            usd(m.predicted_usd as f64),
-            usd(m.band_95.lower as f64),
-            usd(m.band_95.upper as f64)
+            m.event_type.as_str(),
+            (m.log_error.exp() - 1.0) * 100.0,
+            relative_band(&m.band_95_rel),
         );
     }
     out.push_str("</tbody></table></div>\n");
@@ -809,11 +796,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn text_is_escaped_and_amounts_shortened() {
+    fn text_is_escaped() {
         assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
-        assert_eq!(usd(1_750_000_000_000.0), "$1.75T");
-        assert_eq!(usd(48_150_186_859.0), "$48.15B");
-        assert_eq!(usd(346_661_633.0), "$347M");
-        assert_eq!(usd(0.0), "$0");
     }
 }

@@ -9,7 +9,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::dataset::{iso_date, Company, DatasetInfo, Day, EventType, Sector, Status};
-use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkDay, METHODOLOGY_VERSION};
+use crate::methodology::disclosure::{DisclosedScorecard, DisclosedTargets, Disclosure};
+use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkBasis, MarkDay, METHODOLOGY_VERSION};
 
 #[derive(Serialize)]
 struct Meta<'a> {
@@ -92,18 +93,10 @@ pub fn list_item(company: &Company, marks: &CompanyMarks) -> Vec<u8> {
     })
 }
 
-/// SPEC 2.7 CompanyProfileResponse, with the observations behind the latest mark.
+/// SPEC 2.7 CompanyProfileResponse, with what the latest mark rests on as its
+/// `observations` (docs/design.md section 4a): the event that sets it and the drift's part, in
+/// numbers and words. No source link or note: a company's history is getMarkEvents's (Pro).
 pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct Observation<'a> {
-        event_id: &'a str,
-        occurred_on: Day,
-        event_type: EventType,
-        valuation_usd: u64,
-        weight: f64,
-        gain: f64,
-        source_url: &'a str,
-    }
     #[derive(Serialize)]
     struct Profile<'a> {
         meta: &'a RawValue,
@@ -115,22 +108,6 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks) -> Vec<u8> 
         delta_30d_pct: Option<f64>,
         observations: Vec<Observation<'a>>,
     }
-    let observations = marks
-        .observations
-        .iter()
-        .map(|o| {
-            let event = &company.events[o.event];
-            Observation {
-                event_id: &event.event_id,
-                occurred_on: event.occurred_on,
-                event_type: event.event_type,
-                valuation_usd: event.valuation_usd,
-                weight: round_to(o.weight, 4),
-                gain: round_to(o.gain, 4),
-                source_url: &event.source_url,
-            }
-        })
-        .collect();
     to_json(&Profile {
         meta: raw(meta),
         slug: &company.slug,
@@ -139,8 +116,65 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks) -> Vec<u8> 
         status: company.status,
         latest_mark: marks.latest().map(MarkPoint::of),
         delta_30d_pct: marks.delta_30d_pct,
-        observations,
+        observations: marks.basis.map_or_else(Vec::new, |basis| observations(company, &basis)),
     })
+}
+
+/// One part of what a latest mark rests on.
+#[derive(Serialize)]
+#[serde(tag = "part", rename_all = "snake_case")]
+enum Observation<'a> {
+    /// The event the mark starts from; all of the mark moves with its value.
+    Event {
+        event_id: &'a str,
+        occurred_on: Day,
+        event_type: EventType,
+        valuation_usd: u64,
+        weight: f64,
+        explanation: String,
+    },
+    /// What the method adds for the days since that event.
+    Drift {
+        days: i32,
+        drift_pct: f64,
+        explanation: String,
+    },
+}
+
+fn observations<'a>(company: &'a Company, basis: &MarkBasis) -> Vec<Observation<'a>> {
+    let Some(event) = company.events.get(basis.event) else {
+        return Vec::new();
+    };
+    let kind = event.event_type.as_str().replace('_', " ");
+    let explanation = if event.event_type == EventType::Bankruptcy {
+        format!(
+            "The value reported after the {kind} on {} is the mark.",
+            event.occurred_on
+        )
+    } else {
+        format!("The mark starts from the value of this {kind}.")
+    };
+    let mut parts = vec![Observation::Event {
+        event_id: &event.event_id,
+        occurred_on: event.occurred_on,
+        event_type: event.event_type,
+        valuation_usd: event.valuation_usd,
+        weight: 1.0,
+        explanation,
+    }];
+    if event.event_type != EventType::Bankruptcy {
+        let drift_pct = round_to((basis.drift_log.exp() - 1.0) * 100.0, 2);
+        parts.push(Observation::Drift {
+            days: basis.days,
+            drift_pct,
+            explanation: format!(
+                "The mark adds {drift_pct}% for {} days without a reported valuation, learnt from how \
+                 valuations moved after similar gaps across every company.",
+                basis.days
+            ),
+        });
+    }
+    parts
 }
 
 /// The `YYYY-MM-DD` of every day of a series, formatted once for both coverages. The days are
@@ -349,8 +383,8 @@ pub fn resolution_record(
 }
 
 /// Every scored target of the backtest with each forecaster's numbers, so that every figure of
-/// the scorecard can be recomputed from it.
-pub fn scorecard_targets(meta: &[u8], fit: &Fit) -> Vec<u8> {
+/// the scorecard can be recomputed from it, in one of its two disclosures.
+pub fn scorecard_targets(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
     #[derive(Serialize)]
     struct Targets<'a> {
         meta: &'a RawValue,
@@ -358,20 +392,20 @@ pub fn scorecard_targets(meta: &[u8], fit: &Fit) -> Vec<u8> {
         /// `hit` and `confidence` are about landing within this many percent of the mark.
         tolerance_pct: f64,
         forecasters: Vec<&'static str>,
-        targets: &'a [crate::methodology::scorecard::Target],
+        targets: DisclosedTargets<'a>,
     }
     to_json(&Targets {
         meta: raw(meta),
         methodology_version: METHODOLOGY_VERSION,
         tolerance_pct: crate::methodology::conformal::CONFIDENCE_TOLERANCE * 100.0,
-        forecasters: fit.scorecard.forecasters.iter().map(|f| f.name).collect(),
-        targets: &fit.scorecard.targets,
+        forecasters: fit.scorecard.forecasters.iter().map(|f| f.figures.name).collect(),
+        targets: fit.scorecard.disclosed_targets(disclosure),
     })
 }
 
 /// The published backtest: the method's constants (and the comparison forecasters'), the
-/// quantiles now in force, and the scorecard.
-pub fn scorecard(meta: &[u8], fit: &Fit) -> Vec<u8> {
+/// quantiles now in force, and the scorecard, in one of its two disclosures.
+pub fn scorecard(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
     #[derive(Serialize)]
     struct Scorecard<'a> {
         meta: &'a RawValue,
@@ -380,7 +414,7 @@ pub fn scorecard(meta: &[u8], fit: &Fit) -> Vec<u8> {
         comparison_params: Value,
         quantiles_in_force: crate::methodology::Quantiles,
         #[serde(flatten)]
-        scorecard: &'a crate::methodology::Scorecard,
+        scorecard: DisclosedScorecard<'a>,
     }
     to_json(&Scorecard {
         meta: raw(meta),
@@ -388,6 +422,6 @@ pub fn scorecard(meta: &[u8], fit: &Fit) -> Vec<u8> {
         params: fit.params.to_json(),
         comparison_params: fit.params.comparison_json(),
         quantiles_in_force: fit.quantiles_on(fit.as_of.plus(1)),
-        scorecard: &fit.scorecard,
+        scorecard: fit.scorecard.disclosed(disclosure),
     })
 }

@@ -98,8 +98,8 @@ fn one_round_is_marked_at_its_value_with_normal_bands_and_confidence() {
         point.confidence()
     );
     assert_eq!(marks.delta_30d_pct, None, "a one-day series has no 30-day change");
-    let weights: Vec<(usize, f64)> = marks.observations.iter().map(|o| (o.event, o.weight)).collect();
-    assert_eq!(weights, [(0, 1.0)]);
+    let basis = marks.basis.unwrap();
+    assert_eq!((basis.event, basis.days, basis.drift_log), (0, 0, 0.0));
 }
 
 #[test]
@@ -162,15 +162,19 @@ fn drift_of_one_bucket_from_two_pairs_and_the_profile_between_its_knots() {
     assert!(close(mark_on(on), expected, 1e-12), "{} vs {expected}", mark_on(on));
     // A year on, past the bucket-1 knot with every later bucket empty: back to the last value.
     assert!(close(mark_on("2025-06-01"), 4.0e9, 1e-12));
-    // c's own events carry its mark; a and b's pairs count only through the pooled drift.
-    let weights: Vec<f64> = c.observations.iter().map(|o| o.weight).collect();
-    assert_eq!(weights, [1.0]);
+    // c's mark rests on its own event, plus the drift pooled from a's and b's pairs.
+    let basis = c.basis.unwrap();
+    assert_eq!(
+        (basis.event, basis.days),
+        (0, day("2025-06-01").days_since(day("2024-06-01")))
+    );
+    assert!(close(basis.drift_log.exp() * 4.0e9, c.latest().unwrap().mark, 1e-12));
 }
 
-/// A company's own pairs share in its mark through the pooled drift: + for the later event of
-/// a pair, - for the earlier, by c_b w / (sum w + K).
+/// The latest mark rests on the last event and the drift for the days since it, worked by hand:
+/// one pair (a1 -> a2, 91 days, a doubling) in bucket 0, D = 61 days under the first knot.
 #[test]
-fn observation_weights_show_each_events_share_in_the_latest_mark() {
+fn the_latest_mark_rests_on_the_last_event_and_the_drift_since() {
     let dir = tempfile::tempdir().unwrap();
     let dataset = write_dataset(
         dir.path(),
@@ -183,58 +187,11 @@ fn observation_weights_show_each_events_share_in_the_latest_mark() {
     let marks = fit.marks(&dataset.companies[0]);
     let d = years("2024-06-01", "2024-04-01");
     let w = 0.5f64.powf(d);
-    let share = (d / 0.25) * w / (w + 3.0);
-    let weights: Vec<f64> = marks.observations.iter().map(|o| o.weight).collect();
-    assert!(close(weights[0], -share, 1e-12), "{weights:?} vs -{share}");
-    assert!(close(weights[1], 1.0 + share, 1e-12), "{weights:?} vs 1 + {share}");
-    // And the weight is the derivative: moving a2 by 1% moves the mark by (1 + share)%.
-    let bumped_dir = tempfile::tempdir().unwrap();
-    let bumped = write_dataset(
-        bumped_dir.path(),
-        "2024-06-01",
-        "a,A,ai,private\n",
-        "a1,a,primary_round,2024-01-01,1000000000,https://example.com,\n\
-         a2,a,primary_round,2024-04-01,2020000000,https://example.com,\n",
-    );
-    let moved = Fit::new(&bumped, Params::default()).marks(&bumped.companies[0]);
-    let ratio = (moved.latest().unwrap().mark / marks.latest().unwrap().mark).ln() / 1.01f64.ln();
-    assert!(close(ratio, 1.0 + share, 1e-9), "{ratio}");
-}
-
-/// The quantiles in force on a day are the ceil((n+1)c)-th smallest |z| of the n residuals
-/// dated strictly before it, recomputed here from the walk-forward forecasts.
-#[test]
-fn conformal_quantiles_are_the_ceil_n_plus_one_c_th_smallest_earlier_residual() {
-    let dataset = Dataset::load(&sample_v1()).unwrap();
-    let fit = Fit::new(&dataset, Params::default());
-    let backtests = walk_forward(&dataset, &fit.params, &fit.drifts);
-    let method = Forecaster::GapProfile.index();
-    let residuals: Vec<(Day, f64)> = backtests
-        .iter()
-        .flat_map(|b| b.predictions.iter())
-        .map(|p| {
-            let f = p.forecasts[method];
-            (p.day, ((p.observed_log - f.log_value) / f.scale).abs())
-        })
-        .collect();
-    assert_eq!(residuals.len(), 54);
-    let mut checked = 0;
-    for &(on, _) in &residuals {
-        let mut earlier: Vec<f64> = residuals.iter().filter(|r| r.0 < on).map(|r| r.1).collect();
-        earlier.sort_by(f64::total_cmp);
-        let n = earlier.len();
-        let q = fit.quantiles_on(on);
-        assert_eq!(q.n, n);
-        if n < 20 {
-            assert_eq!((q.q80, q.q95), (Z80, Z95), "fallback below 20 residuals");
-            continue;
-        }
-        let rank = |c: f64| (((n + 1) as f64 * c - 1e-9).ceil() as usize).min(n);
-        assert_eq!(q.q80, earlier[rank(0.80) - 1], "n = {n}");
-        assert_eq!(q.q95, earlier[rank(0.95) - 1], "n = {n}");
-        checked += 1;
-    }
-    assert!(checked > 20, "{checked} days past the fallback");
+    let drift = (d / 0.25) * w * 2.0f64.ln() / (w + 3.0);
+    let basis = marks.basis.unwrap();
+    assert_eq!((basis.event, basis.days), (1, 61));
+    assert!(close(basis.drift_log, drift, 1e-12), "{} vs {drift}", basis.drift_log);
+    assert!(close(marks.latest().unwrap().mark, 2.0e9 * drift.exp(), 1e-12));
 }
 
 #[test]
@@ -355,8 +312,12 @@ fn a_bankruptcy_ends_the_series_at_its_value_and_is_scored_as_an_outcome() {
         close(day_before.mark, 3.2e10, 1e-12),
         "the bankruptcy is no input before its day"
     );
-    let weights: Vec<(usize, f64)> = marks.observations.iter().map(|o| (o.event, o.weight)).collect();
-    assert_eq!(weights, [(0, 0.0), (1, 1.0)]);
+    let basis = marks.basis.unwrap();
+    assert_eq!(
+        (basis.event, basis.days, basis.drift_log),
+        (1, 0, 0.0),
+        "the bankruptcy sets the mark"
+    );
     let outcome = &fit.scorecard.bankruptcy_outcomes[0];
     assert_eq!((outcome.marked_on, outcome.value_usd), (day("2022-11-10"), 0));
     assert_eq!(outcome.estimates.len(), 4, "every forecaster's miss is shown");
@@ -366,7 +327,7 @@ fn a_bankruptcy_ends_the_series_at_its_value_and_is_scored_as_an_outcome() {
     }
     assert!(fit.scorecard.listing_validations.is_empty());
     assert_eq!(
-        fit.scorecard.forecasters[0].n, 0,
+        fit.scorecard.forecasters[0].figures.n, 0,
         "the bankruptcy is not a scored observation"
     );
 }
@@ -446,10 +407,10 @@ fn synthetic_coverage_is_within_two_points_of_nominal() {
     let dataset = Dataset::load(dir.path()).unwrap();
     let fit = Fit::new(&dataset, Params::default());
     let method = &fit.scorecard.forecasters[0];
-    assert_eq!(method.name, "gap_profile_drift");
-    let c80 = method.coverage_80.observed_pct.unwrap();
-    let c95 = method.coverage_95.observed_pct.unwrap();
-    assert!(method.n > 10_000, "{} residuals", method.n);
+    assert_eq!(method.figures.name, "gap_profile_drift");
+    let c80 = method.figures.coverage_80.observed_pct.unwrap();
+    let c95 = method.figures.coverage_95.observed_pct.unwrap();
+    assert!(method.figures.n > 10_000, "{} residuals", method.figures.n);
     assert!((c80 - 80.0).abs() <= 2.0, "80% band covers {c80}%");
     assert!((c95 - 95.0).abs() <= 2.0, "95% band covers {c95}%");
 }
@@ -462,14 +423,14 @@ fn the_first_sample_meets_the_targets() {
     let card = &fit.scorecard;
     let method = card.forecaster(Forecaster::GapProfile).unwrap();
     let last_event = card.forecaster(Forecaster::LastEvent).unwrap();
-    assert_eq!(method.n, 54);
-    assert!(method.mape_pct.unwrap() <= last_event.mape_pct.unwrap());
-    assert!(method.median_abs_log_error.unwrap() <= 0.38);
-    assert_eq!(method.coverage_80.within_binomial_90_range, Some(true));
-    assert_eq!(method.coverage_95.within_binomial_90_range, Some(true));
-    assert!(method.median_band_width_80_pct.unwrap() <= 170.0);
-    assert!(method.median_band_width_95_pct.unwrap() <= 415.0);
-    assert!(method.listings.mean_abs_error_pct.unwrap() <= 68.0);
+    assert_eq!(method.figures.n, 54);
+    assert!(method.figures.mape_pct.unwrap() <= last_event.figures.mape_pct.unwrap());
+    assert!(method.figures.median_abs_log_error.unwrap() <= 0.38);
+    assert_eq!(method.figures.coverage_80.within_binomial_90_range, Some(true));
+    assert_eq!(method.figures.coverage_95.within_binomial_90_range, Some(true));
+    assert!(method.figures.median_band_width_80_pct.unwrap() <= 170.0);
+    assert!(method.figures.median_band_width_95_pct.unwrap() <= 415.0);
+    assert!(method.figures.listings.mean_abs_error_pct.unwrap() <= 68.0);
     assert_eq!(card.bankruptcy_outcomes.len(), 1);
     assert_eq!(card.comparison.differences.len(), 4);
 }
@@ -513,7 +474,7 @@ fn the_second_sample_scores_every_event_with_an_earlier_one_and_every_outcome() 
     let fit = Fit::new(&dataset, Params::default());
     let card = &fit.scorecard;
     assert_eq!(dataset.companies.len(), 85);
-    assert_eq!(card.forecasters[0].n, scored);
+    assert_eq!(card.forecasters[0].figures.n, scored);
     assert_eq!(
         card.listing_validations.len() + card.bankruptcy_outcomes.len(),
         outcomes

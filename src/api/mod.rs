@@ -282,12 +282,18 @@ impl<'a, B> Exchange<'a, B> {
             Operation::Readyz => Ok(operations::readyz(self.state)),
             Operation::Metrics => Ok(operations::metrics(self.state)),
             Operation::OpenApi => Ok(operations::openapi(query, &negotiation)?),
-            Operation::SigningKeys | Operation::Scorecard | Operation::ScorecardTargets => Ok(operations::published(
-                route.operation,
-                &*self.loaded()?,
-                query,
-                &negotiation,
-            )?),
+            // The scorecard without a key is the public form; with one, a metered call answered
+            // in the form the key's tier may read.
+            Operation::SigningKeys | Operation::Scorecard | Operation::ScorecardTargets
+                if route.operation == Operation::SigningKeys || matches!(self.asked.api_key, PresentedKey::Missing) =>
+            {
+                Ok(operations::published(
+                    route.operation,
+                    &*self.loaded()?,
+                    query,
+                    &negotiation,
+                )?)
+            }
             Operation::HomePage | Operation::ScorecardPage => Ok(operations::snapshot_page(
                 route.operation,
                 &*self.loaded()?,

@@ -81,6 +81,19 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                 .stored(call.loaded, &company.resolution, Cache::Private))
         }
         Operation::GetUsage => usage(call),
+        Operation::Scorecard | Operation::ScorecardTargets => {
+            no_parameters(call.query)?;
+            let index = call.loaded.snapshot.index();
+            // Dollars and companies' events only for a tier that may read every company's events.
+            let full = call.caller.tier.allows(Scope::EventsRead);
+            let body = match (operation, full) {
+                (Operation::Scorecard, true) => &index.scorecard_full,
+                (Operation::Scorecard, false) => &index.scorecard,
+                (_, true) => &index.scorecard_targets_full,
+                (_, false) => &index.scorecard_targets,
+            };
+            Ok(call.negotiation.stored(call.loaded, body, Cache::Private))
+        }
         Operation::GetChanges => changes(call),
         Operation::GetExport => {
             require(call.caller, Scope::ExportRead)?;
@@ -304,8 +317,8 @@ pub fn binary_page(
     Ok(representation)
 }
 
-/// The documents the snapshot publishes to everyone: the signing keys, the scorecard and its
-/// scored targets.
+/// The documents the snapshot publishes to everyone: the signing keys, and the scorecard and its
+/// scored targets in their public form (`marks_builder::methodology::disclosure`).
 pub fn published(
     operation: Operation,
     loaded: &LoadedSnapshot,
@@ -314,12 +327,12 @@ pub fn published(
 ) -> Result<Representation, ApiError> {
     no_parameters(query)?;
     let index = loaded.snapshot.index();
-    let body = match operation {
-        Operation::SigningKeys => &index.signing_keys,
-        Operation::ScorecardTargets => &index.scorecard_targets,
-        _ => &index.scorecard,
+    let (body, cache) = match operation {
+        Operation::SigningKeys => (&index.signing_keys, Cache::Public),
+        Operation::ScorecardTargets => (&index.scorecard_targets, Cache::Keyless),
+        _ => (&index.scorecard, Cache::Keyless),
     };
-    Ok(negotiation.stored(loaded, body, Cache::Public))
+    Ok(negotiation.stored(loaded, body, cache))
 }
 
 /// `/readyz`: whether a snapshot is in force, which one, and the last refusals.

@@ -38,8 +38,11 @@ pub type Response = http::Response<ResponseBody>;
 pub enum Cache {
     /// Per-key data: every client revalidates.
     Private,
-    /// The same for everyone (signing keys, scorecard, OpenAPI document).
+    /// The same for everyone (signing keys, OpenAPI document).
     Public,
+    /// The same for every client without a key; a key may get another form (the scorecard),
+    /// so shared caches key on `X-API-Key` too.
+    Keyless,
     /// Operational answers and errors.
     NoStore,
     /// The same for everyone, revalidated every time (unfingerprinted page assets).
@@ -170,6 +173,8 @@ impl Representation {
                     (Cache::Private, true) => (PRIVATE_NO_CACHE, Some(VARY_KEY_ENCODING)),
                     (Cache::Public, false) => (PUBLIC_MAX_AGE_60, None),
                     (Cache::Public, true) => (PUBLIC_MAX_AGE_60, Some(VARY_ENCODING)),
+                    (Cache::Keyless, false) => (PUBLIC_MAX_AGE_60, Some(VARY_KEY)),
+                    (Cache::Keyless, true) => (PUBLIC_MAX_AGE_60, Some(VARY_KEY_ENCODING)),
                     (Cache::NoStore, _) => (NO_STORE, None),
                     (Cache::Revalidate, false) => (PUBLIC_NO_CACHE, None),
                     (Cache::Revalidate, true) => (PUBLIC_NO_CACHE, Some(VARY_ENCODING)),

@@ -91,6 +91,21 @@ pub fn day_after(version: &str) -> String {
         .to_string()
 }
 
+/// The demo keys with every key's budget raised to `rate_per_min`, for tests that walk the
+/// whole sample with each tier.
+pub fn demo_keys_with_rate(rate_per_min: u32) -> String {
+    let text = std::fs::read_to_string(sample_dir().join("demo-keys.toml")).expect("demo keys");
+    text.lines()
+        .map(|line| {
+            if line.starts_with("hash = ") {
+                format!("{line}\nrate_per_min = {rate_per_min}\n")
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect()
+}
+
 /// Copies a dataset directory so a test can edit it.
 pub fn copy_dataset(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
@@ -120,6 +135,8 @@ pub struct Options {
     pub publisher_key: Option<ed25519_dalek::VerifyingKey>,
     /// Written to a file and named by `--cursor-key`.
     pub cursor_secret: Option<Vec<u8>>,
+    /// The keys file's text (default: the demo keys).
+    pub keys_toml: Option<String>,
 }
 
 /// `marks serve`'s defaults, but on a free port, looking at its files every 50 ms, with a
@@ -142,6 +159,7 @@ impl Default for Options {
             settings: test_settings(),
             publisher_key: None,
             cursor_secret: None,
+            keys_toml: None,
         }
     }
 }
@@ -176,7 +194,12 @@ impl TestServer {
         let source = options.snapshot.clone().unwrap_or_else(|| sample_snapshot().to_owned());
         std::fs::copy(&source, &snapshot_path).expect("copy snapshot");
         let keys_path = dir.path().join("keys.toml");
-        std::fs::copy(sample_dir().join("demo-keys.toml"), &keys_path).expect("copy keys");
+        match &options.keys_toml {
+            Some(text) => std::fs::write(&keys_path, text).expect("write keys"),
+            None => std::fs::copy(sample_dir().join("demo-keys.toml"), &keys_path)
+                .map(drop)
+                .expect("copy keys"),
+        }
         let mut settings = options.settings;
         settings.data.snapshot = Some(snapshot_path.clone());
         settings.data.keys = Some(keys_path.clone());

@@ -422,15 +422,14 @@ function renderProfile(result) {
     ['30-day change', pct(p.delta_30d_pct)],
     ['As of', m.as_of_date || 'n/a'],
   ]);
-  const obs = Array.isArray(p.observations) ? p.observations : [];
-  $('observations-wrap').hidden = obs.length === 0;
-  $('observations-table').tBodies[0].replaceChildren(...obs.map((o) => el('tr', {},
-    el('td', { class: 'nowrap' }, o.occurred_on,
-      el('span', { class: 'sub narrow-only' }, words(o.event_type), ' · ', sourceLink(o.source_url))),
-    el('td', { class: 'wide-only', text: words(o.event_type) }),
-    el('td', { class: 'num', text: usd(o.valuation_usd) }),
-    el('td', { class: 'num', text: typeof o.weight === 'number' ? o.weight.toFixed(4) : 'n/a' }),
-    el('td', { class: 'wide-only' }, sourceLink(o.source_url)))));
+  // What the mark rests on: the event that sets it and the drift added since (the server's words).
+  const basis = Array.isArray(p.observations) ? p.observations : [];
+  const event = basis.find((o) => o.part === 'event');
+  const drift = basis.find((o) => o.part === 'drift');
+  $('mark-basis').replaceChildren(...(event ? [
+    `Last reported ${usd(event.valuation_usd)} (${words(event.event_type)}) on ${event.occurred_on}. `,
+    event.explanation || '', drift && drift.explanation ? ` ${drift.explanation}` : '',
+  ] : []));
   showMeta(p.meta);
 }
 

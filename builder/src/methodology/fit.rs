@@ -73,17 +73,19 @@ fn reported_day(day: Day, value: f64, quantiles: Quantiles) -> MarkDay {
     }
 }
 
-/// How much one event moves the latest mark.
+/// What the latest mark rests on (docs/design.md section 4a): the event it starts from, and
+/// what the method adds for the days since. Earlier events move it only through the drifts
+/// pooled over every company, a few hundredths each, so they are not listed.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ObservationWeight {
-    /// Index into the company's `events`.
+pub struct MarkBasis {
+    /// Index into the company's `events` of the event that sets the mark: its last observation
+    /// on or before the mark's day, or its bankruptcy.
     pub event: usize,
-    /// d ln(mark) / d ln(valuation): 1 for the event the mark starts from, and for every other
-    /// event its share through the pooled drifts (usually a few hundredths, often 0).
-    pub weight: f64,
-    /// The share of the gap between forecast and event that the mark took when the event
-    /// arrived: 1 in v0.3.0, where every observation resets the mark to its value.
-    pub gain: f64,
+    /// Days from that event to the latest mark.
+    pub days: i32,
+    /// What the method adds to the event's value, in log units: ln(mark) - ln(value); 0 when
+    /// the event's reported value is the mark.
+    pub drift_log: f64,
 }
 
 /// Everything published about one company's marks.
@@ -91,7 +93,8 @@ pub struct ObservationWeight {
 pub struct CompanyMarks {
     pub series: Vec<MarkDay>,
     pub delta_30d_pct: Option<f64>,
-    pub observations: Vec<ObservationWeight>,
+    /// None when the company has no mark.
+    pub basis: Option<MarkBasis>,
 }
 
 impl CompanyMarks {
@@ -174,7 +177,7 @@ impl Fit {
             return CompanyMarks {
                 series: Vec::new(),
                 delta_30d_pct: None,
-                observations: Vec::new(),
+                basis: None,
             };
         };
         let mut quantiles = self.quantiles[Forecaster::GapProfile.index()].cursor();
@@ -196,21 +199,24 @@ impl Fit {
             series.push(mark_day(day, forecast.log_value, forecast.scale, in_force));
             day = day.plus(1);
         }
-        let weights = match bankruptcy {
-            // The reported value is the mark: the bankruptcy carries it all.
-            Some(_) => observations
-                .iter()
-                .map(|&(i, _, _)| (i, 0.0))
-                .chain(
-                    company
+        let basis = series
+            .last()
+            .map(|latest| match bankruptcy.filter(|e| e.occurred_on == latest.day) {
+                Some(_) => MarkBasis {
+                    event: company
                         .events
                         .iter()
                         .position(|e| e.event_type == EventType::Bankruptcy)
-                        .map(|i| (i, 1.0)),
-                )
-                .collect(),
-            None => gap_profile::observation_weights(company, last.0, end, &self.drifts, params),
-        };
+                        .unwrap_or(last.0),
+                    days: 0,
+                    drift_log: 0.0,
+                },
+                None => MarkBasis {
+                    event: last.0,
+                    days: latest.day.days_since(last.1),
+                    drift_log: latest.mark.ln() - last.2,
+                },
+            });
         // The points are consecutive days, so the one 30 days back is 30 positions back.
         let delta_30d_pct = (series.len() > 30).then(|| {
             let (now, then) = (series[series.len() - 1].mark, series[series.len() - 31].mark);
@@ -219,14 +225,7 @@ impl Fit {
         CompanyMarks {
             series,
             delta_30d_pct,
-            observations: weights
-                .into_iter()
-                .map(|(event, weight)| ObservationWeight {
-                    event,
-                    weight,
-                    gain: 1.0,
-                })
-                .collect(),
+            basis,
         }
     }
 }

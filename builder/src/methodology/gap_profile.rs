@@ -228,44 +228,6 @@ pub fn forecast(last_log: f64, last_day: Day, day: Day, drifts: &Drifts, params:
     }
 }
 
-/// How much each of a company's events moves its mark on `day`, d ln(mark) / d ln(value):
-/// 1 for the last observation (`last`), plus, for every event in one of the company's own
-/// pairs that counts in the pooled drifts that day, its share through the drift (+ as the
-/// later event of a pair, - as the earlier one). In order of `events`.
-pub fn observation_weights(
-    company: &Company,
-    last: usize,
-    day: Day,
-    table: &DriftTable,
-    params: &GapProfileParams,
-) -> Vec<(usize, f64)> {
-    let last_day = company.events[last].occurred_on;
-    let coefficients = profile_coefficients(years_between(day, last_day), &params.profile_knots_years);
-    let drifts = table.at(day);
-    let mut weights: Vec<(usize, f64)> = company
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(i, e)| !e.event_type.is_terminal() && e.occurred_on <= day && *i <= last)
-        .map(|(i, _)| (i, if i == last { 1.0 } else { 0.0 }))
-        .collect();
-    // Position of each event in `weights`, for the events listed there.
-    let mut position = vec![None; company.events.len()];
-    for (slot, (event, _)) in weights.iter().enumerate() {
-        position[*event] = Some(slot);
-    }
-    for pair in pairs(company, params).iter().filter(|p| p.completed < day) {
-        let share = coefficients[pair.bucket] * table.pair_weight(pair.completed, day)
-            / (drifts.weight[pair.bucket] + params.drift_pseudo_pairs);
-        for (event, sign) in [(pair.second, 1.0), (pair.first, -1.0)] {
-            if let Some(slot) = position[event] {
-                weights[slot].1 += sign * share;
-            }
-        }
-    }
-    weights
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

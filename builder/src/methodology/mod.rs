@@ -22,6 +22,7 @@ pub mod backtest;
 pub mod baselines;
 pub mod bootstrap;
 pub mod conformal;
+pub mod disclosure;
 pub mod fit;
 pub mod gap_profile;
 pub mod local_trend;
@@ -33,7 +34,7 @@ pub mod timeline;
 use serde::Serialize;
 
 pub use conformal::{confidence, normal_cdf, Coverage, Quantiles, Z80, Z95};
-pub use fit::{CompanyMarks, Fit, MarkDay, ObservationWeight};
+pub use fit::{CompanyMarks, Fit, MarkBasis, MarkDay};
 pub use params::Params;
 pub use scorecard::Scorecard;
 

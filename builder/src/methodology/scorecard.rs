@@ -54,6 +54,17 @@ pub enum Verdict {
     Miss,
 }
 
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Hit => "hit",
+            Verdict::Covered80 => "covered_80",
+            Verdict::Covered95 => "covered_95",
+            Verdict::Miss => "miss",
+        }
+    }
+}
+
 /// The gap since a company's last observation, in the buckets the method's drift uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -104,6 +115,10 @@ pub struct TargetForecast {
     pub mark_usd: f64,
     pub band_80: Band,
     pub band_95: Band,
+    /// The bands as multiples of the mark (lower / mark, upper / mark): what a reader without
+    /// the mark's dollars can check a band's width and an outcome's place against.
+    pub band_80_rel: RelativeBand,
+    pub band_95_rel: RelativeBand,
     /// The probability the forecaster stated that the value lies within +/-10% of its mark.
     pub confidence: f64,
     /// ln(observed) - ln(mark); null when the observed value is 0 (a bankruptcy written off).
@@ -115,6 +130,31 @@ pub struct TargetForecast {
     /// Outcomes only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+}
+
+/// A band as multiples of its mark.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RelativeBand {
+    pub lower: f64,
+    pub upper: f64,
+}
+
+impl RelativeBand {
+    /// The band `exp(x -/+ q * scale)` of a forecast `x`, over `exp(x)`.
+    pub fn of(q: f64, scale: f64) -> RelativeBand {
+        let spread = (q * scale).exp();
+        RelativeBand {
+            lower: 1.0 / spread,
+            upper: spread,
+        }
+    }
+}
+
+impl TargetForecast {
+    /// (mark / observed - 1) in percent, one decimal; null when the observed value is 0.
+    pub fn error_pct(&self) -> Option<f64> {
+        self.log_error.map(|e| round_to(((-e).exp() - 1.0) * 100.0, 1))
+    }
 }
 
 /// One scored target with every forecaster's numbers.
@@ -187,6 +227,7 @@ pub struct VerdictCounts {
 pub struct MapeContributor {
     pub slug: String,
     pub event_id: String,
+    pub event_type: EventType,
     pub occurred_on: Day,
     pub abs_pct_error: f64,
     /// Its absolute percentage error over the sum of all of them.
@@ -236,10 +277,25 @@ pub struct Miss {
     pub valuation_usd: u64,
     pub predicted_usd: u64,
     pub band_95: Band,
+    /// ln(valuation) - ln(predicted).
+    pub log_error: f64,
+    pub band_95_rel: RelativeBand,
 }
 
+/// One forecaster's figures on the scored targets, and the targets that set the worst of them.
 #[derive(Clone, Debug, Serialize)]
 pub struct ForecasterScore {
+    #[serde(flatten)]
+    pub figures: ForecasterFigures,
+    /// The first `MISSES_LISTED` scored events outside the 95% band.
+    pub misses: Vec<Miss>,
+    /// The largest contributors to MAPE, largest first.
+    pub mape_top_contributors: Vec<MapeContributor>,
+}
+
+/// Every summary figure of one forecaster: what anyone may read and recompute.
+#[derive(Clone, Debug, Serialize)]
+pub struct ForecasterFigures {
     pub name: &'static str,
     /// The methodology version this forecaster is (null for the baselines).
     pub methodology_version: Option<&'static str>,
@@ -255,9 +311,6 @@ pub struct ForecasterScore {
     pub median_band_width_95_pct: Option<f64>,
     pub listings: ListingScore,
     pub misses_total: usize,
-    pub misses: Vec<Miss>,
-    /// The largest contributors to MAPE, largest first.
-    pub mape_top_contributors: Vec<MapeContributor>,
     pub confidence: ConfidenceScore,
     pub coverage_by_gap: Vec<GapCoverage>,
     /// Listings and bankruptcies by verdict.
@@ -349,7 +402,10 @@ fn target_forecast(
         f64::INFINITY
     };
     let (inside_80, inside_95) = (residual <= q.q80, residual <= q.q95);
-    let hit = (1.0 - CONFIDENCE_TOLERANCE) * mark <= observed && observed <= (1.0 + CONFIDENCE_TOLERANCE) * mark;
+    // In log space, as the log error is published: anyone can tell a hit from it.
+    let log_error = (observed > 0.0).then(|| observed.ln() - forecast.log_value);
+    let hit =
+        log_error.is_some_and(|e| ((1.0 - CONFIDENCE_TOLERANCE).ln()..=(1.0 + CONFIDENCE_TOLERANCE).ln()).contains(&e));
     let verdict = outcome.then_some(match (hit, inside_80, inside_95) {
         (true, _, _) => Verdict::Hit,
         (false, true, _) => Verdict::Covered80,
@@ -361,8 +417,10 @@ fn target_forecast(
         mark_usd: mark,
         band_80: Band::of(forecast.band(q.q80)),
         band_95: Band::of(forecast.band(q.q95)),
+        band_80_rel: RelativeBand::of(q.q80, forecast.scale),
+        band_95_rel: RelativeBand::of(q.q95, forecast.scale),
         confidence: confidence(forecast.scale, &q),
-        log_error: (observed > 0.0).then(|| observed.ln() - forecast.log_value),
+        log_error,
         inside_80,
         inside_95,
         hit,
@@ -439,14 +497,13 @@ fn targets(
 
 /// Each forecaster's mark the day before an outcome, from its target row.
 fn estimates(target: &Target) -> Vec<OutcomeEstimate> {
-    let value = target.observed_usd as f64;
     target
         .forecasts
         .iter()
         .map(|f| OutcomeEstimate {
             forecaster: f.forecaster,
             mark_usd: usd(f.mark_usd),
-            error_pct: (value > 0.0).then(|| round_to((f.mark_usd / value - 1.0) * 100.0, 1)),
+            error_pct: f.error_pct(),
             band_80: f.band_80.clone(),
             band_95: f.band_95.clone(),
             inside_80: f.inside_80,
@@ -508,18 +565,18 @@ impl Scorecard {
         };
         let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v}"));
         let mut out = String::new();
-        let baseline = self.forecasters.iter().find(|f| f.name == self.comparison.b);
+        let baseline = self.forecasters.iter().find(|f| f.figures.name == self.comparison.b);
         /// A forecaster's own (rounded) figure.
         type Figure = fn(&ForecasterScore) -> Option<f64>;
         let figures: [(&str, Figure); 2] = [
-            ("median_abs_log_error", |f| f.median_abs_log_error),
-            ("mean_abs_log_error", |f| f.mean_abs_log_error),
+            ("median_abs_log_error", |f| f.figures.median_abs_log_error),
+            ("mean_abs_log_error", |f| f.figures.mean_abs_log_error),
         ];
         for (figure, of) in figures {
             if let Some(d) = self.comparison.differences.iter().find(|d| d.figure == figure) {
                 out.push_str(&format!(
                     "{} {}: {} (vs {} for {}: {} in {}, {})\n",
-                    method.name,
+                    method.figures.name,
                     figure.replace('_', " "),
                     opt(of(method)),
                     opt(baseline.and_then(of)),
@@ -546,25 +603,25 @@ impl Scorecard {
             .collect();
         out.push_str(&format!(
             "{} MAPE: {}%, set mostly by {}\n",
-            method.name,
-            opt(method.mape_pct),
+            method.figures.name,
+            opt(method.figures.mape_pct),
             named.join("; ")
         ));
         out
     }
 
     pub fn forecaster(&self, forecaster: Forecaster) -> Option<&ForecasterScore> {
-        self.forecasters.iter().find(|f| f.name == forecaster.name())
+        self.forecasters.iter().find(|f| f.figures.name == forecaster.name())
     }
 
     /// The scorecard as the builder prints it.
     pub fn to_text(&self) -> String {
         let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v}"));
-        let label = |f: &ForecasterScore| match f.methodology_version {
-            Some(version) => format!("{} ({version})", f.name),
-            None => f.name.to_string(),
+        let label = |f: &ForecasterScore| match f.figures.methodology_version {
+            Some(version) => format!("{} ({version})", f.figures.name),
+            None => f.figures.name.to_string(),
         };
-        let n = self.forecasters.first().map_or(0, |f| f.n);
+        let n = self.forecasters.first().map_or(0, |f| f.figures.n);
         let mut out = format!(
             "walk-forward on {n} scored events (each forecast from the events before its day; outcomes held out)\n"
         );
@@ -577,13 +634,17 @@ impl Scorecard {
             out.push_str(&format!(
                 "{:<36} {:>7} {:>9} {:>10} {:>9} {:>9} {:>14} {:>7}\n",
                 label(f),
-                opt(f.mape_pct),
-                opt(f.median_abs_log_error),
-                opt(f.mean_abs_log_error),
-                opt(f.median_band_width_80_pct),
-                opt(f.median_band_width_95_pct),
-                format!("{} ({})", opt(f.listings.mean_abs_error_pct), f.listings.n),
-                f.misses_total,
+                opt(f.figures.mape_pct),
+                opt(f.figures.median_abs_log_error),
+                opt(f.figures.mean_abs_log_error),
+                opt(f.figures.median_band_width_80_pct),
+                opt(f.figures.median_band_width_95_pct),
+                format!(
+                    "{} ({})",
+                    opt(f.figures.listings.mean_abs_error_pct),
+                    f.figures.listings.n
+                ),
+                f.figures.misses_total,
             ));
         }
         out.push_str("\nband coverage: observed (inside/n) and the range a calibrated band shows 90% of the time\n");
@@ -606,14 +667,14 @@ impl Scorecard {
             out.push_str(&format!(
                 "{:<36} 80%: {:<26} 95%: {}\n",
                 label(f),
-                coverage(&f.coverage_80),
-                coverage(&f.coverage_95)
+                coverage(&f.figures.coverage_80),
+                coverage(&f.figures.coverage_95)
             ));
         }
         out.push_str("\nband coverage by the gap since the last event (80% observed in its 90% range; 95% the same)\n");
         for f in &self.forecasters {
             out.push_str(&format!("{:<36}", label(f)));
-            for g in &f.coverage_by_gap {
+            for g in &f.figures.coverage_by_gap {
                 let range = |c: &CoverageScore| {
                     let flag = match c.within_binomial_90_range {
                         Some(false) => "!",
@@ -641,7 +702,7 @@ impl Scorecard {
             "forecaster", "Brier", "base rate", "skill", "hits"
         ));
         for f in &self.forecasters {
-            let c = &f.confidence;
+            let c = &f.figures.confidence;
             out.push_str(&format!(
                 "{:<36} {:>7} {:>9} {:>8} {:>8}  ",
                 label(f),
@@ -657,7 +718,7 @@ impl Scorecard {
         }
         out.push_str("\noutcomes (listings and bankruptcies) by verdict: hit within +/-10%, else the narrowest band holding it\n");
         for f in &self.forecasters {
-            let v = &f.outcome_verdicts;
+            let v = &f.figures.outcome_verdicts;
             out.push_str(&format!(
                 "{:<36} hit {}  covered_80 {}  covered_95 {}  miss {}\n",
                 label(f),
@@ -687,7 +748,7 @@ impl Scorecard {
                 d.verdict
             ));
         }
-        let names: Vec<&str> = self.forecasters.iter().map(|f| f.name).collect();
+        let names: Vec<&str> = self.forecasters.iter().map(|f| f.figures.name).collect();
         if !self.listing_validations.is_empty() {
             out.push_str(&format!(
                 "\nlisting validations (mark the day before vs listing value; error %, inside 80/95; {}):\n",
@@ -758,7 +819,7 @@ fn score(
             } else {
                 misses_total += 1;
                 if misses.len() < MISSES_LISTED {
-                    misses.push(miss(company, p.event, predicted, b95));
+                    misses.push(miss(company, p.event, forecast, q.q95));
                 }
             }
         }
@@ -786,29 +847,31 @@ fn score(
         .collect();
     let listing_abs: Vec<f64> = listing_errors.iter().map(|e| e.0).collect();
     ForecasterScore {
-        name: forecaster.name(),
-        methodology_version: forecaster.methodology_version(),
-        description: forecaster.description(),
-        n,
-        mape_pct: mean(&ape).map(|m| round_to(m * 100.0, 1)),
-        median_abs_log_error: median(abs_log.clone()).map(|m| round_to(m, 3)),
-        mean_abs_log_error: mean(&abs_log).map(|m| round_to(m, 3)),
-        coverage_80: CoverageScore::new(80, inside80, n),
-        coverage_95: CoverageScore::new(95, inside95, n),
-        median_band_width_80_pct: median(width80).map(|m| round_to(m, 1)),
-        median_band_width_95_pct: median(width95).map(|m| round_to(m, 1)),
-        listings: ListingScore {
-            n: listing_errors.len(),
-            mean_abs_error_pct: mean(&listing_abs).map(|m| round_to(m, 1)),
-            inside_80: listing_errors.iter().filter(|e| e.1).count(),
-            inside_95: listing_errors.iter().filter(|e| e.2).count(),
+        figures: ForecasterFigures {
+            name: forecaster.name(),
+            methodology_version: forecaster.methodology_version(),
+            description: forecaster.description(),
+            n,
+            mape_pct: mean(&ape).map(|m| round_to(m * 100.0, 1)),
+            median_abs_log_error: median(abs_log.clone()).map(|m| round_to(m, 3)),
+            mean_abs_log_error: mean(&abs_log).map(|m| round_to(m, 3)),
+            coverage_80: CoverageScore::new(80, inside80, n),
+            coverage_95: CoverageScore::new(95, inside95, n),
+            median_band_width_80_pct: median(width80).map(|m| round_to(m, 1)),
+            median_band_width_95_pct: median(width95).map(|m| round_to(m, 1)),
+            listings: ListingScore {
+                n: listing_errors.len(),
+                mean_abs_error_pct: mean(&listing_abs).map(|m| round_to(m, 1)),
+                inside_80: listing_errors.iter().filter(|e| e.1).count(),
+                inside_95: listing_errors.iter().filter(|e| e.2).count(),
+            },
+            misses_total,
+            confidence: confidence_score(targets, index),
+            coverage_by_gap: coverage_by_gap(targets, index),
+            outcome_verdicts: verdict_counts(targets, index),
         },
-        misses_total,
         misses,
         mape_top_contributors: mape_contributors(targets, index),
-        confidence: confidence_score(targets, index),
-        coverage_by_gap: coverage_by_gap(targets, index),
-        outcome_verdicts: verdict_counts(targets, index),
     }
 }
 
@@ -837,6 +900,7 @@ fn mape_contributors(targets: &[Target], index: usize) -> Vec<MapeContributor> {
         .map(|(t, e)| MapeContributor {
             slug: t.slug.clone(),
             event_id: t.event_id.clone(),
+            event_type: t.event_type,
             occurred_on: t.occurred_on,
             abs_pct_error: round_to(e, 1),
             share_of_mape_pct: round_to(e / total * 100.0, 1),
@@ -932,8 +996,9 @@ fn verdict_counts(targets: &[Target], index: usize) -> VerdictCounts {
     counts
 }
 
-fn miss(company: &Company, event: usize, predicted: f64, band_95: (f64, f64)) -> Miss {
+fn miss(company: &Company, event: usize, forecast: Forecast, q95: f64) -> Miss {
     let event = &company.events[event];
+    let predicted = forecast.log_value.exp();
     Miss {
         slug: company.slug.clone(),
         event_id: event.event_id.clone(),
@@ -941,7 +1006,9 @@ fn miss(company: &Company, event: usize, predicted: f64, band_95: (f64, f64)) ->
         occurred_on: event.occurred_on,
         valuation_usd: event.valuation_usd,
         predicted_usd: usd(predicted),
-        band_95: Band::of(band_95),
+        band_95: Band::of(forecast.band(q95)),
+        log_error: (event.valuation_usd as f64).ln() - forecast.log_value,
+        band_95_rel: RelativeBand::of(q95, forecast.scale),
     }
 }
 
