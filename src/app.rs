@@ -62,15 +62,16 @@ pub struct ResolvedFiles {
     pub source: Option<Location>,
 }
 
-/// Reads and checks the files the settings name.
-pub fn resolve(settings: &Settings) -> Result<ResolvedFiles, ResolveError> {
+/// Reads and checks the files the settings name, for a server listening on `bound` (the
+/// address it was given, with the port the system picked for port 0).
+pub fn resolve(settings: &Settings, bound: SocketAddr) -> Result<ResolvedFiles, ResolveError> {
     let listen = &settings.listen;
     let data = &settings.data;
     let scheme = if listen.tls_cert.is_some() { "https" } else { "http" };
     let public_base_url = listen
         .public_base_url
         .clone()
-        .unwrap_or_else(|| format!("{scheme}://{}", listen.addr));
+        .unwrap_or_else(|| format!("{scheme}://{bound}"));
     let publisher_key = data
         .publisher_key
         .as_deref()
@@ -133,7 +134,9 @@ impl App {
     }
 
     async fn launch(settings: Settings, first: FirstSnapshot) -> Result<App> {
-        let files = resolve(&settings)?;
+        let listener = server::bind(&settings.listen)?;
+        let bound = listener.local_addr().unwrap_or(settings.listen.addr);
+        let files = resolve(&settings, bound)?;
         if files.cursor_key_generated {
             tracing::warn!(
                 "no --cursor-key file: using a random key for this process; cursors will not survive a restart \
@@ -181,6 +184,7 @@ impl App {
         }
         let server = server::start(
             state.clone(),
+            listener,
             ServerSetup {
                 listen: settings.listen.clone(),
                 connections: settings.connections.clone(),

@@ -67,6 +67,10 @@ pub struct Listen {
     /// Public base URL, used in problem `type` URIs. Default: http(s)://ADDR of this server.
     #[arg(long, value_name = "URL", value_parser = absolute_url)]
     pub public_base_url: Option<String>,
+    /// With TLS: the `Strict-Transport-Security` max-age every response carries, so browsers
+    /// keep to HTTPS for that long; 0s sends none.
+    #[arg(long, value_name = "DURATION", default_value = "365d", value_parser = seconds)]
+    pub hsts_max_age: Duration,
 }
 
 /// What the server serves, and how it notices a new version.

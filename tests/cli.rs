@@ -301,6 +301,23 @@ fn keys_are_printed_once_alone_and_stored_as_hashes() {
     );
 }
 
+/// `marks keys list` reads a keys file as `marks serve` would: a tier the server refuses is
+/// refused here, with the file and the reason.
+#[test]
+fn keys_list_refuses_a_file_the_server_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.toml");
+    let demo = std::fs::read_to_string(repo().join("sample/demo-keys.toml")).unwrap();
+    std::fs::write(&keys, demo.replacen("tier = \"pro\"", "tier = \"platinum\"", 1)).unwrap();
+    let listed = marks(&["keys", "list", "--keys", keys.to_str().unwrap()]);
+    assert!(!listed.status.success());
+    let stderr = text(&listed.stderr);
+    assert!(
+        stderr.contains("keys.toml") && stderr.contains("unknown tier"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn keygen_writes_a_private_key_only_its_owner_reads_and_prints_its_kid() {
     let dir = tempfile::tempdir().unwrap();

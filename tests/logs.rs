@@ -84,6 +84,6 @@ async fn logs_written_to_a_pipe_have_no_colour_escapes() {
     use tokio::io::AsyncReadExt;
     child.stdout.take().unwrap().read_to_string(&mut stdout).await.unwrap();
     assert!(stdout.contains("marks::api::access: request_id="), "{stdout}");
-    assert!(stdout.contains("path=/v1/companies/openai status=200"), "{stdout}");
+    assert!(stdout.contains("path=\"/v1/companies/openai\" status=200"), "{stdout}");
     assert!(!stdout.contains('\u{1b}'), "colour escapes in a pipe: {stdout:?}");
 }

@@ -332,9 +332,34 @@ async fn tls_serves_http1_and_http2() {
             http::Version::HTTP_11
         };
         assert_eq!((response.status().as_u16(), response.version()), (200, expected));
+        // Over TLS every response tells browsers to keep to HTTPS (--hsts-max-age, a year).
+        assert_eq!(
+            response
+                .headers()
+                .get("strict-transport-security")
+                .map(|v| v.to_str().unwrap()),
+            Some("max-age=31536000")
+        );
         let body = response.into_body().collect().await.unwrap().to_bytes();
         let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(json["slug"], "openai");
+    }
+}
+
+#[tokio::test]
+async fn every_answer_says_nosniff_and_plain_http_sends_no_hsts() {
+    let server = TestServer::start().await;
+    let answers = [
+        server.get("/v1/companies/openai", Some(PRO)).await,
+        server.get("/v1/companies/nobody", Some(PRO)).await,
+        server.get("/v1/companies/openai", None).await,
+        server.get("/v1/scorecard", None).await,
+        server.get("/healthz", None).await,
+        server.get("/", None).await,
+    ];
+    for reply in &answers {
+        assert_eq!(reply.header("x-content-type-options"), Some("nosniff"), "{reply:?}");
+        assert_eq!(reply.header("strict-transport-security"), None);
     }
 }
 

@@ -267,3 +267,14 @@ async fn no_snapshot_means_503_and_not_ready() {
         .contains("truncated"));
     assert_eq!(server.get("/healthz", None).await.status, 200);
 }
+
+/// Without `--public-base-url`, a problem's `type` names the address the server listens on,
+/// with the port the system picked when port 0 was asked for.
+#[tokio::test]
+async fn problem_types_name_the_bound_port_when_port_0_was_asked_for() {
+    let server = TestServer::start_with(Options::settings(|s| s.listen.public_base_url = None)).await;
+    let reply = server.get("/v1/companies/nobody", Some(PRO)).await;
+    let body = reply.json();
+    let expected = format!("http://127.0.0.1:{}/problems/not_found", server.addr.port());
+    assert_eq!(body["type"], expected.as_str(), "{body}");
+}

@@ -491,19 +491,7 @@ async fn a_since_the_log_cannot_answer_is_refused_with_the_way_to_resync() {
 /// Sends a GET for a decoded export on a raw connection and reads only the head and the first
 /// bytes after it; the connection stays open, unread, for as long as the caller holds it.
 async fn start_unread_export(server: &TestServer, path: &str, key: &str) -> (u16, String, tokio::net::TcpStream) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let head = format!("GET {path} HTTP/1.1\r\nhost: test\r\nx-api-key: {key}\r\naccept-encoding: identity\r\n\r\n");
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let mut first = vec![0u8; 4096];
-    let mut read = 0;
-    while !first[..read].windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = stream.read(&mut first[read..]).await.unwrap();
-        assert!(n > 0, "the server closed before the response head");
-        read += n;
-    }
-    let text = String::from_utf8_lossy(&first[..read]).to_string();
-    (raw_status(&text), text, stream)
+    start_unread_export_at(server.addr, path, key).await
 }
 
 /// An enterprise key of a tenant of its own.
@@ -557,7 +545,8 @@ async fn one_keys_stalled_readers_hold_only_its_share_of_the_decoders() {
 
 /// A reader that trickles (1 KiB every 100 ms) moves far less than the floor (here 1 MiB/s
 /// over 1 s windows): once the socket buffers are full its response is cut, its decoder's
-/// place freed for its key, and the bytes it still reads end short of the length announced.
+/// place freed at once, its key told to wait a window, and the bytes it still reads end short
+/// of the length announced.
 #[tokio::test]
 async fn a_trickling_reader_of_a_decoded_export_is_cut_at_the_floor_rate() {
     use tokio::io::AsyncReadExt;
@@ -600,7 +589,19 @@ async fn a_trickling_reader_of_a_decoded_export_is_cut_at_the_floor_rate() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(cut(&server).await, Some(1.0), "the trickling reader was never cut");
-    // Its place is free: the same key's next decoded export is served.
+    // Its place is free at once, but its key waits a window before decoding again, then is
+    // served.
+    let other = second_enterprise_key(&server);
+    let theirs = server
+        .get_with(path, &[("x-api-key", &other), ("accept-encoding", "identity")])
+        .await;
+    assert_eq!(theirs.status, 200);
+    let again = server.get(path, Some(ENTERPRISE)).await;
+    let problem = again.assert_problem(429, "rate_limited");
+    assert!(problem["detail"].as_str().unwrap().contains("was cut"), "{problem}");
+    let wait: u64 = again.header_u64("retry-after");
+    assert!((1..=1).contains(&wait), "{wait}");
+    tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
     let again = server.get(path, Some(ENTERPRISE)).await;
     assert_eq!(again.status, 200);
     // What the cut reader still gets ends before the announced length.
@@ -608,4 +609,89 @@ async fn a_trickling_reader_of_a_decoded_export_is_cut_at_the_floor_rate() {
     let _ = stream.read_to_end(&mut rest).await;
     got += rest.len();
     assert!(got < head.len() + announced, "the cut response still arrived whole");
+}
+
+/// Four keys whose stalled readers ask again at once after every cut cannot keep another key
+/// out: a cut key waits a window before it may decode again (429 saying so), and a key refused
+/// for want of a place keeps its turn, so it is served as soon as places are freed.
+#[tokio::test]
+async fn keys_that_ask_again_after_each_cut_cannot_keep_another_key_out() {
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.exports.export_decode_floor_kib_per_sec = 1024;
+        s.exports.export_decode_window = std::time::Duration::from_secs(1);
+    }))
+    .await;
+    let path = "/v1/export/series?coverage=95";
+    let greedy: Vec<String> = (0..4).map(|_| second_enterprise_key(&server)).collect();
+    let waiting = second_enterprise_key(&server);
+    // Each greedy key holds a stalled reader, and opens another whenever it may.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for key in greedy.clone() {
+        let (addr, stop) = (server.addr, stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut held = Vec::new();
+            let mut cooled = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let (status, _, stream) = start_unread_export_at(addr, path, &key).await;
+                match status {
+                    200 => held.push(stream),
+                    429 => cooled += 1,
+                    _ => {}
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            cooled
+        }));
+    }
+    // Let the greedy keys take every place first.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let started = std::time::Instant::now();
+    let mut refusals = 0;
+    let served = loop {
+        let reply = server
+            .get_with(path, &[("x-api-key", &waiting), ("accept-encoding", "identity")])
+            .await;
+        if reply.status == 200 {
+            break reply;
+        }
+        let problem = reply.assert_problem(503, "unavailable");
+        assert!(problem["detail"].as_str().unwrap().contains("in line"), "{problem}");
+        refusals += 1;
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the waiting key was refused {refusals} times over a minute"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(refusals > 0, "every place was taken when the waiting key first asked");
+    let gzip = gzip_export(&server, path).await;
+    assert_eq!(served.body, gunzip(&gzip.body));
+    let mut cooled = 0;
+    for task in tasks {
+        cooled += task.await.unwrap();
+    }
+    assert!(cooled > 0, "no greedy key was told to wait after a cut");
+}
+
+/// [`start_unread_export`] against an address, for tasks of their own.
+async fn start_unread_export_at(
+    addr: std::net::SocketAddr,
+    path: &str,
+    key: &str,
+) -> (u16, String, tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!("GET {path} HTTP/1.1\r\nhost: test\r\nx-api-key: {key}\r\naccept-encoding: identity\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut first = vec![0u8; 4096];
+    let mut read = 0;
+    while !first[..read].windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut first[read..]).await.unwrap();
+        assert!(n > 0, "the server closed before the response head");
+        read += n;
+    }
+    let text = String::from_utf8_lossy(&first[..read]).to_string();
+    (raw_status(&text), text, stream)
 }

@@ -305,7 +305,7 @@ struct RawInfo {
     /// A key anyone may use with this dataset, shown in the home page's quickstart (the bundled
     /// sample's demo key); absent for a real dataset.
     #[serde(default)]
-    quickstart_key: Option<String>,
+    quickstart_key: Option<toml::Spanned<String>>,
 }
 
 fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
@@ -361,15 +361,22 @@ fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
     if raw.disclaimer.get_ref().trim().is_empty() {
         return Err(at(&raw.disclaimer, "disclaimer is empty".into()));
     }
+    if let Some(key) = &raw.quickstart_key {
+        let text = key.get_ref();
+        if text.is_empty() || text.len() > 64 || !text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(at(
+                key,
+                format!("quickstart_key {text:?} is not a key: 1 to 64 ASCII letters, digits or '_'"),
+            ));
+        }
+    }
     Ok(DatasetInfo {
         dataset_version,
         as_of,
         data_mode,
         provenance,
         disclaimer: raw.disclaimer.into_inner(),
-        quickstart_key: raw
-            .quickstart_key
-            .filter(|key| key.len() <= 64 && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')),
+        quickstart_key: raw.quickstart_key.map(toml::Spanned::into_inner),
     })
 }
 

@@ -53,7 +53,8 @@ fn page(title: &str, current: &str, main: &str) -> Vec<u8> {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>{title}</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n\
          <link rel=\"stylesheet\" href=\"/assets/pages.css\">\n\
-         <link rel=\"icon\" href=\"/assets/favicon.svg\" type=\"image/svg+xml\">\n</head>\n<body>\n\
+         <link rel=\"icon\" href=\"/assets/favicon.svg\" type=\"image/svg+xml\">\n\
+         <script src=\"/assets/site.js\" defer></script>\n</head>\n<body>\n\
          <a class=\"skip-link\" href=\"#main\">Skip to content</a>\n\
          <header class=\"site\"><a class=\"brand\" href=\"/\">Valuation Marks</a>\
          <nav class=\"site-nav\" aria-label=\"Pages\"><ul>{nav}</ul></nav></header>\n<main id=\"main\">\n{main}</main>\n\
@@ -101,7 +102,7 @@ pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
     };
     let _ = write!(
         main,
-        "<h2>Quickstart</h2>\n{demo}<pre><code>curl -s -H 'X-API-Key: {key}' \\\n  'http://127.0.0.1:8080/v1/companies?limit=3&amp;sort=-value_usd'</code></pre>\n\
+        "<h2>Quickstart</h2>\n{demo}<pre><code>curl -s -H 'X-API-Key: {key}' \\\n  '<span data-origin>http://HOST:PORT</span>/v1/companies?limit=3&amp;sort=-value_usd'</code></pre>\n\
          <p>Every operation and field: the <a href=\"/docs\">API reference</a>, from the \
          <a href=\"/v1/openapi.json\">OpenAPI document</a>. See a company's marks, bands and events in the \
          <a href=\"/explore\">explorer</a> with your key.</p>\n",

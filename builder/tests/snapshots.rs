@@ -206,6 +206,11 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
             "dataset.toml:4: as_of \"20-11-2026\" is not a date",
         ),
         (
+            "quickstart key that is not a key",
+            |d| edit(&d.join("dataset.toml"), |t| t + "quickstart_key = \"vmk demo'\"\n"),
+            "dataset.toml:8: quickstart_key \"vmk demo'\" is not a key",
+        ),
+        (
             "status contradicts events",
             |d| {
                 edit(&d.join("companies.csv"), |t| {

@@ -424,12 +424,11 @@ impl<'a, B> Exchange<'a, B> {
             ApiError::MethodNotAllowed(_) => {
                 headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
             }
-            ApiError::RateLimited { retry_after } | ApiError::AuthThrottled { retry_after } => {
+            // For an export: the key's own download holds its place, or its last was cut.
+            ApiError::RateLimited { retry_after }
+            | ApiError::AuthThrottled { retry_after }
+            | ApiError::ExportsAtOnce { retry_after, .. } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
-            }
-            // The key's own download holds its place; a few seconds, then ask again.
-            ApiError::ExportsAtOnce(_) => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             }
             // Every cause of a 503 passes within moments: a snapshot loading, a stream or
             // decoder freed.

@@ -27,7 +27,7 @@ use crate::keys::ring::Caller;
 use crate::response::headers::{DOCS_CSP, HTML, JSON, PAGE_CSP};
 use crate::response::problem::ApiError;
 use crate::response::{header_value, Cache, Negotiation, Representation};
-use crate::snapshot::{epoch_seconds, LoadedSnapshot};
+use crate::snapshot::{epoch_seconds, LoadedSnapshot, Refusal};
 use crate::web::{self, Shell, WebFile};
 
 /// The interface description served at `/v1/openapi.json`.
@@ -338,16 +338,17 @@ pub fn published(
 /// `/readyz`: whether a snapshot is in force, which one, and the last refusals.
 pub fn readyz(state: &State) -> Representation {
     let loaded = state.snapshot();
-    let refusal = state.last_snapshot_refusal().map(|r| {
+    // Anyone may ask, so a refused file is named by its role, never by where it lives.
+    let refused = |r: Refusal, role: &str| {
+        let path = r.path.display().to_string();
         serde_json::json!({
             "at": epoch_seconds(r.at),
-            "file": r.path.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "reason": r.reason,
+            "file": role,
+            "reason": if path.is_empty() { r.reason } else { r.reason.replace(&path, role) },
         })
-    });
-    let keys_refusal = state
-        .last_keys_refusal()
-        .map(|r| serde_json::json!({ "at": epoch_seconds(r.at), "reason": r.reason }));
+    };
+    let refusal = state.last_snapshot_refusal().map(|r| refused(r, "the snapshot file"));
+    let keys_refusal = state.last_keys_refusal().map(|r| refused(r, "the keys file"));
     let budgets = match &state.budgets.shared {
         None => serde_json::json!({ "mode": "local" }),
         Some(store) => serde_json::json!({

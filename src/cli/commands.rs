@@ -292,6 +292,9 @@ pub fn keys_set_status(path: &Path, key_id: &str, status: KeyStatus) -> Result<(
 }
 
 pub fn keys_list(path: &Path) -> Result<()> {
+    // A file the server would refuse is refused here too, with the server's reason.
+    crate::keys::ring::KeyRing::load(path)
+        .with_context(|| format!("{} is not a keys file `marks serve` accepts", path.display()))?;
     println!(
         "{:<20} {:<20} {:<11} {:<10} {:<11} {:>10}",
         "key_id", "tenant", "tier", "status", "created", "rate/min"

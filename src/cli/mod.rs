@@ -102,7 +102,7 @@ enum Command {
     },
     /// Publish a snapshot to S3-compatible object storage for replicas run with --snapshot-from:
     /// check it, upload it as PREFIX/snapshots/<sha256>.snap, then point PREFIX/CURRENT at it.
-    /// Endpoint and credentials come from the AWS environment variables (README, "Fleet").
+    /// Endpoint and credentials come from the AWS environment variables (docs/fleet.md, "Publishing").
     Publish {
         /// The new snapshot file (from `marks build`).
         #[arg(long, value_name = "FILE")]

@@ -19,7 +19,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Frame, SizeHint};
@@ -81,10 +81,19 @@ impl Payload {
 /// How the exports decoded for clients without gzip are shared out.
 ///
 /// A decoded export holds one of a few places for as long as it streams, so a reader that
-/// stops reading, or trickles, could keep a place for good, and one key with a few such
-/// readers could hold them all. So each key holds at most `per_key` places, and a decoded
-/// response that moves less than `floor_bytes_per_sec` over a `floor_window` is cut and its
-/// place freed at once (its connection then learns it at its next read).
+/// stops reading, or trickles, could keep a place for good, and a few keys with such readers
+/// could hold them all. So:
+/// - each key holds at most `per_key` places;
+/// - a decoded response that moves less than `floor_bytes_per_sec` over a `floor_window` is
+///   cut and its place freed at once (its connection then learns it at its next read), and its
+///   key may not start another decoded export for one more window: a client that asks again
+///   at once after each cut cannot keep a place by asking first;
+/// - a key refused because every place is taken keeps its turn for as long as it asks again
+///   within [`TURN_KEPT`], and freed places go to the keys waiting longest first.
+///
+/// So while other keys hold every place, a waiting key gets one as soon as a place is freed and
+/// the keys ahead of it are served: at the latest when a holder finishes, or one floor window
+/// after a holder starts reading slower than the floor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeLimits {
     /// Exports decoded at once across the server.
@@ -93,6 +102,7 @@ pub struct DecodeLimits {
     pub per_key: usize,
     /// The least a decoded response must move, on average over each window.
     pub floor_bytes_per_sec: u64,
+    /// Also how long a key whose response was cut waits before its next decoded export.
     pub floor_window: Duration,
 }
 
@@ -100,6 +110,10 @@ impl DecodeLimits {
     /// Exports decoded at once across the server: each costs a core for as long as it streams.
     pub const PLACES: usize = 4;
 }
+
+/// How long a key refused for want of a place keeps its turn without asking again: several
+/// times the `Retry-After: 1` it is told.
+pub const TURN_KEPT: Duration = Duration::from_secs(10);
 
 /// The floor is 256 KiB/s over 30 s by default (`settings::Exports`): a 2 Mbit/s link clears
 /// it with room, the 222 MB decoded companies export of 10,000 companies then takes at most 15
@@ -120,7 +134,7 @@ impl From<&Exports> for DecodeLimits {
 #[derive(Debug)]
 pub struct Decoders {
     places: Arc<Semaphore>,
-    holders: Arc<Mutex<HashMap<Arc<str>, usize>>>,
+    book: Arc<Mutex<Book>>,
     limits: DecodeLimits,
     /// Decoded exports refused because their key held its share.
     pub refused_for_share: AtomicU64,
@@ -128,13 +142,26 @@ pub struct Decoders {
     pub cut_slow: Arc<AtomicU64>,
 }
 
+/// Who holds places, who waits for one, and who was cut: decided together under one lock.
+#[derive(Debug, Default)]
+struct Book {
+    holders: HashMap<Arc<str>, usize>,
+    /// Keys refused for want of a place, longest waiting first, with when each last asked.
+    waiting: std::collections::VecDeque<(Arc<str>, Instant)>,
+    /// Keys whose decoded response was cut for slowness, and until when they wait.
+    cooling: HashMap<Arc<str>, Instant>,
+}
+
 /// Why a decoded export was not started.
 #[derive(Debug, PartialEq, Eq)]
 pub enum DecodeRefused {
     /// The key holds its share already.
     KeyShare { held: usize },
-    /// Every place is taken (by other keys).
-    AllTaken { active: usize },
+    /// Every place is taken (by other keys), or promised to keys that waited longer.
+    AllTaken { active: usize, turn: usize },
+    /// The key's last decoded response was cut for slowness; it may start another in this many
+    /// seconds.
+    CoolingDown { retry_after: u64 },
 }
 
 /// One decode's place among [`Decoders`], given back when dropped: when its body is done or
@@ -143,19 +170,31 @@ pub enum DecodeRefused {
 pub struct DecodePermit {
     _place: OwnedSemaphorePermit,
     key: Arc<str>,
-    holders: Arc<Mutex<HashMap<Arc<str>, usize>>>,
+    book: Arc<Mutex<Book>>,
     /// The floor the body is held to, and where a cut is counted.
     limits: DecodeLimits,
     cut_slow: Arc<AtomicU64>,
 }
 
+impl DecodePermit {
+    /// The body was cut for slowness: its key waits one floor window before decoding again.
+    fn cut(self) {
+        if let Ok(mut book) = self.book.lock() {
+            let now = Instant::now();
+            book.cooling.retain(|_, until| *until > now);
+            book.cooling.insert(self.key.clone(), now + self.limits.floor_window);
+        }
+        self.cut_slow.fetch_add(1, Relaxed);
+    }
+}
+
 impl Drop for DecodePermit {
     fn drop(&mut self) {
-        if let Ok(mut holders) = self.holders.lock() {
-            if let Some(held) = holders.get_mut(&self.key) {
+        if let Ok(mut book) = self.book.lock() {
+            if let Some(held) = book.holders.get_mut(&self.key) {
                 *held -= 1;
                 if *held == 0 {
-                    holders.remove(&self.key);
+                    book.holders.remove(&self.key);
                 }
             }
         }
@@ -166,7 +205,7 @@ impl Decoders {
     pub fn new(limits: DecodeLimits) -> Decoders {
         Decoders {
             places: Arc::new(Semaphore::new(limits.places)),
-            holders: Arc::default(),
+            book: Arc::default(),
             limits,
             refused_for_share: AtomicU64::new(0),
             cut_slow: Arc::default(),
@@ -177,27 +216,49 @@ impl Decoders {
         self.limits
     }
 
-    /// A place for `key`, unless it holds its share or every place is taken.
+    /// A place for `key`, unless it is cooling down after a cut, holds its share, or every
+    /// free place is owed to keys that have waited longer.
     pub fn try_acquire(&self, key: &Arc<str>) -> Result<DecodePermit, DecodeRefused> {
-        let mut holders = self
-            .holders
-            .lock()
-            .map_err(|_| DecodeRefused::AllTaken { active: self.active() })?;
-        let held = holders.get(key).copied().unwrap_or(0);
+        let all_taken = |turn| DecodeRefused::AllTaken {
+            active: self.active(),
+            turn,
+        };
+        let mut book = self.book.lock().map_err(|_| all_taken(0))?;
+        let now = Instant::now();
+        if let Some(&until) = book.cooling.get(key) {
+            if until > now {
+                let retry_after = (until - now).as_secs_f64().ceil().max(1.0) as u64;
+                return Err(DecodeRefused::CoolingDown { retry_after });
+            }
+            book.cooling.remove(key);
+        }
+        let held = book.holders.get(key).copied().unwrap_or(0);
         if held >= self.limits.per_key {
             self.refused_for_share.fetch_add(1, Relaxed);
             return Err(DecodeRefused::KeyShare { held });
         }
-        let place = self
-            .places
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| DecodeRefused::AllTaken { active: self.active() })?;
-        *holders.entry(key.clone()).or_insert(0) += 1;
+        book.waiting.retain(|(_, asked)| now.duration_since(*asked) < TURN_KEPT);
+        let turn = book.waiting.iter().position(|(waiting, _)| waiting == key);
+        let ahead = turn.unwrap_or(book.waiting.len());
+        let place = match ahead < self.places.available_permits() {
+            true => self.places.clone().try_acquire_owned().ok(),
+            false => None,
+        };
+        let Some(place) = place else {
+            match turn {
+                Some(turn) => book.waiting[turn].1 = now,
+                None => book.waiting.push_back((key.clone(), now)),
+            }
+            return Err(all_taken(ahead + 1));
+        };
+        if let Some(turn) = turn {
+            book.waiting.remove(turn);
+        }
+        *book.holders.entry(key.clone()).or_insert(0) += 1;
         Ok(DecodePermit {
             _place: place,
             key: key.clone(),
-            holders: self.holders.clone(),
+            book: self.book.clone(),
             limits: self.limits,
             cut_slow: self.cut_slow.clone(),
         })
@@ -225,7 +286,7 @@ struct Progress {
 /// the window's seconds; if not, it is cut and its place freed at once. It runs as a task of
 /// its own because a body whose reader stopped is never polled (hyper polls a body only when
 /// the connection can take more), so the body itself cannot notice.
-fn watch_floor(progress: Arc<Progress>, limits: DecodeLimits, cut_slow: Arc<AtomicU64>) {
+fn watch_floor(progress: Arc<Progress>, limits: DecodeLimits) {
     let window = limits.floor_window;
     let least = (limits.floor_bytes_per_sec as f64 * window.as_secs_f64()) as u64;
     tokio::spawn(async move {
@@ -239,13 +300,14 @@ fn watch_floor(progress: Arc<Progress>, limits: DecodeLimits, cut_slow: Arc<Atom
             if sent - before < least {
                 progress.cut.store(true, Release);
                 let freed = progress.permit.lock().ok().and_then(|mut permit| permit.take());
-                drop(freed);
-                cut_slow.fetch_add(1, Relaxed);
+                if let Some(permit) = freed {
+                    permit.cut();
+                }
                 tracing::info!(
                     sent_in_window = sent - before,
                     floor_bytes = least,
                     window_secs = window.as_secs_f64(),
-                    "decoded export cut: its reader took less than the floor rate; its place is freed"
+                    "decoded export cut: its reader took less than the floor rate; its place is freed and its key waits a window"
                 );
                 return;
             }
@@ -321,12 +383,12 @@ impl ResponseBody {
                 skip,
                 left: len,
                 progress: permit.map(|permit| {
-                    let (limits, cut_slow) = (permit.limits, permit.cut_slow.clone());
+                    let limits = permit.limits;
                     let progress = Arc::new(Progress {
                         permit: Mutex::new(Some(permit)),
                         ..Progress::default()
                     });
-                    watch_floor(progress.clone(), limits, cut_slow);
+                    watch_floor(progress.clone(), limits);
                     progress
                 }),
             })),
@@ -480,10 +542,12 @@ mod tests {
         let second = decoders.try_acquire(&key).unwrap();
         assert_eq!(
             decoders.try_acquire(&Arc::from("k2")).unwrap_err(),
-            DecodeRefused::AllTaken { active: 2 }
+            DecodeRefused::AllTaken { active: 2, turn: 1 }
         );
         drop(first);
-        let third = decoders.try_acquire(&key).unwrap();
+        // The freed place is owed to k2, which asked first.
+        assert!(decoders.try_acquire(&key).is_err());
+        let third = decoders.try_acquire(&Arc::from("k2")).unwrap();
         let body = ResponseBody::new(Payload::Gunzip {
             gzip: Bytes::new(),
             skip: 0,
@@ -513,5 +577,47 @@ mod tests {
         drop(held);
         drop(theirs);
         assert!(decoders.try_acquire(&greedy).is_ok());
+    }
+
+    #[test]
+    fn freed_places_go_to_the_keys_that_waited_longest() {
+        let decoders = Decoders::new(limits(2, 1));
+        let key = |name: &str| -> Arc<str> { Arc::from(name) };
+        let (a, b) = (
+            decoders.try_acquire(&key("a")).unwrap(),
+            decoders.try_acquire(&key("b")).unwrap(),
+        );
+        let refused = |name: &str| decoders.try_acquire(&key(name)).unwrap_err();
+        assert_eq!(refused("c"), DecodeRefused::AllTaken { active: 2, turn: 1 });
+        assert_eq!(refused("d"), DecodeRefused::AllTaken { active: 2, turn: 2 });
+        drop(a);
+        // The holder that just let go, and anyone behind c, wait; c gets the place.
+        assert_eq!(refused("a"), DecodeRefused::AllTaken { active: 1, turn: 3 });
+        assert_eq!(refused("d"), DecodeRefused::AllTaken { active: 1, turn: 2 });
+        let c = decoders.try_acquire(&key("c")).unwrap();
+        drop(b);
+        assert_eq!(refused("a"), DecodeRefused::AllTaken { active: 1, turn: 2 });
+        let d = decoders.try_acquire(&key("d")).unwrap();
+        drop((c, d));
+        assert!(decoders.try_acquire(&key("a")).is_ok());
+    }
+
+    #[test]
+    fn a_key_cut_for_slowness_waits_a_window_before_decoding_again() {
+        let decoders = Decoders::new(DecodeLimits {
+            floor_window: Duration::from_millis(200),
+            ..limits(4, 1)
+        });
+        let key: Arc<str> = Arc::from("slow");
+        decoders.try_acquire(&key).unwrap().cut();
+        assert_eq!(decoders.cut_slow.load(Relaxed), 1);
+        assert_eq!(decoders.active(), 0, "its place is free at once");
+        assert_eq!(
+            decoders.try_acquire(&key).unwrap_err(),
+            DecodeRefused::CoolingDown { retry_after: 1 }
+        );
+        assert!(decoders.try_acquire(&Arc::from("other")).is_ok());
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(decoders.try_acquire(&key).is_ok(), "after the window");
     }
 }

@@ -165,6 +165,7 @@ impl MeteredHead {
             headers.insert(header::CONTENT_TYPE, JSON);
             headers.insert(header::CACHE_CONTROL, PRIVATE_NO_CACHE);
             headers.insert(header::VARY, vary);
+            headers.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
             headers.insert(X_RATELIMIT_LIMIT, limit.clone());
             headers.insert(RATELIMIT_POLICY, policy.clone());
             for name in PER_REQUEST {
@@ -181,7 +182,7 @@ impl MeteredHead {
         }
     }
 
-    /// The ten headers of one metered answer.
+    /// The eleven headers of one metered answer.
     pub fn fill(&self, vary_encoding: bool, values: MeteredValues) -> HeaderMap {
         let block = &self.blocks[usize::from(vary_encoding)];
         let mut headers = block.headers.clone();
@@ -253,8 +254,9 @@ mod tests {
                 },
             );
             let get = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("missing");
-            assert_eq!(headers.len(), 10);
+            assert_eq!(headers.len(), 11);
             assert_eq!(get(header::CONTENT_TYPE), "application/json");
+            assert_eq!(get(header::X_CONTENT_TYPE_OPTIONS), "nosniff");
             assert_eq!(get(header::ETAG), "\"e\"");
             assert_eq!(get(header::CACHE_CONTROL), "private, no-cache");
             let vary = if vary_encoding {

@@ -161,7 +161,7 @@ impl Representation {
             }
             (shared, budget, etag) => {
                 // Room for every header, so the map never grows and rehashes.
-                headers.reserve(12);
+                headers.reserve(13);
                 if status != StatusCode::NOT_MODIFIED {
                     headers.insert(header::CONTENT_TYPE, content_type);
                 }
@@ -186,9 +186,10 @@ impl Representation {
                     headers.insert(header::VARY, vary);
                 }
                 headers.insert(X_REQUEST_ID, request_id);
+                // Every answer is what its Content-Type says: JSON, problems and pages alike.
+                headers.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
                 if let Some(policy) = page_policy {
                     headers.insert(header::CONTENT_SECURITY_POLICY, policy);
-                    headers.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
                     headers.insert(header::REFERRER_POLICY, NO_REFERRER);
                 }
                 if let Some(budget) = budget {
@@ -317,12 +318,23 @@ impl Negotiation<'_> {
             let permit = match self.head {
                 true => None,
                 false => Some(decoders.try_acquire(key).map_err(|refused| match refused {
-                    DecodeRefused::KeyShare { held } => ApiError::ExportsAtOnce(format!(
-                        "this key is already decoding {held} export(s) for a client that does not accept gzip, its share of the server's {} decoders; retry when that download ends, or send Accept-Encoding: gzip, which is always served.",
-                        decoders.limits().places
-                    )),
-                    DecodeRefused::AllTaken { active } => ApiError::Unavailable(format!(
-                        "{active} exports are being decoded for clients that do not accept gzip; retry shortly, or send Accept-Encoding: gzip, which is always served."
+                    DecodeRefused::KeyShare { held } => ApiError::ExportsAtOnce {
+                        detail: format!(
+                            "this key is already decoding {held} export(s) for a client that does not accept gzip, its share of the server's {} decoders; retry when that download ends, or send Accept-Encoding: gzip, which is always served.",
+                            decoders.limits().places
+                        ),
+                        retry_after: 5,
+                    },
+                    DecodeRefused::CoolingDown { retry_after } => ApiError::ExportsAtOnce {
+                        detail: format!(
+                            "this key's last decoded export was cut for reading slower than {} KiB/s; it may start another in {retry_after} s, or send Accept-Encoding: gzip, which is always served.",
+                            decoders.limits().floor_bytes_per_sec / 1024
+                        ),
+                        retry_after,
+                    },
+                    DecodeRefused::AllTaken { active, turn } => ApiError::Unavailable(format!(
+                        "{active} exports are being decoded for clients that do not accept gzip; this key is number {turn} in line for the next free decoder and keeps its turn if it asks again within {} s; or send Accept-Encoding: gzip, which is always served.",
+                        crate::response::body::TURN_KEPT.as_secs()
                     )),
                 })?),
             };

@@ -27,7 +27,10 @@ pub enum ApiError {
     },
     /// A decoded export past its key's share of the decoders: the key's own concurrency, so a
     /// 429 like its budget, with a detail that says which.
-    ExportsAtOnce(String),
+    ExportsAtOnce {
+        detail: String,
+        retry_after: u64,
+    },
     /// A failing authentication from an address that has failed too often.
     AuthThrottled {
         retry_after: u64,
@@ -70,7 +73,7 @@ impl ApiError {
             | ApiError::InvalidSort(_)
             | ApiError::BadCursor(_)
             | ApiError::InvalidParameter { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } | ApiError::ExportsAtOnce(_) => {
+            ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } | ApiError::ExportsAtOnce { .. } => {
                 StatusCode::TOO_MANY_REQUESTS
             }
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
@@ -90,7 +93,7 @@ impl ApiError {
             ApiError::InvalidSort(_) => "invalid_sort",
             ApiError::BadCursor(_) => "bad_cursor",
             ApiError::InvalidParameter { .. } => "invalid_parameter",
-            ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } | ApiError::ExportsAtOnce(_) => {
+            ApiError::RateLimited { .. } | ApiError::AuthThrottled { .. } | ApiError::ExportsAtOnce { .. } => {
                 "rate_limited"
             }
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
@@ -112,7 +115,7 @@ impl ApiError {
             ApiError::InvalidParameter { .. } => "Invalid parameter",
             ApiError::RateLimited { .. } => "Rate limit exceeded",
             ApiError::AuthThrottled { .. } => "Too many failed authentications",
-            ApiError::ExportsAtOnce(_) => "Too many exports at once",
+            ApiError::ExportsAtOnce { .. } => "Too many exports at once",
             ApiError::MethodNotAllowed(_) => "Method not allowed",
             ApiError::RangeNotSatisfiable { .. } => "Range not satisfiable",
             ApiError::Internal => "Internal error",
@@ -127,7 +130,7 @@ impl ApiError {
             ApiError::TierForbidden(detail)
             | ApiError::NotFound(detail)
             | ApiError::Unavailable(detail)
-            | ApiError::ExportsAtOnce(detail) => detail.clone(),
+            | ApiError::ExportsAtOnce { detail, .. } => detail.clone(),
             ApiError::InvalidCoverage(value) => format!("coverage {value:?} is not allowed: use 80 or 95."),
             ApiError::InvalidSort(value) => format!(
                 "sort {value:?} is not allowed: use slug, name, value_usd or delta_30d_pct, with a leading - for descending."

@@ -250,16 +250,18 @@ fn seconds_stamp(epoch: u64) -> String {
 fn write_text(out: &mut Vec<u8>, stamp: &str, millis: &[u8], e: &Entry<'_>) {
     out.extend_from_slice(stamp.as_bytes());
     out.extend_from_slice(millis);
+    // What the client chose (its request id, the method, the path) is quoted, so that a value
+    // like `key_id=demo-enterprise` can never read as another field.
     out.extend_from_slice(b"  INFO marks::api::access: request_id=");
-    push_plain(out, e.request_id);
+    push_quoted(out, e.request_id);
     out.extend_from_slice(b" key_id=");
     push_plain(out, e.key_id);
     out.extend_from_slice(b" operation=");
     out.extend_from_slice(e.operation.as_bytes());
     out.extend_from_slice(b" method=");
-    push_plain(out, e.method);
+    push_quoted(out, e.method);
     out.extend_from_slice(b" path=");
-    push_plain(out, e.path);
+    push_quoted(out, e.path);
     push_number(out, b" status=", e.status.into());
     push_number(out, b" bytes=", e.bytes as u64);
     push_number(out, b" latency_us=", e.latency_us);
@@ -299,6 +301,20 @@ fn push_number(out: &mut Vec<u8>, label: &[u8], n: u64) {
 /// `?`, so a value can never break a line or a field apart.
 fn push_plain(out: &mut Vec<u8>, value: &str) {
     out.extend(value.bytes().map(|b| if b.is_ascii_graphic() { b } else { b'?' }));
+}
+
+/// A client-chosen text value in double quotes: `"` and `\\` escaped with a backslash, anything
+/// but visible ASCII as `?`, so the value ends where its closing quote is.
+fn push_quoted(out: &mut Vec<u8>, value: &str) {
+    out.push(b'"');
+    for b in value.bytes() {
+        match b {
+            b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
+            b if b.is_ascii_graphic() => out.push(b),
+            _ => out.push(b'?'),
+        }
+    }
+    out.push(b'"');
 }
 
 /// A JSON string's content. Values are almost always plain (paths, ids), so they are copied
@@ -373,8 +389,35 @@ mod tests {
         assert_eq!(text.lines().count(), 1);
         assert!(!text.contains('\u{1b}'));
         assert!(
-            text.contains("request_id=id?with?newline") && text.contains("status=200"),
+            text.contains("request_id=\"id?with?newline\"") && text.contains("status=200"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_client_value_cannot_pose_as_another_field() {
+        let mut out = Vec::new();
+        let mut forged = entry("/v1/x\" key_id=demo-enterprise", "key_id=demo-enterprise");
+        forged.key_id = "-";
+        write_text(&mut out, "2026-11-23T18:40:19", b".123Z", &forged);
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(" request_id=\"key_id=demo-enterprise\" key_id=- "),
+            "{text}"
+        );
+        assert!(text.contains(" path=\"/v1/x\\\"?key_id=demo-enterprise\" "), "{text}");
+        // The unquoted fields: exactly one `key_id=` outside quotes.
+        let mut quoted = false;
+        let outside: String = text
+            .chars()
+            .scan('\0', |previous, c| {
+                if c == '"' && *previous != '\\' {
+                    quoted = !quoted;
+                }
+                *previous = c;
+                Some(if quoted { '_' } else { c })
+            })
+            .collect();
+        assert_eq!(outside.matches("key_id=").count(), 1, "{outside}");
     }
 }

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::Either;
+use http::header::{self, HeaderValue};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -94,16 +95,29 @@ impl RunningServer {
 struct ConnectionContext {
     state: Arc<State>,
     config: ServerSetup,
+    /// Over TLS, the `Strict-Transport-Security` every response carries.
+    hsts: Option<HeaderValue>,
     http1: hyper::server::conn::http1::Builder,
     http2: hyper::server::conn::http2::Builder<WatchingExecutor>,
     auto: hyper_util::server::conn::auto::Builder<WatchingExecutor>,
 }
 
-/// Binds and starts serving on the current runtime. Spawns nothing but the accept loop and its
-/// connections: the watcher and the object-store poller are the app's.
-pub async fn start(state: Arc<State>, config: ServerSetup) -> Result<RunningServer, ServerError> {
+/// Binds the listening socket: first, so that what depends on the address (the public base URL
+/// when none is given, and its port when port 0 was asked for) knows it. Connections wait in
+/// the backlog until [`start`] accepts them.
+pub fn bind(listen: &Listen) -> Result<TcpListener, ServerError> {
+    let addr = listen.addr;
+    self::listen(addr, listen.listen_backlog).map_err(|source| ServerError::Bind { addr, source })
+}
+
+/// Starts serving on the current runtime on a socket from [`bind`]. Spawns nothing but the
+/// accept loop and its connections: the watcher and the object-store poller are the app's.
+pub async fn start(
+    state: Arc<State>,
+    listener: TcpListener,
+    config: ServerSetup,
+) -> Result<RunningServer, ServerError> {
     let addr = config.listen.addr;
-    let listener = listen(addr, config.listen.listen_backlog).map_err(|source| ServerError::Bind { addr, source })?;
     let addr = listener
         .local_addr()
         .map_err(|source| ServerError::Bind { addr, source })?;
@@ -135,9 +149,14 @@ pub async fn start(state: Arc<State>, config: ServerSetup) -> Result<RunningServ
         .max_concurrent_streams(h2.h2_max_concurrent_streams)
         .max_send_buf_size(h2.h2_max_send_buffer as usize);
     let (shutdown, shutdown_rx) = watch::channel(false);
+    let hsts_secs = config.listen.hsts_max_age.as_secs();
+    let hsts = (config.tls.is_some() && hsts_secs > 0)
+        .then(|| HeaderValue::try_from(format!("max-age={hsts_secs}")).ok())
+        .flatten();
     let shared = Arc::new(ConnectionContext {
         state: state.clone(),
         config,
+        hsts,
         http1,
         http2,
         auto,
@@ -274,6 +293,7 @@ async fn serve_connection(
 ) -> Result<(), BoxError> {
     let state = shared.state.clone();
     let access_log = shared.config.access_log.clone();
+    let hsts = shared.hsts.clone();
     // The budget step is the one that may wait (for the shared store); everything before it
     // runs inside `call`, where the connection's remembered key is borrowed.
     let connection = RefCell::new(Connection::default());
@@ -295,7 +315,11 @@ async fn serve_connection(
         // Over HTTP/2 a body is handed over in paced pieces, the progress its stream's stall
         // deadline watches for.
         let h2 = request.version() == http::Version::HTTP_2;
-        let sent = move |response: Response| {
+        let hsts = hsts.clone();
+        let sent = move |mut response: Response| {
+            if let Some(hsts) = hsts {
+                response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts);
+            }
             if h2 {
                 response.map(ResponseBody::paced)
             } else {

@@ -17,6 +17,8 @@ cd "$ROOT"
 
 PLAYWRIGHT_VERSION=1.65.2
 PYTEST_VERSION=9.2.0
+# Signs the forged records the tests serve to the explorer.
+CRYPTOGRAPHY_VERSION=50.0.2
 AXE_VERSION=4.14.1
 
 export MARKS_BIN="${MARKS_BIN:-target/debug/marks}"
@@ -45,9 +47,10 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   python3 -m venv "$VENV"
 fi
 if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; \
-sys.exit(m.version('playwright') != '$PLAYWRIGHT_VERSION' or m.version('pytest') != '$PYTEST_VERSION')" 2>/dev/null; then
+sys.exit(m.version('playwright') != '$PLAYWRIGHT_VERSION' or m.version('pytest') != '$PYTEST_VERSION' \
+or m.version('cryptography') != '$CRYPTOGRAPHY_VERSION')" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    "playwright==$PLAYWRIGHT_VERSION" "pytest==$PYTEST_VERSION"
+    "playwright==$PLAYWRIGHT_VERSION" "pytest==$PYTEST_VERSION" "cryptography==$CRYPTOGRAPHY_VERSION"
 fi
 
 VENDOR=target/browser-vendor

@@ -226,6 +226,42 @@ def test_tampered_resolution_record_is_not_verified(open_page, change):
     expect(page.locator("#verify-status")).to_have_class("error")
 
 
+def test_forged_record_under_the_real_key_id_is_not_verified(open_page, server):
+    """A server that publishes the real key id with a key of its own, and a record (value 1)
+    signed with that key: the signature checks out against the key served, but the id is not
+    that key's thumbprint, so the page refuses it."""
+    import base64
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    real_kid = server.json("/v1/signing-keys")["keys"][0]["kid"]
+    forger = Ed25519PrivateKey.generate()
+    raw = forger.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    b64url = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()  # noqa: E731
+    jwks = {"keys": [{"kty": "OKP", "crv": "Ed25519", "x": b64url(raw), "kid": real_kid}]}
+
+    def forge(route):
+        response = route.fetch()
+        record = response.json()
+        record.pop("signature")
+        record["value_usd"] = 1
+        canonical = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        record["signature"] = b64url(forger.sign(canonical.encode()))
+        route.fulfill(response=response, body=json.dumps(record))
+
+    page, _ = resolution_page(
+        open_page,
+        {
+            "**/v1/companies/stripe/resolution": forge,
+            "**/v1/signing-keys": lambda route: route.fulfill(json=jwks),
+        },
+    )
+    status = page.locator("#verify-status")
+    expect(status).to_have_text(re.compile(r"^NOT verified: the key published under the id"))
+    expect(status).to_have_class("error")
+
+
 def test_canonical_json_matches_the_published_test_vector(open_page):
     """The vector's record (signed with the demo key) verifies only if the page reproduces its
     canonical bytes exactly; the same record with one nested change does not."""
@@ -310,3 +346,12 @@ def test_unknown_key_is_refused_in_words(open_page, server):
     expect(page.locator("#alert")).to_contain_text(problem["detail"])
     # The form is open again for another key.
     expect(page.get_by_label("API key")).to_be_visible()
+
+
+def test_malformed_address_shows_not_found(open_page):
+    """A company address with a broken percent-escape is a company the API does not know, said
+    in words, not a blank page."""
+    page, _ = open_page()
+    enter_key(page, PRO, "/explore/%E0%A4%A")
+    expect(page.locator("#profile-error")).to_contain_text("No company has the slug")
+    expect(page.locator("#title")).to_have_text("%E0%A4%A")

@@ -16,6 +16,7 @@ from conftest import (
     wait_company_loaded,
     wait_list_loaded,
 )
+from playwright.sync_api import expect
 
 PAGES = ["/", "/docs", "/scorecard", "/explore", "/explore/stripe"]
 
@@ -188,3 +189,10 @@ def serious_violations(page):
              .map((v) => `${v.impact} ${v.id}: ${v.help} at `
                + v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join(' | '))"""
     )
+
+
+def test_quickstart_names_the_server_it_was_loaded_from(open_page, server):
+    """The home page's quickstart uses the address the page came from, whatever the port."""
+    page, _ = open_page()
+    page.goto("/")
+    expect(page.locator("[data-origin]")).to_have_text(server.base)

@@ -35,6 +35,7 @@ from marks_client.models import (
     CompaniesResponse,
     CompanyProfileResponse,
     CompanySort,
+    GapBucket,
     Coverage,
     ExportCompanyLine,
     ExportHeaderLine,
@@ -96,6 +97,9 @@ def main():
     for name, operation in [("getScorecard", get_scorecard), ("getSigningKeys", get_signing_keys), ("getOpenApi", get_open_api)]:
         reply = operation.sync_detailed(client=anonymous)
         assert reply.status_code == 200 and reply.parsed is not None, (name, reply.status_code)
+    # Enum members have readable names, even where a value starts with a digit.
+    assert GapBucket.SIX_TO_12_MONTHS.value == "6_to_12_months", list(GapBucket)
+    assert not [member for member in GapBucket if member.name.startswith("VALUE_")], list(GapBucket)
     assert healthz.sync_detailed(client=anonymous).status_code == 200
     ready = readyz.sync(client=anonymous)
     assert isinstance(ready, Readiness) and ready.budgets.mode == ReadinessBudgetsMode.LOCAL, ready

@@ -771,16 +771,37 @@ function base64UrlBytes(text) {
   return Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
 }
 
-/** {ok, kid, reason}: whether the record's signature verifies with the published key it names. */
+/** The RFC 7638 thumbprint of an Ed25519 JWK: SHA-256 of its required members in order, base64url. */
+async function thumbprint(jwk) {
+  const members = `{"crv":"Ed25519","kty":"OKP","x":${JSON.stringify(jwk.x)}}`;
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(members)));
+  return btoa(String.fromCharCode(...digest)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/**
+ * {ok, kid, reason}: whether the record's signature verifies with the published key it names,
+ * and that key is the one its id names: the id is the RFC 7638 thumbprint of the key, computed
+ * here, never taken from the server, so a server cannot hand out its own key under another's id.
+ */
 async function verifyRecord(record, jwks) {
   const { signature, ...unsigned } = record;
   const kid = record.key_id;
   if (typeof signature !== 'string') return { ok: false, kid, reason: 'the record carries no signature' };
   const jwk = (jwks.keys || []).find((k) => k.kid === kid);
   if (!jwk) return { ok: false, kid, reason: `no published signing key has the id ${kid}` };
-  if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519') return { ok: false, kid, reason: 'the named key is not an Ed25519 key' };
+  if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string') {
+    return { ok: false, kid, reason: 'the named key is not an Ed25519 key' };
+  }
   if (!globalThis.crypto || !crypto.subtle) {
     return { ok: false, kid, reason: 'this page is not a secure context (HTTPS), so the browser offers no Web Crypto' };
+  }
+  const computed = await thumbprint(jwk);
+  if (computed !== kid) {
+    return {
+      ok: false,
+      kid,
+      reason: `the key published under the id ${kid} is another key (its thumbprint is ${computed}): a forged record or a broken server`,
+    };
   }
   let key;
   try {
@@ -825,11 +846,20 @@ async function renderResolution(result, wanted) {
   say(status, 'Verifying the signature…');
   const v = await verifyRecord(record, jwks);
   say(status, v.ok
-    ? `Signature verified with key ${v.kid}: this record is exactly what the publisher signed (Ed25519 over its RFC 8785 canonical JSON, checked in your browser).`
+    ? `Signature verified with key ${v.kid}: this record is exactly what the holder of that key signed (Ed25519 over its RFC 8785 canonical JSON, checked in your browser, and ${v.kid} is the thumbprint of the key that verified it). That proves who signed only if ${v.kid} is a key the publisher states as its own: compare it with the publisher's published thumbprints (the bundled sample's demo key is listed in docs/publishing.md).`
     : `NOT verified: ${v.reason}. Do not rely on this record.`, v.ok ? 'ok' : 'error');
 }
 
 /* ---------- start ---------- */
+
+/** The slug an address names; a malformed escape is taken as written, so the API says it names no company. */
+function slugOf(segment) {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
 
 async function route() {
   $('alert').replaceChildren();
@@ -845,7 +875,7 @@ async function route() {
     return;
   }
   showKeyStatus();
-  if (match) await showCompany(decodeURIComponent(match[1]));
+  if (match) await showCompany(slugOf(match[1]));
   else await showList();
 }
 
