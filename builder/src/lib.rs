@@ -17,22 +17,21 @@
 //! - [`build`](mod@build) runs the pipeline; [`synth`] makes synthetic datasets; [`tiers`] is the access
 //!   table shared with the server.
 
-pub mod atomic_file;
 pub mod build;
 pub mod changes;
 pub mod dataset;
 pub mod export;
-pub mod format;
-pub mod gzip;
 pub mod methodology;
 pub mod pages;
-pub mod regular_file;
 pub mod render;
 pub mod signing;
-pub mod snapshot;
 pub mod synth;
-pub mod tiers;
 pub mod writer;
+
+// The format moved to the `marks-format` crate; its old paths, until every user imports it.
+pub use marks_format::layout as format;
+pub use marks_format::reader as snapshot;
+pub use marks_format::{atomic_file, gzip, regular_file, tiers};
 
 pub use build::{build, BuildError, BuildOptions, BuildReport};
 pub use snapshot::{OpenOptions, Snapshot, SnapshotError};

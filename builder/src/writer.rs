@@ -9,23 +9,14 @@ use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::{Signer, SigningKey};
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::atomic_file::AtomicFile;
 use crate::format::{
     Body, BodyRef, Encoded, Header, Index, FORMAT_VERSION, HEADER_LEN, INDEX_ALIGN, OLDEST_READABLE_VERSION,
     SIGNED_HEADER_LEN,
 };
-
-/// The strong ETag of a body: its XXH3-64, quoted.
-pub fn etag_of(bytes: &[u8]) -> String {
-    quoted(xxh3_64(bytes))
-}
-
-/// The ETag of bytes whose XXH3-64 was computed piece by piece.
-pub fn quoted(xxh3: u64) -> String {
-    format!("\"{xxh3:016x}\"")
-}
+pub use marks_format::etag::{etag_of, quoted};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {

@@ -24,7 +24,7 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use memmap2::{Mmap, MmapOptions};
 use xxhash_rust::xxh3::xxh3_128;
 
-use crate::format::{
+use crate::layout::{
     ArchivedBodyRef, ArchivedIndex, Header, HeaderError, FORMAT_VERSION, HEADER_LEN, INDEX_ALIGN,
     OLDEST_READABLE_VERSION, SIGNED_HEADER_LEN, SORTS,
 };
@@ -308,7 +308,7 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
     // Cursors carry a slug and, for sort=name, a name: their bounds bound a cursor's length.
     if companies
         .iter()
-        .any(|c| c.slug.len() > crate::dataset::MAX_SLUG_BYTES || c.name.len() > crate::dataset::MAX_NAME_BYTES)
+        .any(|c| c.slug.len() > crate::names::MAX_SLUG_BYTES || c.name.len() > crate::names::MAX_NAME_BYTES)
     {
         return fail("a company slug or name is longer than a dataset allows".into());
     }

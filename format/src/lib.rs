@@ -1,0 +1,25 @@
+//! The Valuation Marks snapshot format, and what the compiler (`marks-builder`) and the server
+//! (`marks`) share. Nothing here computes a mark or answers a request: the server's request
+//! path depends on this crate and never on the compiler.
+//!
+//! - [`layout`]: the file (a 256-byte header, the bodies, an rkyv index) and every archived type;
+//! - [`reader`]: the validated, memory-mapped [`Snapshot`] (checked once, then read zero-copy);
+//! - [`tiers`]: the access table (tiers, scopes, budgets, the usage body);
+//! - [`signatures`]: key thumbprints, the JWKS, and checking a signed resolution record;
+//! - [`etag`], [`gzip`]: the ETag of a body, and gzip members built from deflated pieces;
+//! - [`day`], [`names`]: the calendar day and the slug and name grammar;
+//! - [`regular_file`], [`atomic_file`]: opening an operator's file without ever waiting on one,
+//!   and replacing a file atomically.
+
+pub mod atomic_file;
+pub mod day;
+pub mod etag;
+pub mod gzip;
+pub mod layout;
+pub mod names;
+pub mod reader;
+pub mod regular_file;
+pub mod signatures;
+pub mod tiers;
+
+pub use reader::{OpenOptions, Snapshot, SnapshotError};
