@@ -38,7 +38,7 @@ pub struct App {
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
     #[error("--publisher-key")]
-    PublisherKey(#[source] marks_builder::signing::KeyError),
+    PublisherKey(#[source] marks_format::signatures::KeyError),
     #[error("--cursor-key")]
     CursorKey(#[source] CursorKeyError),
     #[error("--tls-cert/--tls-key")]
@@ -75,7 +75,7 @@ pub fn resolve(settings: &Settings, bound: SocketAddr) -> Result<ResolvedFiles, 
     let publisher_key = data
         .publisher_key
         .as_deref()
-        .map(marks_builder::signing::read_verifying_key)
+        .map(marks_format::signatures::read_verifying_key)
         .transpose()
         .map_err(ResolveError::PublisherKey)?;
     let (cursor_key, cursor_key_generated) = match &settings.access.cursor_key {

@@ -11,10 +11,11 @@
 
 use std::io::Write;
 
-use marks_builder::dataset::{Dataset, Day};
+use marks_builder::dataset::Dataset;
 use marks_builder::methodology::backtest::Forecaster;
 use marks_builder::methodology::fit::walk_forward;
 use marks_builder::methodology::{Fit, Params};
+use marks_format::day::Day;
 
 /// Days since 1970-01-01, the day numbers of the reference implementation.
 fn unix_day(day: Day) -> i32 {

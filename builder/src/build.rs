@@ -16,18 +16,18 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::changes;
 use crate::dataset::{Company, Dataset, DatasetError, Status};
 use crate::export::Spool;
-use crate::format::{
-    compare_rows, ArchivedIndex, CompanyEntry, EventFingerprint, Exports, Index, LatestBands, ListEntry, RowKey,
-    FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
-};
-use crate::gzip::{self, Piece};
 use crate::methodology::disclosure::Disclosure;
 use crate::methodology::{usd, Band, Coverage, Fit, Params, METHODOLOGY_VERSION};
 use crate::render;
 use crate::signing::{self, KeyError};
-use crate::snapshot::{OpenOptions, Snapshot, SnapshotError};
-use crate::tiers::Tier;
 use crate::writer::{SnapshotWriter, WriteError};
+use marks_format::gzip::{self, Piece};
+use marks_format::layout::{
+    compare_rows, ArchivedIndex, CompanyEntry, EventFingerprint, Exports, Index, LatestBands, ListEntry, RowKey,
+    FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
+};
+use marks_format::reader::{OpenOptions, Snapshot, SnapshotError};
+use marks_format::tiers::Tier;
 
 /// Bodies smaller than this are served uncompressed: gzip would save too little to matter.
 pub const GZIP_MIN_BYTES: usize = 1024;
@@ -348,7 +348,7 @@ fn write_snapshot(
     let (lists, list_rows) = list_indexes(dataset, &companies, &sectors);
     let usage = Tier::ALL
         .iter()
-        .map(|&tier| writer.append_body(&crate::tiers::usage_body(&meta, tier, tier.rate_per_min()), None))
+        .map(|&tier| writer.append_body(&marks_format::tiers::usage_body(&meta, tier, tier.rate_per_min()), None))
         .collect::<Result<Vec<_>, _>>()?;
     let signing_keys = writer.append_body(&signing::jwks_body(published_keys), None)?;
     let mut compressed = |body: Vec<u8>| writer.append_body(&body, gzip(&body, options.gzip_level).as_deref());

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use marks_format::day::{iso_date, Day};
-pub use marks_format::names::{is_valid_slug, MAX_NAME_BYTES, MAX_SLUG_BYTES};
+use marks_format::day::Day;
+use marks_format::names::{is_valid_slug, MAX_NAME_BYTES};
 
 macro_rules! string_enum {
     ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {

@@ -5,7 +5,7 @@
 //! Companies are rendered in parallel and written in slug order, interleaved with their own
 //! bodies, while each export must be contiguous in the file. So each document is spooled to an
 //! unnamed temporary file as the companies stream past (already compressed, a piece per line:
-//! see [`crate::gzip`]) and copied into the snapshot at the end.
+//! see [`marks_format::gzip`]) and copied into the snapshot at the end.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
@@ -13,9 +13,10 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::format::Export;
-use crate::gzip::{Piece, Trailer, HEADER};
-use crate::writer::{quoted, SnapshotWriter, WriteError};
+use crate::writer::{SnapshotWriter, WriteError};
+use marks_format::etag::quoted;
+use marks_format::gzip::{Piece, Trailer, HEADER};
+use marks_format::layout::Export;
 
 /// One export document being written: the gzip member so far, and the length and hash of the
 /// text it stands for.

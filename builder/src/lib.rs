@@ -28,10 +28,4 @@ pub mod signing;
 pub mod synth;
 pub mod writer;
 
-// The format moved to the `marks-format` crate; its old paths, until every user imports it.
-pub use marks_format::layout as format;
-pub use marks_format::reader as snapshot;
-pub use marks_format::{atomic_file, gzip, regular_file, tiers};
-
 pub use build::{build, BuildError, BuildOptions, BuildReport};
-pub use snapshot::{OpenOptions, Snapshot, SnapshotError};

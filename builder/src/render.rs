@@ -8,9 +8,10 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::dataset::{iso_date, Company, DatasetInfo, Day, EventType, Sector, Status};
+use crate::dataset::{Company, DatasetInfo, EventType, Sector, Status};
 use crate::methodology::disclosure::{DisclosedScorecard, DisclosedTargets, Disclosure};
 use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkBasis, MarkDay, METHODOLOGY_VERSION};
+use marks_format::day::{iso_date, Day};
 
 #[derive(Serialize)]
 struct Meta<'a> {

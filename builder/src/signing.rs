@@ -72,7 +72,7 @@ pub fn public_key_path(private: &Path) -> PathBuf {
 }
 
 pub fn read_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
-    let text = crate::regular_file::read_to_string(path).map_err(|e| KeyError::File {
+    let text = marks_format::regular_file::read_to_string(path).map_err(|e| KeyError::File {
         path: path.to_owned(),
         reason: format!("cannot read: {e}"),
     })?;

@@ -16,7 +16,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
-use crate::dataset::{Day, EventType, Sector};
+use crate::dataset::{EventType, Sector};
+use marks_format::day::Day;
 
 /// How the synthetic world moves and reports.
 #[derive(Clone, Debug)]

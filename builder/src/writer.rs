@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use ed25519_dalek::{Signer, SigningKey};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::atomic_file::AtomicFile;
-use crate::format::{
+use marks_format::atomic_file::AtomicFile;
+use marks_format::etag::{etag_of, quoted};
+use marks_format::layout::{
     Body, BodyRef, Encoded, Header, Index, FORMAT_VERSION, HEADER_LEN, INDEX_ALIGN, OLDEST_READABLE_VERSION,
     SIGNED_HEADER_LEN,
 };
-pub use marks_format::etag::{etag_of, quoted};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {

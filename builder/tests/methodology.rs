@@ -8,11 +8,12 @@
 
 use std::path::{Path, PathBuf};
 
-use marks_builder::dataset::{Dataset, Day};
+use marks_builder::dataset::Dataset;
 use marks_builder::methodology::backtest::Forecaster;
 use marks_builder::methodology::fit::walk_forward;
 use marks_builder::methodology::{Fit, Params};
 use marks_builder::synth::{self, SynthOptions};
+use marks_format::day::Day;
 
 /// Standard normal CDF by Simpson integration of the density: independent of the builder's erf.
 fn phi(z: f64) -> f64 {

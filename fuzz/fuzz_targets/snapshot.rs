@@ -5,8 +5,8 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use marks_builder::format::{Header, HEADER_LEN};
-use marks_builder::{OpenOptions, Snapshot};
+use marks_format::layout::{Header, HEADER_LEN};
+use marks_format::{OpenOptions, Snapshot};
 
 fuzz_target!(|data: &[u8]| {
     open_and_walk(data);

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use marks_builder::format::{compare_rows, ListRow, RowKey};
+use marks_format::layout::{compare_rows, ListRow, RowKey};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::cursor::{Cursor, CursorKey, SortKey};

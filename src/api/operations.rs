@@ -13,9 +13,9 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use http::header::HeaderValue;
 use http::StatusCode;
-use marks_builder::format::{ArchivedCompanyEntry, UNIVERSE_ALL, UNIVERSE_FREE};
-use marks_builder::tiers::{Scope, Tier};
-use marks_builder::writer::etag_of;
+use marks_format::etag::etag_of;
+use marks_format::layout::{ArchivedCompanyEntry, UNIVERSE_ALL, UNIVERSE_FREE};
+use marks_format::tiers::{Scope, Tier};
 
 use crate::api::changes::{self, ChangesQuery, CHANGES_PARAMS};
 use crate::api::cursor::CursorKey;
@@ -168,7 +168,7 @@ fn usage(call: &Call<'_>) -> Result<Representation, ApiError> {
         Some(body) if !caller.custom_rate => Ok(call.negotiation.stored(call.loaded, body, Cache::Private)),
         _ => {
             // A key with its own budget: its usage body is not in the snapshot.
-            let body = marks_builder::tiers::usage_body(&call.loaded.meta, caller.tier, caller.rate_per_min);
+            let body = marks_format::tiers::usage_body(&call.loaded.meta, caller.tier, caller.rate_per_min);
             let etag = etag_of(&body);
             Ok(call
                 .negotiation
@@ -318,7 +318,7 @@ pub fn binary_page(
 }
 
 /// The documents the snapshot publishes to everyone: the signing keys, and the scorecard and its
-/// scored targets in their public form (`marks_builder::methodology::disclosure`).
+/// scored targets in their public form (what the builder's `methodology::disclosure` says each reader gets).
 pub fn published(
     operation: Operation,
     loaded: &LoadedSnapshot,

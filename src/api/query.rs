@@ -6,8 +6,8 @@
 
 use std::borrow::Cow;
 
-use marks_builder::format::{SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE};
-use marks_builder::tiers::{PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX};
+use marks_format::layout::{SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE};
+use marks_format::tiers::{PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX};
 
 use crate::response::problem::ApiError;
 

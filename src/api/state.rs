@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use marks_builder::{regular_file, OpenOptions, Snapshot, SnapshotError};
+use marks_format::{regular_file, OpenOptions, Snapshot, SnapshotError};
 
 use crate::api::cursor::CursorKey;
 use crate::api::metrics::{Metrics, ScrapeInputs};

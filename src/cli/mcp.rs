@@ -282,12 +282,12 @@ fn encode_argument(text: &str) -> String {
 /// URL is built: a slug such as `.` would otherwise become a dot segment that URL parsers
 /// resolve (`/v1/companies/./marks` is `/v1/companies/marks`), calling another operation.
 fn company_path(slug: &str, tail: &str) -> Result<String, CallToolResult> {
-    if !marks_builder::dataset::is_valid_slug(slug) {
+    if !marks_format::names::is_valid_slug(slug) {
         return Err(CallToolResult::structured_error(json!({
             "code": "invalid_slug",
             "detail": format!(
                 "{slug:?} is not a company slug: 1 to {} lowercase letters, digits and '-', starting with a letter or digit (list_companies gives them)",
-                marks_builder::dataset::MAX_SLUG_BYTES
+                marks_format::names::MAX_SLUG_BYTES
             ),
         })));
     }

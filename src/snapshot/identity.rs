@@ -6,7 +6,7 @@ use std::fs::File;
 use std::path::Path;
 use std::time::SystemTime;
 
-use marks_builder::regular_file;
+use marks_format::regular_file;
 
 /// Identifies a file's content cheaply, to notice a file replaced (by rename or a re-pointed
 /// symlink) or rewritten in place.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use marks_builder::{Snapshot, SnapshotError};
+use marks_format::{Snapshot, SnapshotError};
 
 use crate::snapshot::identity::FileIdentity;
 

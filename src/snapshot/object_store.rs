@@ -9,7 +9,7 @@
 //! size and SHA-256 against the manifest, load it with every check the server makes (and the
 //! publisher signature with `--publisher-key`), and only then rename it to `current.snap`, with
 //! the manifest beside it as `CURRENT.json`. The server serves a private copy of what it loaded
-//! (`marks_builder::Snapshot`), so the file it replaces is deleted at once. A refused object or
+//! (`marks_format::Snapshot`), so the file it replaces is deleted at once. A refused object or
 //! manifest is not fetched again until `CURRENT` changes; an unreachable store is retried at the
 //! next poll. Either way, the snapshot in force keeps serving, and `/readyz` and `/metrics` say
 //! what happened.
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context, Result};
 use futures_util::StreamExt;
-use marks_builder::{OpenOptions, Snapshot};
+use marks_format::{OpenOptions, Snapshot};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as StorePath;
 use object_store::{ClientConfigKey, GetOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
@@ -192,8 +192,7 @@ async fn upload(store: &dyn ObjectStore, object: &StorePath, file: &FsPath) -> R
 }
 
 fn sha256_of_file(path: &FsPath) -> Result<(String, u64)> {
-    let mut file =
-        marks_builder::regular_file::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut file = marks_format::regular_file::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut hasher = Sha256::new();
     let size = std::io::copy(&mut file, &mut hasher)?;
     Ok((hex(&hasher.finalize()), size))
@@ -285,7 +284,7 @@ impl SnapshotSource {
 
     /// The manifest of the cached snapshot, after a restart.
     pub fn remember_cached(&self) {
-        let manifest = marks_builder::regular_file::read(&self.cached_manifest_file())
+        let manifest = marks_format::regular_file::read(&self.cached_manifest_file())
             .ok()
             .and_then(|bytes| Manifest::parse(&bytes).ok());
         if let Ok(mut status) = self.status.lock() {
@@ -384,7 +383,7 @@ impl SnapshotSource {
         std::fs::rename(&part, &current)
             .with_context(|| format!("cannot rename {} to {}", part.display(), current.display()))?;
         drop(reloading);
-        marks_builder::atomic_file::write(&self.cached_manifest_file(), &serde_json::to_vec_pretty(&manifest)?)
+        marks_format::atomic_file::write(&self.cached_manifest_file(), &serde_json::to_vec_pretty(&manifest)?)
             .with_context(|| format!("cannot write {}", self.cached_manifest_file().display()))?;
         tracing::info!(
             source = %self.location,

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use http::HeaderValue;
 use include_dir::{include_dir, Dir};
-use marks_builder::writer::etag_of;
+use marks_format::etag::etag_of;
 
 static WEB: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/web");
 
@@ -139,9 +139,9 @@ fn content_type(extension: &str) -> HeaderValue {
 pub fn prepare(bytes: Vec<u8>, extension: &str) -> WebFile {
     let compressible = !matches!(extension, "png" | "woff2");
     let gzip = (compressible && bytes.len() >= GZIP_FROM)
-        .then(|| marks_builder::gzip::Piece::of(&bytes, 9).ok())
+        .then(|| marks_format::gzip::Piece::of(&bytes, 9).ok())
         .flatten()
-        .map(|piece| marks_builder::gzip::member(&[&piece]))
+        .map(|piece| marks_format::gzip::member(&[&piece]))
         .filter(|gzip| gzip.len() < bytes.len())
         .map(|gzip| {
             let etag = etag_of(&gzip);

@@ -17,8 +17,11 @@ fi
 # The examples use the SDK, installed from its directory as a user would.
 "$venv/bin/pip" install --quiet --disable-pip-version-check ./clients/python
 
-cargo build --quiet --bin marks
-marks=target/debug/marks
+# $MARKS_BIN: a binary built already (skips the build).
+if [ -z "${MARKS_BIN:-}" ]; then
+  cargo build --quiet --bin marks
+fi
+marks=${MARKS_BIN:-target/debug/marks}
 work=$(mktemp -d)
 server_pid=""
 cleanup() {

@@ -85,7 +85,7 @@ pub fn sample_version() -> String {
 
 /// The day after a `YYYY-MM-DD` version: the version a test publishes next.
 pub fn day_after(version: &str) -> String {
-    marks_builder::dataset::Day::parse(version)
+    marks_format::day::Day::parse(version)
         .expect("a YYYY-MM-DD version")
         .plus(1)
         .to_string()
@@ -434,7 +434,7 @@ pub fn build_chain(dir: &Path, versions: usize, edit: impl Fn(usize, &Path, &str
     options.history_days = (200, 400);
     marks_builder::synth::generate(&options, &source).unwrap();
     let toml = std::fs::read_to_string(source.join("dataset.toml")).unwrap();
-    let as_of = marks_builder::dataset::Day::parse("2026-06-30").unwrap();
+    let as_of = marks_format::day::Day::parse("2026-06-30").unwrap();
     let mut built: Vec<(String, PathBuf)> = Vec::new();
     for v in 0..versions {
         let version = as_of.plus(v as i32).to_string();

@@ -10,7 +10,8 @@ use super::baselines::Baselines;
 use super::gap_profile::{self, DriftTable};
 use super::local_trend::{Dynamics, GrowthTimeline, TrendState};
 use super::params::Params;
-use crate::dataset::{Company, Day};
+use crate::dataset::Company;
+use marks_format::day::Day;
 
 /// The forecasters of the scorecard, in the order they are reported; the first is the method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,7 +5,8 @@
 
 use serde::Serialize;
 
-use crate::dataset::{Day, EventType};
+use crate::dataset::EventType;
+use marks_format::day::Day;
 
 /// Baseline (b)'s constants.
 #[derive(Clone, Debug, Serialize)]

@@ -10,7 +10,7 @@ use std::collections::BinaryHeap;
 use serde::Serialize;
 
 use super::timeline::StepTimeline;
-use crate::dataset::Day;
+use marks_format::day::Day;
 
 /// Standard normal quantiles used until enough residuals exist to calibrate.
 pub const Z80: f64 = 1.281_551_565_544_600_4;

@@ -18,7 +18,8 @@ use super::scorecard::{
     Comparison, ForecasterFigures, GapBucket, Miss, RelativeBand, Scorecard, Target, TargetForecast, TargetKind,
     Verdict,
 };
-use crate::dataset::{Day, EventType};
+use crate::dataset::EventType;
+use marks_format::day::Day;
 
 /// Which form of the scorecard a reader gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,7 +15,8 @@ use super::local_trend::growth_timeline;
 use super::params::Params;
 use super::round_to;
 use super::scorecard::Scorecard;
-use crate::dataset::{Company, Dataset, Day, EventType};
+use crate::dataset::{Company, Dataset, EventType};
+use marks_format::day::Day;
 
 /// One day of a company's marks, in USD.
 #[derive(Clone, Copy, Debug, PartialEq)]

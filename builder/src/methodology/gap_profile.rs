@@ -11,7 +11,8 @@
 
 use super::params::{GapProfileParams, BUCKETS};
 use super::DAYS_PER_YEAR;
-use crate::dataset::{Company, Dataset, Day};
+use crate::dataset::{Company, Dataset};
+use marks_format::day::Day;
 
 /// Two consecutive observations (a, b) of one company on different days.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use super::timeline::StepTimeline;
 use super::DAYS_PER_YEAR;
-use crate::dataset::{Dataset, Day, EventType, Sector};
+use crate::dataset::{Dataset, EventType, Sector};
+use marks_format::day::Day;
 
 /// The v0.2.0 constants, tuned then by walk-forward error on observations.
 #[derive(Clone, Debug, Serialize)]

@@ -16,7 +16,8 @@ use super::bootstrap::{self, ClusterErrors, Difference};
 use super::conformal::{confidence, QuantileTimeline, Quantiles, CONFIDENCE_TOLERANCE};
 use super::stats::{binomial_central_range, mean, median};
 use super::{round_to, usd, Band, DAYS_PER_YEAR};
-use crate::dataset::{Company, Dataset, Day, EventType};
+use crate::dataset::{Company, Dataset, EventType};
+use marks_format::day::Day;
 
 /// Misses listed per forecaster; the total is always reported.
 pub const MISSES_LISTED: usize = 100;

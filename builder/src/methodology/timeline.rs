@@ -1,7 +1,7 @@
 //! A value that changes on given days, read by day: the pooled growth rates of the v0.2.0
 //! comparison forecaster and the conformal quantiles in force on each day.
 
-use crate::dataset::Day;
+use marks_format::day::Day;
 
 /// `values[i]` holds from `starts[i]` until the next start; before the first, `before`.
 #[derive(Clone, Debug)]
