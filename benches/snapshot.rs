@@ -11,7 +11,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use marks_builder::dataset::Dataset;
 use marks_builder::methodology::{usd, Coverage, Fit, Params};
 use marks_builder::synth::{self, SynthOptions};
-use marks_builder::{BuildOptions, OpenOptions, Snapshot};
+use marks_builder::BuildOptions;
+use marks_format::{OpenOptions, Snapshot};
 
 fn demo_key() -> ed25519_dalek::SigningKey {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
