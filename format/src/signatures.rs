@@ -69,7 +69,10 @@ pub fn jwk(key: &VerifyingKey) -> Value {
     })
 }
 
-/// The keys of a JWKS body (as published by `jwks_body`), ignoring members it cannot use.
+/// The keys of a JWKS body, each named by its RFC 7638 thumbprint as computed here. A member
+/// whose `kid` is not its key's thumbprint is dropped, never believed: a record names the key
+/// that signed it by thumbprint, so a server cannot pass its own key off under another's id.
+/// Members it cannot use are ignored.
 pub fn parse_jwks(body: &[u8]) -> Vec<(String, VerifyingKey)> {
     let Ok(value) = serde_json::from_slice::<Value>(body) else {
         return Vec::new();
@@ -81,7 +84,8 @@ pub fn parse_jwks(body: &[u8]) -> Vec<(String, VerifyingKey)> {
         .filter_map(|k| {
             let x = URL_SAFE_NO_PAD.decode(k["x"].as_str()?).ok()?;
             let key = VerifyingKey::from_bytes(&x.try_into().ok()?).ok()?;
-            Some((k["kid"].as_str()?.to_string(), key))
+            let thumbprint = kid(&key);
+            (k["kid"].as_str() == Some(thumbprint.as_str())).then_some((thumbprint, key))
         })
         .collect()
 }
@@ -117,4 +121,22 @@ pub fn verify_record(body: &[u8], keys: &[(String, VerifyingKey)]) -> Result<(),
     let message = signed_bytes(record).map_err(|_| VerifyError::NotAnObject)?;
     key.verify_strict(&message, &Signature::from_bytes(&signature))
         .map_err(|_| VerifyError::BadSignature)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key published under another key's id is not that key: the JWKS drops it, so a record
+    /// naming the id does not verify against it.
+    #[test]
+    fn a_key_under_another_keys_id_is_dropped() {
+        let real = SigningKey::from_bytes(&[1u8; 32]).verifying_key();
+        let forger = SigningKey::from_bytes(&[2u8; 32]);
+        let mut forged = jwk(&forger.verifying_key());
+        forged["kid"] = json!(kid(&real));
+        let body = serde_json::to_vec(&json!({ "keys": [forged, jwk(&real)] })).unwrap_or_default();
+        let keys = parse_jwks(&body);
+        assert_eq!(keys, vec![(kid(&real), real)]);
+    }
 }
