@@ -33,7 +33,7 @@ fn state() -> Arc<State> {
     marks_builder::build(&marks_builder::BuildOptions {
         source: repo.join("sample"),
         out: snapshot.clone(),
-        signing_key: marks_builder::signing::read_signing_key(&repo.join("sample/demo-signing-key.pem"))
+        signing_key: marks_builder::render::signing::read_signing_key(&repo.join("sample/demo-signing-key.pem"))
             .expect("demo key"),
         previous: None,
         publisher_key: None,

@@ -16,7 +16,7 @@ use marks_format::{OpenOptions, Snapshot};
 
 fn demo_key() -> ed25519_dalek::SigningKey {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    marks_builder::signing::read_signing_key(&repo.join("sample/demo-signing-key.pem")).expect("demo key")
+    marks_builder::render::signing::read_signing_key(&repo.join("sample/demo-signing-key.pem")).expect("demo key")
 }
 
 /// A synthetic dataset of `companies` companies and its snapshot, made once per size.

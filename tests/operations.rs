@@ -99,7 +99,7 @@ async fn snapshots_swap_under_load_without_a_failed_request() {
 #[tokio::test]
 async fn bad_snapshots_are_refused_while_the_old_one_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
-    let publisher = marks_builder::signing::generate_key();
+    let publisher = marks_builder::render::signing::generate_key();
     let build_signed = |source: &Path, out: &Path, key: Option<&ed25519_dalek::SigningKey>| {
         marks_builder::build(&marks_builder::BuildOptions {
             source: source.to_owned(),
@@ -133,7 +133,7 @@ async fn bad_snapshots_are_refused_while_the_old_one_keeps_serving() {
     let unsigned = dir.path().join("unsigned.snap");
     build_signed(&source, &unsigned, None);
     let foreign = dir.path().join("foreign.snap");
-    build_signed(&source, &foreign, Some(&marks_builder::signing::generate_key()));
+    build_signed(&source, &foreign, Some(&marks_builder::render::signing::generate_key()));
     let variant = |name: &str, change: &dyn Fn(&mut Vec<u8>)| {
         let mut copy = bytes.clone();
         change(&mut copy);

@@ -12,8 +12,8 @@
 use std::io::Write;
 
 use marks_builder::dataset::Dataset;
-use marks_builder::methodology::backtest::Forecaster;
 use marks_builder::methodology::fit::walk_forward;
+use marks_builder::methodology::forecasters::backtest::Forecaster;
 use marks_builder::methodology::{Fit, Params};
 use marks_format::day::Day;
 

@@ -13,13 +13,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::changes;
 use crate::dataset::{Company, Dataset, DatasetError, Status};
-use crate::export::Spool;
-use crate::methodology::disclosure::Disclosure;
+use crate::methodology::scorecard::disclosure::Disclosure;
 use crate::methodology::{usd, Band, Coverage, Fit, Params, METHODOLOGY_VERSION};
 use crate::render;
-use crate::signing::{self, KeyError};
+use crate::render::changes;
+use crate::render::export::Spool;
+use crate::render::signing::{self, KeyError};
 use crate::writer::{SnapshotWriter, WriteError};
 use marks_format::gzip::{self, Piece};
 use marks_format::layout::{
@@ -356,9 +356,9 @@ fn write_snapshot(
         Disclosure::ALL.map(|disclosure| compressed(render::scorecard(&meta, fit, disclosure)));
     let [scorecard_targets, scorecard_targets_full] =
         Disclosure::ALL.map(|disclosure| compressed(render::scorecard_targets(&meta, fit, disclosure)));
-    let home = crate::pages::home(dataset, &fit.scorecard);
+    let home = crate::present::pages::home(dataset, &fit.scorecard);
     let home_page = writer.append_body(&home, gzip(&home, options.gzip_level).as_deref())?;
-    let scorecard_html = crate::pages::scorecard(dataset, &fit.scorecard);
+    let scorecard_html = crate::present::pages::scorecard(dataset, &fit.scorecard);
     let scorecard_page = writer.append_body(&scorecard_html, gzip(&scorecard_html, options.gzip_level).as_deref())?;
     let exports = spools.finish(&mut writer, &options.out)?;
     let changes = changes::change_log(dataset, &companies, previous);

@@ -1,30 +1,22 @@
-//! The Valuation Marks snapshot compiler, and the one definition of the snapshot format.
+//! The Valuation Marks snapshot compiler: a dataset version (`dataset.toml`, `companies.csv`,
+//! `events.csv`) goes in; one immutable snapshot file comes out, holding every response body the
+//! server will ever send, already rendered, with its ETag, plus every sort order and list
+//! index. The file's format, and what the server reads of it, is the `marks-format` crate; the
+//! server never depends on this one.
 //!
-//! A dataset version (`dataset.toml`, `companies.csv`, `events.csv`) goes in; one immutable
-//! snapshot file comes out, holding every response body the server will ever send, already
-//! rendered, with its ETag, plus every sort order and list index. The server (the `marks`
-//! crate) only maps the file and looks bytes up.
-//!
-//! - [`dataset`] reads and checks the source files;
-//! - [`methodology`] computes marks, bands, confidence and the scorecard (v0.3.0, with the
-//!   previous method and two baselines as comparison forecasters);
-//! - [`render`] and [`signing`] turn them into response bodies and signed records, [`pages`]
-//!   into the home and scorecard pages;
-//! - [`export`] spools the bulk exports, compressed in pieces by [`gzip`]; [`changes`] keeps the
+//! In folders by job:
+//! - [`dataset`] reads and checks the source files; [`synth`] makes synthetic ones;
+//! - [`methodology`] computes marks, bands, confidence and the scorecard's numbers;
+//! - [`render`] turns them into response bodies, signed records, the bulk exports and the
 //!   change log carried from one snapshot to the next;
-//! - [`format`](mod@format), [`writer`] and [`snapshot`] define, write and read the file;
-//! - [`regular_file`] opens the files an operator names without ever waiting on one;
-//! - [`build`](mod@build) runs the pipeline; [`synth`] makes synthetic datasets; [`tiers`] is the access
-//!   table shared with the server.
+//! - [`present`] into what people read: the home and scorecard pages and the scorecard as text;
+//! - [`writer`] writes the file; [`build`](mod@build) runs the pipeline.
 
 pub mod build;
-pub mod changes;
 pub mod dataset;
-pub mod export;
 pub mod methodology;
-pub mod pages;
+pub mod present;
 pub mod render;
-pub mod signing;
 pub mod synth;
 pub mod writer;
 

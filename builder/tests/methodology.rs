@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use marks_builder::dataset::Dataset;
-use marks_builder::methodology::backtest::Forecaster;
 use marks_builder::methodology::fit::walk_forward;
+use marks_builder::methodology::forecasters::backtest::Forecaster;
 use marks_builder::methodology::{Fit, Params};
 use marks_builder::synth::{self, SynthOptions};
 use marks_format::day::Day;

@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use marks_builder::signing;
+use marks_builder::render::signing;
 use marks_builder::{BuildError, BuildOptions};
 use marks_format::etag::etag_of;
 use marks_format::layout::{Header, HEADER_LEN};
@@ -654,7 +654,7 @@ fn the_published_test_vector_verifies() {
 /// rebuild of the version already served is not a version of its own.
 #[test]
 fn the_change_log_keeps_the_last_versions_and_a_rebuild_adds_none() {
-    use marks_builder::changes::LOG_DEPTH;
+    use marks_builder::render::changes::LOG_DEPTH;
     use marks_format::day::Day;
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source");

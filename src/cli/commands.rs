@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use marks_builder::signing;
+use marks_builder::render::signing;
 use marks_builder::synth::{self, SynthOptions};
 use marks_format::day::Day;
 use marks_format::tiers::Tier;

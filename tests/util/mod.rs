@@ -35,7 +35,7 @@ pub fn sample_dir() -> PathBuf {
 }
 
 pub fn demo_signing_key() -> ed25519_dalek::SigningKey {
-    marks_builder::signing::read_signing_key(&sample_dir().join("demo-signing-key.pem")).expect("demo key")
+    marks_builder::render::signing::read_signing_key(&sample_dir().join("demo-signing-key.pem")).expect("demo key")
 }
 
 /// Builds a dataset directory into a snapshot with the demo signing key.

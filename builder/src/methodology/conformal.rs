@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
-use super::timeline::StepTimeline;
+use crate::methodology::timeline::StepTimeline;
 use marks_format::day::Day;
 
 /// Standard normal quantiles used until enough residuals exist to calibrate.

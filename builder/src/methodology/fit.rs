@@ -8,14 +8,14 @@
 
 use rayon::prelude::*;
 
-use super::backtest::{self, CompanyBacktest, Forecaster, FORECASTERS};
-use super::conformal::{confidence, quantile_timeline, Coverage, QuantileTimeline, Quantiles};
-use super::gap_profile::{self, DriftTable};
-use super::local_trend::growth_timeline;
-use super::params::Params;
-use super::round_to;
-use super::scorecard::Scorecard;
 use crate::dataset::{Company, Dataset, EventType};
+use crate::methodology::conformal::{confidence, quantile_timeline, Coverage, QuantileTimeline, Quantiles};
+use crate::methodology::forecasters::backtest::{self, CompanyBacktest, Forecaster, FORECASTERS};
+use crate::methodology::forecasters::gap_profile::{self, DriftTable};
+use crate::methodology::forecasters::local_trend::growth_timeline;
+use crate::methodology::params::Params;
+use crate::methodology::round_to;
+use crate::methodology::scorecard::Scorecard;
 use marks_format::day::Day;
 
 /// One day of a company's marks, in USD.

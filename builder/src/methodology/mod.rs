@@ -4,28 +4,23 @@
 //!
 //! Where to find what:
 //! - [`params`]: every constant, in the table the scorecard publishes;
-//! - [`gap_profile`]: the v0.3.0 point forecast and scale (pairs of events, pooled bucket
-//!   drifts, the drift profile over the gap since the last event);
+//! - [`forecasters`]: the method's point forecast and scale (`gap_profile`: pairs of events,
+//!   pooled bucket drifts, the drift profile over the gap since the last event), the comparison
+//!   forecasters (`local_trend`, v0.2.0; `baselines`), and the walk-forward `backtest` of them
+//!   all at every scored event and outcome;
 //! - [`conformal`]: split-conformal quantiles, bands and confidence;
 //! - [`fit`]: the fitted method over a dataset and the published series of one company;
-//! - [`backtest`]: the walk-forward forecasts of every forecaster at every scored event and
-//!   outcome;
-//! - [`local_trend`] (v0.2.0, the previous method) and [`baselines`]: comparison forecasters;
-//! - [`scorecard`], [`bootstrap`] and [`stats`]: the published backtest and its statistics;
+//! - [`scorecard`] (with its bootstrap and what it discloses to whom) and [`stats`]: the
+//!   published backtest's numbers and their statistics;
 //! - [`timeline`]: values that change on given days, read by day.
 //!
 //! Everything here is causal: a mark on day t uses only events on or before t, pooled
 //! estimates only what was complete before t. Listings and bankruptcies are outcomes, never
 //! inputs: they are held out and scored.
 
-pub mod backtest;
-pub mod baselines;
-pub mod bootstrap;
 pub mod conformal;
-pub mod disclosure;
 pub mod fit;
-pub mod gap_profile;
-pub mod local_trend;
+pub mod forecasters;
 pub mod params;
 pub mod scorecard;
 pub mod stats;

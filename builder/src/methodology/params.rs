@@ -6,10 +6,10 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::baselines::StepMarkParams;
-use super::conformal::{CONFIDENCE_TOLERANCE, MIN_CONFORMAL_RESIDUALS, Z80, Z95};
-use super::local_trend::LocalTrendParams;
 use super::DAYS_PER_YEAR;
+use crate::methodology::conformal::{CONFIDENCE_TOLERANCE, MIN_CONFORMAL_RESIDUALS, Z80, Z95};
+use crate::methodology::forecasters::baselines::StepMarkParams;
+use crate::methodology::forecasters::local_trend::LocalTrendParams;
 
 /// The number of gap buckets, and so of pooled drifts and profile knots after (0, 0).
 pub const BUCKETS: usize = 4;

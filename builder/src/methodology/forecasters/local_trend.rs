@@ -6,9 +6,9 @@
 
 use serde::Serialize;
 
-use super::timeline::StepTimeline;
-use super::DAYS_PER_YEAR;
 use crate::dataset::{Dataset, EventType, Sector};
+use crate::methodology::timeline::StepTimeline;
+use crate::methodology::DAYS_PER_YEAR;
 use marks_format::day::Day;
 
 /// The v0.2.0 constants, tuned then by walk-forward error on observations.

@@ -14,11 +14,11 @@
 
 use serde::Serialize;
 
-use super::scorecard::{
+use crate::dataset::EventType;
+use crate::methodology::scorecard::{
     Comparison, ForecasterFigures, GapBucket, Miss, RelativeBand, Scorecard, Target, TargetForecast, TargetKind,
     Verdict,
 };
-use crate::dataset::EventType;
 use marks_format::day::Day;
 
 /// Which form of the scorecard a reader gets.

@@ -4,12 +4,16 @@
 //! `meta` object is rendered once and spliced into every body as raw JSON. Amounts are whole
 //! US dollars.
 
+pub mod changes;
+pub mod export;
+pub mod signing;
+
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::dataset::{Company, DatasetInfo, EventType, Sector, Status};
-use crate::methodology::disclosure::{DisclosedScorecard, DisclosedTargets, Disclosure};
+use crate::methodology::scorecard::disclosure::{DisclosedScorecard, DisclosedTargets, Disclosure};
 use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkBasis, MarkDay, METHODOLOGY_VERSION};
 use marks_format::day::{iso_date, Day};
 

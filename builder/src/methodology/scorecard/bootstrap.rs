@@ -11,8 +11,8 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::round_to;
-use super::stats::percentile;
+use crate::methodology::round_to;
+use crate::methodology::stats::percentile;
 
 /// Draws of the published intervals.
 pub const DRAWS: usize = 1000;

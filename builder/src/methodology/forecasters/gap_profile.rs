@@ -9,9 +9,9 @@
 //!
 //! This module never reads listings or bankruptcies: they are outcomes.
 
-use super::params::{GapProfileParams, BUCKETS};
-use super::DAYS_PER_YEAR;
 use crate::dataset::{Company, Dataset};
+use crate::methodology::params::{GapProfileParams, BUCKETS};
+use crate::methodology::DAYS_PER_YEAR;
 use marks_format::day::Day;
 
 /// Two consecutive observations (a, b) of one company on different days.

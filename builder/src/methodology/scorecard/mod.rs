@@ -9,14 +9,17 @@
 //! the events before its day, or an outcome marked the day before), which are published whole
 //! (`GET /v1/scorecard/targets`) so that anyone can recompute every figure.
 
+pub mod bootstrap;
+pub mod disclosure;
+
 use serde::Serialize;
 
-use super::backtest::{CompanyBacktest, Forecast, Forecaster, FORECASTERS};
-use super::bootstrap::{self, ClusterErrors, Difference};
-use super::conformal::{confidence, QuantileTimeline, Quantiles, CONFIDENCE_TOLERANCE};
-use super::stats::{binomial_central_range, mean, median};
-use super::{round_to, usd, Band, DAYS_PER_YEAR};
 use crate::dataset::{Company, Dataset, EventType};
+use crate::methodology::conformal::{confidence, QuantileTimeline, Quantiles, CONFIDENCE_TOLERANCE};
+use crate::methodology::forecasters::backtest::{CompanyBacktest, Forecast, Forecaster, FORECASTERS};
+use crate::methodology::stats::{binomial_central_range, mean, median};
+use crate::methodology::{round_to, usd, Band, DAYS_PER_YEAR};
+use bootstrap::{ClusterErrors, Difference};
 use marks_format::day::Day;
 
 /// Misses listed per forecaster; the total is always reported.

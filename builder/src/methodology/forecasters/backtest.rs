@@ -6,11 +6,11 @@
 //! from the same information. Outcomes are forecast from the published mark of the day before
 //! them (events on or before that day).
 
-use super::baselines::Baselines;
-use super::gap_profile::{self, DriftTable};
-use super::local_trend::{Dynamics, GrowthTimeline, TrendState};
-use super::params::Params;
 use crate::dataset::Company;
+use crate::methodology::forecasters::baselines::Baselines;
+use crate::methodology::forecasters::gap_profile::{self, DriftTable};
+use crate::methodology::forecasters::local_trend::{Dynamics, GrowthTimeline, TrendState};
+use crate::methodology::params::Params;
 use marks_format::day::Day;
 
 /// The forecasters of the scorecard, in the order they are reported; the first is the method.
@@ -44,7 +44,7 @@ impl Forecaster {
     /// The methodology version a forecaster is, if it is one.
     pub fn methodology_version(self) -> Option<&'static str> {
         match self {
-            Forecaster::GapProfile => Some(super::METHODOLOGY_VERSION),
+            Forecaster::GapProfile => Some(crate::methodology::METHODOLOGY_VERSION),
             Forecaster::LocalTrend => Some("v0.2.0"),
             Forecaster::LastEvent | Forecaster::WeightedStep => None,
         }
