@@ -70,7 +70,8 @@ async def test_company_series_events(aclient: AsyncClient, server: Server) -> No
         aclient.company("stripe"), aclient.series("stripe", coverage=95), aclient.events("stripe")
     )
     check_meta(stripe.meta, server)
-    assert stripe.latest_mark is not None and stripe.observations[-1].event_id == "e9001"
+    assert stripe.latest_mark is not None and stripe.starting_event is not None
+    assert stripe.starting_event.event_id == "e9001" and stripe.drift is not None
     frame = series.to_pandas()
     days = pd.date_range(series.points[0].date, series.points[-1].date, freq="D")
     assert list(frame.index) == list(days) and frame.attrs["coverage"] == 95
@@ -97,6 +98,9 @@ async def test_usage_scorecard_targets_openapi(aclient: AsyncClient, server: Ser
     check_meta(scorecard.meta, server)
     assert [f.name for f in scorecard.forecasters] == list(targets.forecasters)
     assert len(targets) > 0 and targets.to_pandas().attrs["meta"]["dataset_version"] == server.version
+    # An enterprise key reads the full form: the company and dollars of every target.
+    assert all(t.slug and t.observed_usd is not None for t in targets)
+    assert all(m.slug and m.valuation_usd for f in scorecard.forecasters for m in f.misses)
     assert document["info"]["version"] == API_VERSION
     assert (await aclient.request("/v1/usage"))["tier"] == "enterprise"
 

@@ -1,8 +1,14 @@
-"""Keeps the client in step with the API: reads the served OpenAPI document (GET /v1/openapi.json).
+"""Keeps the client in step with the API: reads its OpenAPI document.
+
+That is the repository's ``openapi/openapi.json`` when the tests run from a checkout (the file
+the server compiles in and serves at GET /v1/openapi.json, so a server built from the same tree
+serves it, and one built earlier cannot hide a change to it), else the served document.
 
 Fails when an operation has no method on both clients, when a method does not take one of its
 query parameters, when a field of a response (or of an export line) is unknown to the models
-or has a type they do not expect, when a schema is read by no model, or when the versions part.
+or has a type they do not expect, when a schema is read by no model, when a tagged union (a
+``oneOf`` whose alternatives fix a tag with ``const``) has an alternative no model of the
+union reads, or when the versions part.
 """
 
 from __future__ import annotations
@@ -10,6 +16,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import json
+import sys
 import typing
 from collections.abc import Mapping
 from datetime import date
@@ -20,7 +28,17 @@ import pytest
 import valuation_marks
 from valuation_marks import API_VERSION, ApiError, AsyncClient, Client, models
 
-from .conftest import Server
+from .conftest import REPO_DIR, Server
+
+if sys.version_info >= (3, 10):  # pragma: no cover - depends on the interpreter
+    from types import UnionType
+
+    UNION_TYPES: tuple[Any, ...] = (Union, UnionType)
+else:  # pragma: no cover
+    UNION_TYPES = (Union,)
+
+#: The document the server compiles in, when the tests run from a checkout.
+DOCUMENT_FILE = REPO_DIR / "openapi" / "openapi.json"
 
 # Operational endpoints, outside /v1 and not for API users: probes for orchestrators and a
 # scrape target for monitoring. A client library has no business calling them.
@@ -36,6 +54,9 @@ ClientClass = Union[type[Client], type[AsyncClient]]
 
 @pytest.fixture(scope="module")
 def document(server: Server) -> dict[str, Any]:
+    if DOCUMENT_FILE.is_file():
+        found: dict[str, Any] = json.loads(DOCUMENT_FILE.read_text(encoding="utf-8"))
+        return found
     with Client(base_url=server.base_url) as client:
         return client.openapi()
 
@@ -68,11 +89,31 @@ def resolve(document: Mapping[str, Any], schema: Mapping[str, Any], seen: set[st
 
 
 def strip_optional(tp: Any) -> Any:
-    if typing.get_origin(tp) is Union:
+    if typing.get_origin(tp) in UNION_TYPES:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(args) == 1:
             return args[0]
     return tp
+
+
+def union_members(tp: Any) -> list[Any]:
+    """The models of a union of models (a tagged union), else []."""
+    if typing.get_origin(tp) not in UNION_TYPES:
+        return []
+    return [a for a in typing.get_args(tp) if a is not type(None)]
+
+
+def tagged_member(members: list[Any], alternative: Mapping[str, Any]) -> Any:
+    """The member whose ``Literal`` field holds the ``const`` the alternative fixes, or None."""
+    for member in members:
+        if not dataclasses.is_dataclass(member):
+            continue
+        for name, hint in typing.get_type_hints(member).items():
+            fixed = alternative.get("properties", {}).get(name, {})
+            literal = typing.get_origin(hint) is typing.Literal
+            if literal and "const" in fixed and fixed["const"] in typing.get_args(hint):
+                return member
+    return None
 
 
 SCALARS: dict[str, tuple[Any, ...]] = {
@@ -90,9 +131,20 @@ def walk(
     schema = resolve(document, schema, seen)
     tp = strip_optional(tp)
     problems: list[str] = []
+    members = union_members(tp)
     for alternative in schema.get("oneOf", []) + schema.get("anyOf", []):
-        if resolve(document, alternative, seen).get("type") != "null":
+        resolved = resolve(document, alternative, seen)
+        if resolved.get("type") == "null":
+            continue
+        if not members:
             problems += walk(document, alternative, tp, where, seen)
+            continue
+        member = tagged_member(members, resolved)
+        name = alternative.get("$ref", "an alternative").rsplit("/", 1)[-1]
+        if member is None:
+            problems.append(f"{where}: no model of {tp} has the tag {name} fixes")
+        else:
+            problems += walk(document, alternative, member, f"{where}<{name}>", seen)
     types = schema.get("type", [])
     types = [types] if isinstance(types, str) else [t for t in types if t != "null"]
     if tp is Any or typing.get_origin(tp) in (Mapping, dict, typing.get_origin(Mapping[str, Any])):
@@ -113,6 +165,10 @@ def walk(
         if typing.get_origin(tp) is not tuple:
             return [*problems, f"{where}: an array, read as {tp}"]
         problems += walk(document, schema.get("items", {}), typing.get_args(tp)[0], f"{where}[]", seen)
+    elif typing.get_origin(tp) is typing.Literal:
+        fixed = [schema["const"]] if "const" in schema else schema.get("enum")
+        if fixed is None or not set(fixed) <= set(typing.get_args(tp)):
+            problems.append(f"{where}: {fixed or 'any ' + str(types)}, read as {tp}")
     elif types and types[0] in SCALARS:
         wanted = SCALARS[types[0]]
         if types[0] == "string" and "date" not in (schema.get("format"),) and tp is date:
@@ -220,3 +276,25 @@ def test_the_check_notices_what_the_models_lack(document: dict[str, Any]) -> Non
         "x.companies[].latest_mark.confidence: string, read as <class 'float'>",
         "x.companies[].employees: unknown to CompanyListItem",
     ]
+
+
+def test_the_check_notices_what_a_tagged_union_lacks(document: dict[str, Any]) -> None:
+    """A new part of an observation, a field one part adds and a changed tag are all reported."""
+    changed = copy.deepcopy(document)
+    schemas = changed["components"]["schemas"]
+    schemas["ObservationAdjustment"] = {
+        "type": "object",
+        "properties": {"part": {"type": "string", "const": "adjustment"}, "pct": {"type": "number"}},
+    }
+    schemas["Observation"]["oneOf"].append({"$ref": "#/components/schemas/ObservationAdjustment"})
+    schemas["ObservationDrift"]["properties"]["window_days"] = {"type": "integer"}
+    where = "x.observations[]"
+    assert walk(
+        changed, {"$ref": "#/components/schemas/CompanyProfileResponse"}, models.Company, "x", set()
+    ) == [
+        f"{where}<ObservationDrift>.window_days: unknown to ObservationDrift",
+        f"{where}: no model of {models.Observation} has the tag ObservationAdjustment fixes",
+    ]
+    schemas["ObservationEvent"]["properties"]["part"] = {"type": "string", "enum": ["event", "events"]}
+    problems = walk(changed, {"$ref": "#/components/schemas/Observation"}, models.Observation, "y", set())
+    assert "y: no model of" in problems[0] and "ObservationEvent" in problems[0]

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import datetime
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Union
 
 import pandas as pd
 import pytest
 
 from valuation_marks import (
     API_VERSION,
+    BankruptcyOutcome,
     Client,
     CompanyListItem,
+    InvalidApiKey,
     InvalidParameter,
+    ListingValidation,
     Meta,
+    ObservationDrift,
+    ObservationEvent,
+    Scorecard,
+    ScorecardTargets,
     SignatureError,
     SigningKeys,
     UnknownSigningKey,
@@ -23,7 +32,7 @@ from valuation_marks import (
     read_export_series,
 )
 
-from .conftest import DEMO_KEY_THUMBPRINT, Server
+from .conftest import DEMO_KEY_THUMBPRINT, Server, find_sample
 
 
 @pytest.fixture
@@ -139,8 +148,39 @@ def test_company_profile(client: Client, server: Server) -> None:
         "private",
     )
     assert stripe.latest_mark is not None and stripe.latest_mark.as_of_date == stripe.meta.as_of
-    assert stripe.observations and all(o.occurred_on <= stripe.meta.as_of for o in stripe.observations)
-    assert stripe.observations[-1].event_id == "e9001"  # the event the newer version added
+    # What the mark rests on: the event it starts from, then the drift since.
+    event, drift = stripe.observations
+    assert isinstance(event, ObservationEvent) and isinstance(drift, ObservationDrift)
+    assert (event.part, drift.part) == ("event", "drift")
+    assert event.event_id == "e9001"  # the event the newer version added, on the as-of day
+    assert (event.occurred_on, event.event_type, event.weight) == (stripe.meta.as_of, "tender_offer", 1.0)
+    assert event.valuation_usd == 91_000_000_000 and event.explanation
+    assert drift.days == (stripe.meta.as_of - event.occurred_on).days and drift.explanation
+    assert stripe.starting_event == event and stripe.drift == drift
+    assert not {"source_url", "note", "gain"} & set(event.raw)
+
+
+def test_observations_of_a_company_marked_a_while_after_its_event(client: Client) -> None:
+    openai = client.company("openai")
+    event, drift = openai.observations
+    assert isinstance(event, ObservationEvent) and isinstance(drift, ObservationDrift)
+    assert drift.days == (openai.meta.as_of - event.occurred_on).days > 0
+    assert openai.latest_mark is not None
+    # The mark is the event's value moved by the drift (both rounded as published).
+    moved = event.valuation_usd * (1 + drift.drift_pct / 100)
+    assert abs(openai.latest_mark.value_usd / moved - 1) < 1e-3
+    assert f"{drift.drift_pct}%" in drift.explanation and str(drift.days) in drift.explanation
+
+
+def test_a_bankrupt_companys_mark_rests_on_its_bankruptcy_alone(client: Client) -> None:
+    with open(find_sample() / "events.csv", encoding="utf-8") as events:
+        bankrupt = sorted(row["slug"] for row in csv.DictReader(events) if row["event_type"] == "bankruptcy")
+    assert bankrupt
+    company = client.company(bankrupt[0])
+    (event,) = company.observations
+    assert isinstance(event, ObservationEvent) and event.event_type == "bankruptcy"
+    assert company.drift is None and company.starting_event == event
+    assert company.latest_mark is not None and company.latest_mark.value_usd == event.valuation_usd
 
 
 def test_series_dataframe_has_one_row_per_day(client: Client, server: Server) -> None:
@@ -223,6 +263,152 @@ def test_keys_scorecard_and_openapi_need_no_key(server: Server, monkeypatch: pyt
         check_frame_meta(frame, server)
         document = anonymous.openapi()
         assert document["info"]["version"] == API_VERSION
+
+
+def _public_targets(targets: ScorecardTargets) -> None:
+    """Relative quantities only: no slug, event id or dollars; the bands as multiples of the mark."""
+    assert len(targets) > 0
+    for target in targets:
+        assert (target.slug, target.event_id, target.observed_usd) == (None, None, None)
+        assert not {"slug", "event_id", "observed_usd"} & set(target.raw)
+        for forecast in target.forecasts:
+            assert (forecast.mark_usd, forecast.band_80, forecast.band_95) == (None, None, None)
+            assert forecast.band_95_rel.lower <= forecast.band_80_rel.lower <= 1
+            assert 1 <= forecast.band_80_rel.upper <= forecast.band_95_rel.upper
+            assert (forecast.verdict is not None) == (target.kind != "event")
+    days = [(t.marked_on, t.occurred_on) for t in targets]
+    assert days == sorted(days)  # in date order, so one company's targets do not sit together
+
+
+def _figures(targets: ScorecardTargets) -> list[tuple[object, ...]]:
+    """What both forms of the targets say alike, in an order of their own."""
+    return sorted(
+        (t.kind, t.event_type, t.occurred_on, t.marked_on, t.gap_years, f.forecaster, f.log_error or 0.0,
+         f.hit, f.band_80_rel.lower, f.band_95_rel.upper, f.verdict or "")
+        for t in targets
+        for f in t.forecasts
+    )  # fmt: skip
+
+
+def test_scorecard_targets_without_a_key_and_below_pro_are_the_public_form(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MARKS_API_KEY", raising=False)
+    with Client(base_url=server.base_url) as anonymous:
+        public = anonymous.scorecard_targets()
+        assert anonymous.rate_limit is None  # not metered
+    _public_targets(public)
+    with Client(api_key=server.keys["research"], base_url=server.base_url) as research:
+        below_pro = research.scorecard_targets()
+        assert research.rate_limit is not None  # a keyed call is metered
+    assert below_pro.raw["targets"] == public.raw["targets"]
+    frame = public.to_pandas()
+    assert frame["slug"].isna().all() and frame["event_id"].isna().all()
+    for column in ("observed_usd", "mark_usd", "band_80_lower", "band_95_upper"):
+        assert frame[column].isna().all() and pd.api.types.is_float_dtype(frame[column]), column
+    assert frame["band_80_rel_lower"].notna().all() and frame["band_95_rel_upper"].notna().all()
+    assert (frame["band_95_rel_lower"] <= frame["band_80_rel_lower"]).all()
+
+
+def test_scorecard_targets_with_a_pro_key_are_the_full_form(server: Server) -> None:
+    with Client(base_url=server.base_url, api_key="") as anonymous:
+        public = anonymous.scorecard_targets()
+    for tier in ("pro", "enterprise"):
+        with Client(api_key=server.keys[tier], base_url=server.base_url) as keyed:
+            full = keyed.scorecard_targets()
+        assert len(full) == len(public) and list(full.forecasters) == list(public.forecasters)
+        assert _figures(full) == _figures(public), tier  # the same numbers, and the names besides
+        for target in full:
+            assert target.slug and target.event_id and isinstance(target.observed_usd, int)
+            for forecast in target.forecasts:
+                assert forecast.mark_usd is not None and forecast.band_80 is not None
+                assert forecast.band_95 is not None
+                # The relative band is the dollar band over the mark.
+                assert forecast.band_80.lower == pytest.approx(
+                    forecast.mark_usd * forecast.band_80_rel.lower, 1e-6, 1
+                )
+                assert forecast.band_95.upper == pytest.approx(
+                    forecast.mark_usd * forecast.band_95_rel.upper, 1e-6, 1
+                )
+    frame = full.to_pandas()
+    assert frame["slug"].notna().all() and (frame["observed_usd"] >= 0).all()
+    assert frame["band_80_lower"].notna().all() and frame["band_80_rel_lower"].notna().all()
+    assert len(frame) == len(public.to_pandas())
+
+
+def _outcomes(card: Scorecard) -> list[tuple[object, ...]]:
+    outcomes: list[Union[ListingValidation, BankruptcyOutcome]] = [
+        *card.listing_validations,
+        *card.bankruptcy_outcomes,
+    ]
+    return [
+        (v.slug, v.marked_on, e.forecaster, e.error_pct, e.inside_80, e.inside_95, e.verdict)
+        for v in outcomes
+        for e in v.estimates
+    ]
+
+
+def test_the_scorecard_without_a_key_and_with_a_pro_key(server: Server) -> None:
+    with Client(base_url=server.base_url, api_key="") as anonymous:
+        public = anonymous.scorecard()
+    with Client(api_key=server.keys["pro"], base_url=server.base_url) as pro:
+        full = pro.scorecard()
+        assert pro.rate_limit is not None
+    assert public.raw["meta"] == full.raw["meta"] and public.params == full.params
+    for public_score, full_score in zip(public.forecasters, full.forecasters):
+        assert dataclasses.replace(public_score, misses=(), mape_top_contributors=()) == dataclasses.replace(
+            full_score, misses=(), mape_top_contributors=()
+        )  # the same figures
+        assert len(public_score.misses) == len(full_score.misses)
+        for hidden, shown in zip(public_score.misses, full_score.misses):
+            assert (hidden.slug, hidden.event_id, hidden.valuation_usd, hidden.band_95) == (
+                None,
+                None,
+                None,
+                None,
+            )
+            assert (hidden.event_type, hidden.occurred_on, hidden.log_error) == (
+                shown.event_type,
+                shown.occurred_on,
+                shown.log_error,
+            )
+            assert hidden.band_95_rel == shown.band_95_rel
+            assert shown.slug and shown.event_id and shown.valuation_usd and shown.predicted_usd
+            assert shown.band_95 is not None and shown["slug"] == shown.slug  # still reads as a mapping
+        for hidden_c, shown_c in zip(public_score.mape_top_contributors, full_score.mape_top_contributors):
+            assert (hidden_c.slug, hidden_c.event_id) == (None, None) and shown_c.slug and shown_c.event_id
+            assert (hidden_c.event_type, hidden_c.abs_pct_error) == (
+                shown_c.event_type,
+                shown_c.abs_pct_error,
+            )
+    assert public.listing_validations and public.bankruptcy_outcomes
+    assert _outcomes(public) == _outcomes(full)
+    for listing in public.listing_validations:
+        assert (listing.event_id, listing.listed_on, listing.listing_value_usd) == (None, None, None)
+        assert listing.occurred_on is not None and listing.slug
+        assert all(
+            e.mark_usd is None and e.band_80 is None and e.band_80_rel is not None for e in listing.estimates
+        )
+    for listing in full.listing_validations:
+        assert listing.event_id and listing.listed_on and listing.listing_value_usd
+        assert all(e.mark_usd is not None and e.band_80 is not None for e in listing.estimates)
+    for bankruptcy in public.bankruptcy_outcomes:
+        assert (bankruptcy.event_type, bankruptcy.event_id, bankruptcy.value_usd) == (
+            "bankruptcy",
+            None,
+            None,
+        )
+    for bankruptcy in full.bankruptcy_outcomes:
+        assert bankruptcy.event_id and bankruptcy.value_usd is not None
+        assert all(e.error_pct is None or bankruptcy.value_usd > 0 for e in bankruptcy.estimates)
+
+
+def test_a_scorecard_call_with_an_unknown_key_is_refused(server: Server) -> None:
+    with Client(api_key="vmk_not_a_key_at_all", base_url=server.base_url) as stranger:
+        with pytest.raises(InvalidApiKey):
+            stranger.scorecard()
+        with pytest.raises(InvalidApiKey):
+            stranger.scorecard_targets()
 
 
 def test_changes_since_a_version(client: Client, server: Server) -> None:

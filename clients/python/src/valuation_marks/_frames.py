@@ -56,12 +56,25 @@ TARGET_COLUMNS = (
     "band_80_upper",
     "band_95_lower",
     "band_95_upper",
+    "band_80_rel_lower",
+    "band_80_rel_upper",
+    "band_95_rel_lower",
+    "band_95_rel_upper",
     "confidence",
     "log_error",
     "inside_80",
     "inside_95",
     "hit",
     "verdict",
+)
+# What the public form of the targets leaves out: empty columns there, of floats (NaN).
+TARGET_FULL_ONLY_NUMBERS = (
+    "observed_usd",
+    "mark_usd",
+    "band_80_lower",
+    "band_80_upper",
+    "band_95_lower",
+    "band_95_upper",
 )
 
 
@@ -132,13 +145,15 @@ def events_frame(events: Iterable[Mapping[str, Any]], meta: MetaDict, *, slug: s
 
 
 def targets_frame(targets: Iterable[Mapping[str, Any]], meta: MetaDict) -> pd.DataFrame:
-    """One row per (scored target, forecaster)."""
+    """One row per (scored target, forecaster), in either form of the targets: the public form
+    leaves slug, event_id and the dollar columns empty."""
     pd = require_pandas()
     rows = []
     for target in targets:
         head = tuple(target.get(name) for name in TARGET_COLUMNS[:9])
         for forecast in target.get("forecasts", ()):
             band_80, band_95 = forecast.get("band_80") or {}, forecast.get("band_95") or {}
+            rel_80, rel_95 = forecast.get("band_80_rel") or {}, forecast.get("band_95_rel") or {}
             rows.append(
                 (
                     *head,
@@ -148,6 +163,10 @@ def targets_frame(targets: Iterable[Mapping[str, Any]], meta: MetaDict) -> pd.Da
                     band_80.get("upper"),
                     band_95.get("lower"),
                     band_95.get("upper"),
+                    rel_80.get("lower"),
+                    rel_80.get("upper"),
+                    rel_95.get("lower"),
+                    rel_95.get("upper"),
                     forecast.get("confidence"),
                     forecast.get("log_error"),
                     forecast.get("inside_80"),
@@ -159,4 +178,7 @@ def targets_frame(targets: Iterable[Mapping[str, Any]], meta: MetaDict) -> pd.Da
     frame = pd.DataFrame.from_records(rows, columns=TARGET_COLUMNS)
     frame["occurred_on"] = _dates(pd, frame["occurred_on"])
     frame["marked_on"] = _dates(pd, frame["marked_on"])
+    for name in TARGET_FULL_ONLY_NUMBERS:
+        if frame[name].isna().all():
+            frame[name] = frame[name].astype("float64")
     return _attrs(frame, meta)

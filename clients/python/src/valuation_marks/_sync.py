@@ -367,7 +367,8 @@ class Client:
 
     @operation("getCompany")
     def company(self, slug: str) -> Company:
-        """A company's profile: latest mark, delta and the observations it stands on.
+        """A company's profile: latest mark, delta and what the mark rests on (``observations``:
+        the event it starts from, then the drift since).
 
         ``slug`` is checked against the slug grammar first (``InvalidSlug``), as for every
         method that takes one.
@@ -408,12 +409,22 @@ class Client:
 
     @operation("getScorecard")
     def scorecard(self) -> Scorecard:
-        """The methodology's walk-forward backtest; needs no key."""
+        """The methodology's walk-forward backtest; needs no key.
+
+        Without a key, or with a free or research key, the public form (no event ids or dollars
+        in misses, MAPE's contributors, listings and bankruptcies); a pro, business or
+        enterprise key gets the full form. A client with a key sends it: the call is metered.
+        """
         return from_json(Scorecard, self._json(calls.get_scorecard()))
 
     @operation("getScorecardTargets")
     def scorecard_targets(self) -> ScorecardTargets:
-        """Every target the scorecard scores, with each forecaster's numbers; needs no key."""
+        """Every target the scorecard scores, with each forecaster's numbers; needs no key.
+
+        Without a key, or with a free or research key, the public form (relative quantities
+        only: no slug, event id or dollars per target); a pro, business or enterprise key gets
+        every field. A client with a key sends it: the call is metered.
+        """
         return from_json(ScorecardTargets, self._json(calls.get_scorecard_targets()))
 
     @operation("getOpenApi")

@@ -6,6 +6,12 @@ it does not know are otherwise ignored (the API only ever adds fields under /v1)
 (``YYYY-MM-DD``) become ``datetime.date``; dataset versions stay strings, as they are what
 ``changes(since=...)`` takes back. Every result carries ``meta``: the response's own, or for
 list items and export lines the meta of the page or export they came in.
+
+A member that is one of several kinds of object, told apart by a tag (a company's
+``observations``, by ``part``), is a ``Union`` of models whose tag field is a ``Literal``:
+``isinstance`` or the tag narrows it. The scorecard's documents come in two forms, by the key's
+tier: the members only the full form has (slugs, event ids, dollars) are ``None`` in the public
+one.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import (
     TYPE_CHECKING,
     Any,
     Callable,
+    Literal,
     Optional,
     TypeVar,
     Union,
@@ -43,6 +50,7 @@ else:  # pragma: no cover
 __all__ = [
     "Band",
     "Band95",
+    "BankruptcyOutcome",
     "Change",
     "ChangesPage",
     "CompaniesPage",
@@ -57,16 +65,22 @@ __all__ = [
     "ExportSeries",
     "ForecasterScore",
     "GapCoverage",
+    "ListingValidation",
     "MapeContributor",
     "MarkEvent",
     "MarkPoint",
     "MarkSeriesPoint",
     "Meta",
     "Observation",
+    "ObservationDrift",
+    "ObservationEvent",
+    "OutcomeEstimate",
     "PageInfo",
+    "RelativeBand",
     "ReliabilityBin",
     "Resolution",
     "Scorecard",
+    "ScorecardMiss",
     "ScorecardTarget",
     "ScorecardTargets",
     "Series",
@@ -214,22 +228,45 @@ class CompaniesPage:
 
 
 @dataclasses.dataclass(frozen=True)
-class Observation:
-    """An event as the profile shows it, with its weight in the latest mark."""
+class ObservationEvent:
+    """The event a latest mark starts from (``part == "event"``): all of the mark moves with its
+    value (``weight`` 1). After a bankruptcy, the value reported is the mark."""
 
+    part: Literal["event"]
     event_id: str
     occurred_on: date
     event_type: str
     valuation_usd: float
     weight: float
-    gain: float
-    source_url: str
+    explanation: str
     raw: JSON = _raw()
 
 
 @dataclasses.dataclass(frozen=True)
+class ObservationDrift:
+    """What the method adds to that event's value for the days since (``part == "drift"``), in
+    percent; learnt from how valuations moved after similar gaps. None after a bankruptcy."""
+
+    part: Literal["drift"]
+    days: int
+    drift_pct: float
+    explanation: str
+    raw: JSON = _raw()
+
+
+#: One part of what a latest mark rests on, told apart by ``part`` (or ``isinstance``).
+Observation = Union[ObservationEvent, ObservationDrift]
+
+
+@dataclasses.dataclass(frozen=True)
 class Company:
-    """A company profile: latest mark and the observations it stands on."""
+    """A company profile: latest mark and what it rests on.
+
+    ``observations`` are the parts of the latest mark: the event it starts from
+    (``ObservationEvent``), then what the method adds for the days since (``ObservationDrift``,
+    absent after a bankruptcy). Values only, without sources or notes: ``events()`` has the
+    whole history (pro and above).
+    """
 
     meta: Meta
     slug: str
@@ -240,6 +277,16 @@ class Company:
     delta_30d_pct: Optional[float]
     observations: tuple[Observation, ...]
     raw: JSON = _raw()
+
+    @property
+    def starting_event(self) -> Optional[ObservationEvent]:
+        """The event the latest mark starts from, if it rests on one."""
+        return next((o for o in self.observations if isinstance(o, ObservationEvent)), None)
+
+    @property
+    def drift(self) -> Optional[ObservationDrift]:
+        """What the method adds for the days since that event; None after a bankruptcy."""
+        return next((o for o in self.observations if isinstance(o, ObservationDrift)), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -571,12 +618,114 @@ class VerdictCounts:
 
 
 @dataclasses.dataclass(frozen=True)
+class RelativeBand:
+    """A band as multiples of its mark: the dollar band is ``mark * lower`` to ``mark * upper``."""
+
+    lower: float
+    upper: float
+    raw: JSON = _raw()
+
+
+class _Indexable:
+    """Reads like the JSON object it was built from (``x["slug"]``, ``x.get("slug")``): these
+    members were plain mappings before they had a model."""
+
+    raw: JSON
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+
+@dataclasses.dataclass(frozen=True)
 class MapeContributor:
-    slug: str
-    event_id: str
+    """A scored event's share of MAPE; ``slug`` and ``event_id`` in the full form only."""
+
+    slug: Optional[str]
+    event_id: Optional[str]
+    event_type: str
     occurred_on: date
     abs_pct_error: float
     share_of_mape_pct: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ScorecardMiss(_Indexable):
+    """A scored event outside the forecaster's 95% band.
+
+    ``slug``, ``event_id``, ``valuation_usd``, ``predicted_usd`` and ``band_95`` (dollars) in
+    the full form only (pro and above); ``log_error`` and ``band_95_rel`` in both.
+    """
+
+    slug: Optional[str]
+    event_id: Optional[str]
+    event_type: str
+    occurred_on: date
+    valuation_usd: Optional[int]
+    predicted_usd: Optional[int]
+    band_95: Optional[Band]
+    log_error: float
+    band_95_rel: RelativeBand
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class OutcomeEstimate:
+    """One forecaster's mark the day before a listing or bankruptcy.
+
+    The full form has the mark and bands in dollars (``mark_usd``, ``band_80``, ``band_95``);
+    the public form the bands as multiples of the mark (``band_80_rel``, ``band_95_rel``).
+    """
+
+    forecaster: str
+    mark_usd: Optional[int]
+    error_pct: Optional[float]
+    band_80: Optional[Band]
+    band_95: Optional[Band]
+    band_80_rel: Optional[RelativeBand]
+    band_95_rel: Optional[RelativeBand]
+    inside_80: bool
+    inside_95: bool
+    verdict: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ListingValidation(_Indexable):
+    """A listing against each forecaster's mark the day before.
+
+    Its day is ``listed_on`` in the full form and ``occurred_on`` in the public one;
+    ``event_id`` and ``listing_value_usd`` in the full form only.
+    """
+
+    slug: str
+    event_id: Optional[str]
+    event_type: str
+    listed_on: Optional[date]
+    occurred_on: Optional[date]
+    listing_value_usd: Optional[int]
+    marked_on: date
+    estimates: tuple[OutcomeEstimate, ...]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class BankruptcyOutcome(_Indexable):
+    """A bankruptcy against each forecaster's mark the day before.
+
+    ``event_id`` and ``value_usd`` in the full form only, ``event_type`` in the public one.
+    """
+
+    slug: str
+    event_id: Optional[str]
+    event_type: Optional[str]
+    occurred_on: date
+    value_usd: Optional[int]
+    marked_on: date
+    estimates: tuple[OutcomeEstimate, ...]
     raw: JSON = _raw()
 
 
@@ -597,7 +746,7 @@ class ForecasterScore:
     median_band_width_95_pct: Optional[float]
     listings: Mapping[str, Any]
     misses_total: int
-    misses: tuple[Mapping[str, Any], ...]
+    misses: tuple[ScorecardMiss, ...]
     mape_top_contributors: tuple[MapeContributor, ...]
     confidence: ConfidenceScore
     coverage_by_gap: tuple[GapCoverage, ...]
@@ -607,17 +756,22 @@ class ForecasterScore:
 
 @dataclasses.dataclass(frozen=True)
 class Scorecard:
-    """The methodology's walk-forward backtest beside the previous method and two baselines."""
+    """The methodology's walk-forward backtest beside the previous method and two baselines.
+
+    Without a key, or with a free or research key, the public form: every figure, but misses,
+    MAPE's contributors, listings and bankruptcies without event ids or dollars (their fields
+    for those are ``None``). A pro, business or enterprise key gets the full form.
+    """
 
     meta: Meta
     methodology_version: str
     params: Mapping[str, Any]
     quantiles_in_force: Optional[Mapping[str, Any]]
     forecasters: tuple[ForecasterScore, ...]
-    listing_validations: tuple[Mapping[str, Any], ...]
+    listing_validations: tuple[ListingValidation, ...]
     comparison_params: Optional[Mapping[str, Any]]
     comparison: Optional[Mapping[str, Any]]
-    bankruptcy_outcomes: tuple[Mapping[str, Any], ...]
+    bankruptcy_outcomes: tuple[BankruptcyOutcome, ...]
     raw: JSON = _raw()
 
     def forecaster(self, name: str) -> ForecasterScore:
@@ -630,10 +784,15 @@ class Scorecard:
 
 @dataclasses.dataclass(frozen=True)
 class TargetForecast:
+    """One forecaster's numbers at a target: the bands as multiples of the mark in both forms,
+    the mark and bands in dollars (``mark_usd``, ``band_80``, ``band_95``) in the full form only."""
+
     forecaster: str
-    mark_usd: float
-    band_80: Band
-    band_95: Band
+    mark_usd: Optional[float]
+    band_80: Optional[Band]
+    band_95: Optional[Band]
+    band_80_rel: RelativeBand
+    band_95_rel: RelativeBand
     confidence: float
     log_error: Optional[float]
     inside_80: bool
@@ -645,13 +804,15 @@ class TargetForecast:
 
 @dataclasses.dataclass(frozen=True)
 class ScorecardTarget:
-    slug: str
-    event_id: str
+    """A scored target; ``slug``, ``event_id`` and ``observed_usd`` in the full form only."""
+
+    slug: Optional[str]
+    event_id: Optional[str]
     kind: str
     event_type: str
     occurred_on: date
     marked_on: date
-    observed_usd: int
+    observed_usd: Optional[int]
     gap_years: float
     gap_bucket: str
     forecasts: tuple[TargetForecast, ...]
@@ -660,7 +821,13 @@ class ScorecardTarget:
 
 @dataclasses.dataclass(frozen=True)
 class ScorecardTargets:
-    """Every target the scorecard scores, with each forecaster's numbers."""
+    """Every target the scorecard scores, with each forecaster's numbers.
+
+    Without a key, or with a free or research key, the public form: relative quantities only
+    (log error, bands as multiples of the mark, confidence, flags, verdict, gap, event type and
+    dates), ordered by date, with ``slug``, ``event_id``, ``observed_usd``, ``mark_usd``,
+    ``band_80`` and ``band_95`` ``None``. A pro, business or enterprise key gets every field.
+    """
 
     meta: Meta
     methodology_version: str
@@ -676,7 +843,12 @@ class ScorecardTargets:
         return len(self.targets)
 
     def to_pandas(self) -> pd.DataFrame:
-        """One row per (target, forecaster), the target's fields beside the forecast's."""
+        """One row per (target, forecaster), the target's fields beside the forecast's.
+
+        In the public form the columns of what it leaves out (slug, event_id, observed_usd,
+        mark_usd, band_80_*, band_95_*) are empty; band_80_rel_* and band_95_rel_* are filled in
+        both.
+        """
         return targets_frame(self.raw.get("targets", ()), self.meta.to_dict())
 
 
@@ -701,11 +873,41 @@ def _date(value: Any, _meta: Optional[Meta]) -> Any:
     return date.fromisoformat(value) if type(value) is str else value
 
 
+def _tagged(members: list[Any]) -> Optional[Converter]:
+    """A converter for a union of models told apart by a tag: the field each of them declares
+    as a ``Literal`` (the same field in all of them), whose value picks the model."""
+    tag = ""
+    by_value: dict[Any, type[Any]] = {}
+    for member in members:
+        if not (isinstance(member, type) and dataclasses.is_dataclass(member)):
+            return None
+        hints = get_type_hints(member)
+        field = next(
+            (f.name for f in dataclasses.fields(member) if get_origin(hints[f.name]) is Literal), None
+        )
+        if field is None or tag not in ("", field):
+            return None
+        tag = field
+        by_value.update(dict.fromkeys(get_args(hints[field]), member))
+    names = " or ".join(repr(value) for value in by_value)
+
+    def convert(value: Any, meta: Optional[Meta]) -> Any:
+        # ValueError: from_json names the member it was reading.
+        if not isinstance(value, Mapping):
+            raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+        model = by_value.get(value.get(tag))
+        if model is None:
+            raise ValueError(f"{tag} is {value.get(tag)!r}, not {names}")
+        return from_json(model, value, meta)
+
+    return convert
+
+
 def _converter(tp: Any) -> Optional[Converter]:
     origin = get_origin(tp)
     if origin in _UNION_TYPES:
         args = [arg for arg in get_args(tp) if arg is not type(None)]
-        inner = _converter(args[0]) if len(args) == 1 else None
+        inner = _converter(args[0]) if len(args) == 1 else _tagged(args)
         if inner is None:
             return None
         return lambda value, meta: None if value is None else inner(value, meta)
