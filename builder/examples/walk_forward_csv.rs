@@ -85,6 +85,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         series.flush()?;
     }
-    println!("{}", fit.scorecard.to_text());
+    println!("{}", marks_builder::present::text::scorecard_text(&fit.scorecard));
     Ok(())
 }

@@ -112,7 +112,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
         load_time,
         fit_time,
         render_time: started.elapsed(),
-        scorecard: fit.scorecard.to_text(),
+        scorecard: crate::present::text::scorecard_text(&fit.scorecard),
         ..report
     })
 }
@@ -356,9 +356,9 @@ fn write_snapshot(
         Disclosure::ALL.map(|disclosure| compressed(render::scorecard(&meta, fit, disclosure)));
     let [scorecard_targets, scorecard_targets_full] =
         Disclosure::ALL.map(|disclosure| compressed(render::scorecard_targets(&meta, fit, disclosure)));
-    let home = crate::present::pages::home(dataset, &fit.scorecard);
+    let home = crate::present::home::home(dataset, &fit.scorecard);
     let home_page = writer.append_body(&home, gzip(&home, options.gzip_level).as_deref())?;
-    let scorecard_html = crate::present::pages::scorecard(dataset, &fit.scorecard);
+    let scorecard_html = crate::present::scorecard_page::scorecard(dataset, &fit.scorecard);
     let scorecard_page = writer.append_body(&scorecard_html, gzip(&scorecard_html, options.gzip_level).as_deref())?;
     let exports = spools.finish(&mut writer, &options.out)?;
     let changes = changes::change_log(dataset, &companies, previous);

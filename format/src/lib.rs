@@ -8,12 +8,14 @@
 //! - [`signatures`]: key thumbprints, the JWKS, and checking a signed resolution record;
 //! - [`etag`], [`gzip`]: the ETag of a body, and gzip members built from deflated pieces;
 //! - [`day`], [`names`]: the calendar day and the slug and name grammar;
+//! - [`frame`]: the page frame every page is drawn in (`web/frame.html`);
 //! - [`regular_file`], [`atomic_file`]: opening an operator's file without ever waiting on one,
 //!   and replacing a file atomically.
 
 pub mod atomic_file;
 pub mod day;
 pub mod etag;
+pub mod frame;
 pub mod gzip;
 pub mod layout;
 pub mod names;

@@ -1,6 +1,7 @@
-//! The pages' files compiled into the binary: the explorer and API-reference shells
-//! (`web/explore.html`, `web/docs.html`) and every file under `web/assets/` (the stylesheet,
-//! the explorer's script, the vendored API-reference renderer with its licence).
+//! The pages' files compiled into the binary: the explorer and API-reference shells (the
+//! content of `web/explore.html` and `web/docs.html`, drawn in the page frame every page shares,
+//! `marks_format::frame`) and every file under `web/assets/` (the stylesheets, the scripts, the
+//! vendored API-reference renderer with its licence).
 //!
 //! Each is prepared once, on first use, like a snapshot body: its bytes, a strong ETag, and a
 //! gzip variant with its own ETag when that saves anything. Every asset is served at
@@ -16,6 +17,7 @@ use bytes::Bytes;
 use http::HeaderValue;
 use include_dir::{include_dir, Dir};
 use marks_format::etag::etag_of;
+use marks_format::frame::{self, Page};
 
 static WEB: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/web");
 
@@ -37,6 +39,42 @@ pub struct WebFile {
 pub enum Shell {
     Explore,
     Docs,
+}
+
+impl Shell {
+    /// The file that holds the page's content, and what the page adds to the frame.
+    fn page(self) -> (&'static str, Page<'static>) {
+        match self {
+            Shell::Explore => (
+                "explore.html",
+                Page {
+                    title: "Explore companies · Valuation Marks",
+                    current: "/explore",
+                    head: "<script type=\"module\" src=\"{{asset:explore.js}}\"></script>\n",
+                    ..Page::default()
+                },
+            ),
+            Shell::Docs => (
+                "docs.html",
+                Page {
+                    title: "API reference · Valuation Marks",
+                    current: "/docs",
+                    head: "<script defer src=\"{{asset:vendor/rapidoc-9.3.8/rapidoc-min.js}}\"></script>\n\
+                           <script defer src=\"{{asset:docs.js}}\"></script>\n",
+                    body: " class=\"docs\"",
+                    main: "",
+                },
+            ),
+        }
+    }
+}
+
+/// A content file without the comment it opens with (for whoever edits it).
+fn without_leading_comment(text: &str) -> &str {
+    match text.strip_prefix("<!--").and_then(|rest| rest.split_once("-->")) {
+        Some((_, rest)) => rest.trim_start_matches('\n'),
+        None => text,
+    }
 }
 
 /// What an asset URL names.
@@ -62,15 +100,23 @@ fn web() -> &'static Web {
         if let Some(dir) = WEB.get_dir("assets") {
             collect(dir, &mut assets);
         }
-        let shell = |name: &str| {
-            WEB.get_file(name).map(|file| {
+        let asset_url = |name: &str| {
+            assets
+                .get(name)
+                .map(|(fingerprint, _)| format!("/assets/{fingerprint}/{name}"))
+        };
+        let shell = |shell: Shell| {
+            let (file, page) = shell.page();
+            WEB.get_file(file).map(|file| {
                 let text = String::from_utf8_lossy(file.contents());
-                prepare(fill_asset_urls(&text, &assets).into_bytes(), "html")
+                let main = without_leading_comment(&text);
+                let html = frame::render(&Page { main, ..page }, &asset_url);
+                prepare(html.into_bytes(), "html")
             })
         };
         Web {
-            explore: shell("explore.html"),
-            docs: shell("docs.html"),
+            explore: shell(Shell::Explore),
+            docs: shell(Shell::Docs),
             assets,
         }
     })
@@ -91,33 +137,6 @@ fn collect(dir: &'static Dir<'static>, into: &mut HashMap<String, (String, WebFi
     for sub in dir.dirs() {
         collect(sub, into);
     }
-}
-
-/// `{{asset:NAME}}` replaced by `/assets/FINGERPRINT/NAME`; an unknown name is left as it is
-/// (and shows in the page as a broken reference a test finds).
-fn fill_asset_urls(text: &str, assets: &HashMap<String, (String, WebFile)>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("{{asset:") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + "{{asset:".len()..];
-        match after.find("}}") {
-            Some(end) => {
-                let name = &after[..end];
-                match assets.get(name) {
-                    Some((fingerprint, _)) => out.push_str(&format!("/assets/{fingerprint}/{name}")),
-                    None => out.push_str(&rest[start..start + "{{asset:".len() + end + 2]),
-                }
-                rest = &after[end + 2..];
-            }
-            None => {
-                out.push_str(&rest[start..]);
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 fn content_type(extension: &str) -> HeaderValue {
@@ -186,23 +205,6 @@ pub fn asset(rest: &str) -> Option<AssetHit<'static>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn asset_placeholders_become_fingerprinted_urls() {
-        let mut assets = HashMap::new();
-        assets.insert(
-            "app.css".to_string(),
-            ("abc123".to_string(), prepare(b"body{}".to_vec(), "css")),
-        );
-        let filled = fill_asset_urls(
-            "<link href=\"{{asset:app.css}}\"><script src=\"{{asset:gone.js}}\"></script>{{asset:",
-            &assets,
-        );
-        assert_eq!(
-            filled,
-            "<link href=\"/assets/abc123/app.css\"><script src=\"{{asset:gone.js}}\"></script>{{asset:"
-        );
-    }
 
     #[test]
     fn small_or_incompressible_files_have_no_gzip_variant() {

@@ -1,224 +1,19 @@
-//! The two pages that depend on the dataset, rendered at build time like every other body:
-//! `/` (what the service is, the versions, the headline figures, a quickstart) and
-//! `/scorecard` (the backtest made visible). Static HTML with inline SVG charts: no script is
-//! needed to read them, every chart has its numbers in a table beside it, and every figure
-//! carries `data-figure="FORECASTER.FIELD"` with the number `/v1/scorecard` serves, so a test
-//! can hold the page to the document. The one stylesheet is the binary's `/assets/app.css`.
+//! `/scorecard`: the backtest made visible. Static HTML with inline SVG charts: no script is
+//! needed to read it, every chart has its numbers in a table beside it, and every figure
+//! carries `data-figure="FORECASTER.FIELD"` with the number `/v1/scorecard` serves, so a test can
+//! hold the page to the document. Everything on it is the scorecard's public form
+//! (`methodology::scorecard::disclosure`): relative quantities, companies named only for their
+//! outcomes.
 
 use std::fmt::Write;
+
+use marks_format::frame::escape_html as esc;
 
 use crate::dataset::Dataset;
 use crate::methodology::scorecard::{CoverageScore, RelativeBand, Scorecard, Target, TargetKind, Verdict};
 use crate::methodology::stats::percentile;
-use crate::methodology::{round_to, METHODOLOGY_VERSION};
-
-/// Text made safe for HTML element content and attribute values.
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn opt(value: Option<f64>) -> String {
-    value.map_or("–".to_string(), |v| format!("{v}"))
-}
-
-/// A number as served, in an element a test can find: `data-figure="NAME"`.
-fn figure(name: &str, value: Option<f64>) -> String {
-    format!("<span data-figure=\"{}\">{}</span>", esc(name), opt(value))
-}
-
-fn page(title: &str, current: &str, main: &str) -> Vec<u8> {
-    let mut nav = String::new();
-    for (href, label) in [
-        ("/", "Overview"),
-        ("/explore", "Explore"),
-        ("/scorecard", "Scorecard"),
-        ("/docs", "API reference"),
-    ] {
-        let current = if href == current { " aria-current=\"page\"" } else { "" };
-        let _ = write!(nav, "<li><a href=\"{href}\"{current}>{label}</a></li>");
-    }
-    format!(
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{title}</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n\
-         <link rel=\"stylesheet\" href=\"/assets/pages.css\">\n\
-         <link rel=\"icon\" href=\"/assets/favicon.svg\" type=\"image/svg+xml\">\n\
-         <script src=\"/assets/site.js\" defer></script>\n</head>\n<body>\n\
-         <a class=\"skip-link\" href=\"#main\">Skip to content</a>\n\
-         <header class=\"site\"><a class=\"brand\" href=\"/\">Valuation Marks</a>\
-         <nav class=\"site-nav\" aria-label=\"Pages\"><ul>{nav}</ul></nav></header>\n<main id=\"main\">\n{main}</main>\n\
-         <footer class=\"site\"><p>Valuation Marks, methodology {METHODOLOGY_VERSION}. \
-         <a href=\"/v1/openapi.json\">OpenAPI document</a> · <a href=\"/v1/scorecard\">scorecard as JSON</a> · \
-         <a href=\"/v1/scorecard/targets\">every scored target</a></p></footer>\n</body>\n</html>\n",
-        title = esc(title),
-    )
-    .into_bytes()
-}
-
-/// The home page.
-pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
-    let info = &dataset.info;
-    let events: usize = dataset.companies.iter().map(|c| c.events.len()).sum();
-    let mut main = String::new();
-    let _ = write!(
-        main,
-        "<h1>Valuation marks for private companies</h1>\n\
-         <p class=\"lede\">A read-only HTTP/JSON API: for each company a latest mark with 80% and 95% bands and a \
-         confidence, a daily mark series, the append-only history of the valuation events behind it, and an \
-         Ed25519-signed resolution record that auditors verify offline.</p>\n\
-         <dl class=\"facts\"><div><dt>Dataset version</dt><dd>{version}</dd></div>\
-         <div><dt>Methodology</dt><dd>{METHODOLOGY_VERSION}</dd></div>\
-         <div><dt>As of</dt><dd>{as_of}</dd></div>\
-         <div><dt>Companies</dt><dd>{companies}</dd></div>\
-         <div><dt>Events</dt><dd>{events}</dd></div>\
-         <div><dt>Data</dt><dd>{mode}, {provenance}</dd></div></dl>\n\
-         <p class=\"note\">{disclaimer}</p>\n",
-        version = info.dataset_version,
-        as_of = info.as_of,
-        companies = dataset.companies.len(),
-        mode = info.data_mode.as_str(),
-        provenance = info.provenance.as_str(),
-        disclaimer = esc(&info.disclaimer),
-    );
-    main.push_str("<h2>How good are the marks?</h2>\n");
-    main.push_str(&headline(scorecard));
-    main.push_str("<p><a href=\"/scorecard\">The whole scorecard</a>: every forecaster, coverage, the confidence claim, every listing and bankruptcy.</p>\n");
-    let key = info.quickstart_key.as_deref().unwrap_or("YOUR_API_KEY");
-    let demo = if info.quickstart_key.is_some() {
-        "<p>This is the bundled sample, served with public demo keys (demo only).</p>\n"
-    } else {
-        ""
-    };
-    let _ = write!(
-        main,
-        "<h2>Quickstart</h2>\n{demo}<pre><code>curl -s -H 'X-API-Key: {key}' \\\n  '<span data-origin>http://HOST:PORT</span>/v1/companies?limit=3&amp;sort=-value_usd'</code></pre>\n\
-         <p>Every operation and field: the <a href=\"/docs\">API reference</a>, from the \
-         <a href=\"/v1/openapi.json\">OpenAPI document</a>. See a company's marks, bands and events in the \
-         <a href=\"/explore\">explorer</a> with your key.</p>\n",
-        key = esc(key),
-    );
-    page("Valuation Marks", "/", &main)
-}
-
-/// The robust figures first, with their bootstrap intervals, then MAPE with what sets it.
-fn headline(scorecard: &Scorecard) -> String {
-    let mut out = String::from("<ul class=\"headline\">\n");
-    let Some(method) = scorecard.forecasters.first() else {
-        return String::new();
-    };
-    let name = method.figures.name;
-    for (field, label) in [
-        ("median_abs_log_error", "median |log error|"),
-        ("mean_abs_log_error", "mean |log error|"),
-    ] {
-        if let Some(d) = scorecard.comparison.differences.iter().find(|d| d.figure == field) {
-            let value = if field == "median_abs_log_error" {
-                method.figures.median_abs_log_error
-            } else {
-                method.figures.mean_abs_log_error
-            };
-            let _ = writeln!(
-                out,
-                "<li>{label}: {} against {} for {} (difference {}, 95% interval {}; {})</li>",
-                figure(&format!("{name}.{field}"), value),
-                opt(d.b.map(|v| round_to(v, 3))),
-                esc(scorecard.comparison.b),
-                opt(d.difference.map(|v| round_to(v, 3))),
-                d.interval_95.map_or("–".to_string(), |[l, h]| format!(
-                    "[{}, {}]",
-                    round_to(l, 3),
-                    round_to(h, 3)
-                )),
-                verdict(d.verdict),
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "<li>80% band covers {}% of {} scored events ({}), 95% band {}% ({})</li>",
-        figure(
-            &format!("{name}.coverage_80.observed_pct"),
-            method.figures.coverage_80.observed_pct
-        ),
-        method.figures.n,
-        range_words(&method.figures.coverage_80),
-        figure(
-            &format!("{name}.coverage_95.observed_pct"),
-            method.figures.coverage_95.observed_pct
-        ),
-        range_words(&method.figures.coverage_95),
-    );
-    let _ = writeln!(
-        out,
-        "<li>confidence: Brier score {} against {} for the base rate (skill {})</li>",
-        figure(&format!("{name}.confidence.brier"), method.figures.confidence.brier),
-        opt(method.figures.confidence.brier_base_rate),
-        figure(
-            &format!("{name}.confidence.brier_skill"),
-            method.figures.confidence.brier_skill
-        ),
-    );
-    // Named by event type and date only: which company's event it was is for Pro keys
-    // (`methodology::disclosure`).
-    let contributors: Vec<String> = method
-        .mape_top_contributors
-        .iter()
-        .map(|c| {
-            format!(
-                "a {} on {} ({}% of the sum)",
-                c.event_type.as_str().replace('_', " "),
-                c.occurred_on,
-                c.share_of_mape_pct
-            )
-        })
-        .collect();
-    let _ = writeln!(
-        out,
-        "<li>MAPE {}%, set mostly by {}</li>\n</ul>",
-        figure(&format!("{name}.mape_pct"), method.figures.mape_pct),
-        contributors.join("; ")
-    );
-    out
-}
-
-fn verdict(verdict: &str) -> &'static str {
-    match verdict {
-        "a_better" => "the method is better",
-        "b_better" => "the baseline is better",
-        _ => "a tie",
-    }
-}
-
-fn range_words(coverage: &CoverageScore) -> String {
-    match (coverage.binomial_90_range_pct, coverage.within_binomial_90_range) {
-        (Some([low, high]), Some(true)) => format!("inside the {low}–{high}% a calibrated band shows"),
-        (Some([low, high]), Some(false)) => format!("outside the {low}–{high}% a calibrated band shows"),
-        _ => "too few to tell".into(),
-    }
-}
-
-/// An SVG chart with a title and description for assistive technology.
-fn svg(id: &str, width: u32, height: u32, title: &str, description: &str, body: &str) -> String {
-    format!(
-        "<figure class=\"chart {id}\"><svg viewBox=\"0 0 {width} {height}\" role=\"img\" \
-         aria-labelledby=\"{id}-t {id}-d\"><title id=\"{id}-t\">{}</title><desc id=\"{id}-d\">{}</desc>{body}</svg>\
-         <figcaption>{}</figcaption></figure>",
-        esc(title),
-        esc(description),
-        esc(description)
-    )
-}
+use crate::present::headline::verdict_words;
+use crate::present::{figure, headline, opt, page, svg};
 
 /// The scorecard page.
 pub fn scorecard(dataset: &Dataset, card: &Scorecard) -> Vec<u8> {
@@ -785,19 +580,9 @@ fn bootstrap_section(card: &Scorecard) -> String {
             opt(d.b),
             opt(d.difference),
             d.interval_95.map_or("–".to_string(), |[l, h]| format!("[{l}, {h}]")),
-            verdict(d.verdict)
+            verdict_words(d.verdict)
         );
     }
     out.push_str("</tbody></table></div>\n");
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_is_escaped() {
-        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
-    }
 }

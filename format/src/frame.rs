@@ -1,0 +1,156 @@
+//! The page frame every page is drawn in (`web/frame.html`: head, header and navigation,
+//! footer), filled here for the builder's pages (`/`, `/scorecard`) and the binary's shells
+//! (`/explore`, `/docs`) alike, so a change to the navigation is one edit.
+//!
+//! `{{asset:NAME}}` placeholders, in the frame and a page's head, become URLs the caller names:
+//! the binary's fingerprinted ones, or for the builder (which does not know the binary's
+//! fingerprints) plain `/assets/NAME` ([`plain_asset_url`]).
+
+/// The frame, compiled in.
+pub const FRAME: &str = include_str!("../../web/frame.html");
+
+/// What a page puts in the frame.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Page<'a> {
+    /// Plain text; escaped here.
+    pub title: &'a str,
+    /// The navigation entry that is this page (`/`, `/explore`, `/scorecard`, `/docs`), if any.
+    pub current: &'a str,
+    /// More of `<head>`: stylesheets and scripts, as HTML.
+    pub head: &'a str,
+    /// Attributes of `<body>`, as HTML with a leading space (`class="docs"`), or empty.
+    pub body: &'a str,
+    /// The page's content, as HTML: its `<main id="main">` (or another element with that id).
+    pub main: &'a str,
+}
+
+/// The whole page: the frame's placeholders filled, asset URLs by `asset_url`, the page's
+/// content placed as it is (its own text is never searched for placeholders).
+pub fn render(page: &Page<'_>, asset_url: &dyn Fn(&str) -> Option<String>) -> String {
+    let frame = without_comment(FRAME);
+    let (before, after) = frame.split_once("{{main}}").unwrap_or((frame.as_str(), ""));
+    let fill = |text: &str| {
+        let mut out = text
+            .replace("{{title}}", &escape_html(page.title))
+            .replace("{{head}}", page.head)
+            .replace("{{body}}", page.body);
+        for entry in ["/", "/explore", "/scorecard", "/docs"] {
+            let marker = if entry == page.current {
+                " aria-current=\"page\""
+            } else {
+                ""
+            };
+            out = out.replace(&format!("{{{{current:{entry}}}}}"), marker);
+        }
+        fill_asset_urls(&out, asset_url)
+    };
+    let mut out = fill(before);
+    out.push_str(page.main);
+    out.push_str(&fill(after));
+    out
+}
+
+/// The frame without its leading comment, which is for whoever edits it, not for every visitor.
+fn without_comment(frame: &str) -> String {
+    match (frame.find("<!--"), frame.find("-->\n")) {
+        (Some(start), Some(end)) if start < end => format!("{}{}", &frame[..start], &frame[end + 4..]),
+        _ => frame.to_string(),
+    }
+}
+
+/// The URL of an asset for pages that do not know the binary's fingerprints.
+pub fn plain_asset_url(name: &str) -> Option<String> {
+    Some(format!("/assets/{name}"))
+}
+
+/// `{{asset:NAME}}` replaced by `asset_url(NAME)`; a name it does not know is left as it is (and
+/// shows in the page as a broken reference a test finds).
+pub fn fill_asset_urls(text: &str, asset_url: &dyn Fn(&str) -> Option<String>) -> String {
+    const OPEN: &str = "{{asset:";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + OPEN.len()..];
+        match after.find("}}") {
+            Some(end) => {
+                match asset_url(&after[..end]) {
+                    Some(url) => out.push_str(&url),
+                    None => out.push_str(&rest[start..start + OPEN.len() + end + 2]),
+                }
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Text made safe for HTML element content and attribute values.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_frame_marks_the_current_page_and_escapes_the_title() {
+        let html = render(
+            &Page {
+                title: "A <b> & \"c\"",
+                current: "/scorecard",
+                head: "<link rel=\"stylesheet\" href=\"{{asset:pages.css}}\">\n",
+                body: "",
+                main: "<main id=\"main\">{{title}} {{asset:x}} stay</main>",
+            },
+            &plain_asset_url,
+        );
+        assert!(html.contains("href=\"/assets/pages.css\"") && html.contains("href=\"/assets/app.css\""));
+        assert!(
+            html.contains("<title>A &lt;b&gt; &amp; &quot;c&quot;</title>"),
+            "{html}"
+        );
+        assert!(html.contains("<a href=\"/scorecard\" aria-current=\"page\">Scorecard</a>"));
+        assert_eq!(html.matches("aria-current").count(), 1);
+        assert!(
+            html.contains("<main id=\"main\">{{title}} {{asset:x}} stay</main>"),
+            "content is not searched"
+        );
+        assert!(!html.contains("{{current:") && !html.contains("{{head}}") && !html.contains("<!--"));
+        assert!(html.starts_with("<!doctype html>\n<html lang=\"en\">"), "{html}");
+        assert_eq!(
+            escape_html("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+
+    #[test]
+    fn asset_placeholders_become_the_urls_named_and_unknown_ones_stay() {
+        let url = |name: &str| (name == "app.css").then(|| "/assets/abc123/app.css".to_string());
+        let filled = fill_asset_urls(
+            "<link href=\"{{asset:app.css}}\"><script src=\"{{asset:gone.js}}\"></script>{{asset:",
+            &url,
+        );
+        assert_eq!(
+            filled,
+            "<link href=\"/assets/abc123/app.css\"><script src=\"{{asset:gone.js}}\"></script>{{asset:"
+        );
+    }
+}
