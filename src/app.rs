@@ -194,6 +194,20 @@ impl App {
             },
         )
         .await?;
+        if let Some(path) = &settings.listen.ready_file {
+            let scheme = if settings.listen.tls_cert.is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            let ready = serde_json::json!({
+                "url": format!("{scheme}://{}", server.addr),
+                "addr": server.addr.to_string(),
+                "pid": std::process::id(),
+            });
+            marks_format::atomic_file::write(path, ready.to_string().as_bytes())
+                .with_context(|| format!("--ready-file {}", path.display()))?;
+        }
         let shutdown = server.shutdown_trigger().subscribe();
         reload::spawn_watcher(state.clone(), settings.data.watch_interval, shutdown.clone());
         reload::spawn_source_poller(state.clone(), shutdown);

@@ -67,6 +67,10 @@ pub struct Listen {
     /// Public base URL, used in problem `type` URIs. Default: http(s)://ADDR of this server.
     #[arg(long, value_name = "URL", value_parser = absolute_url)]
     pub public_base_url: Option<String>,
+    /// Once listening, write where to this file (JSON: `url`, `addr`, `pid`), atomically: how a
+    /// supervisor or a test harness learns the port of `--addr HOST:0` without reading logs.
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<PathBuf>,
     /// With TLS: the `Strict-Transport-Security` max-age every response carries, so browsers
     /// keep to HTTPS for that long; 0s sends none.
     #[arg(long, value_name = "DURATION", default_value = "365d", value_parser = seconds)]

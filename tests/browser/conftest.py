@@ -7,11 +7,10 @@ context: a fresh tab with empty storage. Run through tests/browser/run.sh.
 
 import json
 import os
-import queue
 import re
 import shutil
 import subprocess
-import threading
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -23,6 +22,9 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "harness"))
+from marks_server import serve  # noqa: E402  (the one way a harness starts the server)
+
 SCREENSHOTS = ROOT / "target" / "browser-screenshots"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
@@ -131,62 +133,14 @@ def server(tmp_path_factory):
         check=True,
     )
     shutil.copy(ROOT / "sample" / "demo-keys.toml", keys)
-    proc = subprocess.Popen(
-        [
-            str(binary),
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--snapshot",
-            str(snap),
-            "--keys",
-            str(keys),
-            "--no-access-log",
-        ],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines = queue.Queue()
-
-    def drain():  # keeps reading so the server never blocks on a full pipe
-        for line in proc.stderr:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=drain, daemon=True).start()
-    base, seen, deadline = None, [], time.monotonic() + 60
-    while base is None:
-        try:
-            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            line = None
-        if line is None:
-            proc.kill()
-            pytest.exit(
-                "the server did not say where it listens:\n" + "".join(seen),
-                returncode=2,
-            )
-        seen.append(line)
-        match = re.search(
-            r"Valuation Marks listening on (http://127\.0\.0\.1:\d+)", line
-        )
-        if match:
-            base = match.group(1)
-    srv = Server(base=base, binary=binary, keys=keys, proc=proc)
-    while srv.get("/readyz")[0] != 200:
-        if time.monotonic() > deadline:
-            pytest.exit("the server never became ready", returncode=2)
-        time.sleep(0.1)
-    yield srv
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    with serve(binary, "--snapshot", snap, "--keys", keys, "--no-access-log", cwd=ROOT) as running:
+        srv = Server(base=running.url, binary=binary, keys=keys, proc=running.process)
+        deadline = time.monotonic() + 60
+        while srv.get("/readyz")[0] != 200:
+            if time.monotonic() > deadline:
+                pytest.exit("the server never became ready", returncode=2)
+            time.sleep(0.1)
+        yield srv
     shutil.rmtree(work, ignore_errors=True)  # the snapshot is some 30 MB
 
 

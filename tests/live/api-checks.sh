@@ -48,17 +48,11 @@ echo "e9001,stripe,tender_offer,$next_version,91000000000,https://example.com/ap
 "$marks" build --source "$work/next" --previous "$work/previous.snap" --out "$work/sample.snap" \
   --signing-key sample/demo-signing-key.pem --quiet >/dev/null
 
-"$marks" serve --addr 127.0.0.1:0 --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
-  --auth-failures-per-min 1000000 --no-access-log >"$work/serve.log" 2>"$work/serve.err" &
-server_pid=$!
-for _ in $(seq 1 100); do
-  base=$(sed -n 's/^Valuation Marks listening on //p' "$work/serve.err")
-  [ -n "$base" ] && break
-  sleep 0.1
-done
-if [ -z "${base:-}" ]; then
-  echo "server did not start:"; cat "$work/serve.err"; exit 1
-fi
+. tests/harness/marks-server.sh
+marks_serve "$marks" "$work/serve.err" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
+  --auth-failures-per-min 1000000 --no-access-log
+server_pid=$marks_pid
+base=$marks_url
 echo "server at $base"
 
 echo "--- schemathesis: every check, every phase"

@@ -462,12 +462,14 @@ pub fn append_line(path: &Path, line: &str) {
     writeln!(file, "{line}").unwrap();
 }
 
-/// Starts the real binary on a free port; returns the child and its address.
+/// Starts the real binary on a free port; returns the child and its address, read from the
+/// file `--ready-file` names (the one way every harness learns where a server listens).
 pub async fn spawn_binary(dir: &Path, extra: &[&str]) -> (tokio::process::Child, std::net::SocketAddr) {
     let snapshot = dir.join("live.snap");
     std::fs::copy(sample_snapshot(), &snapshot).unwrap();
     let keys = dir.join("keys.toml");
     std::fs::copy(sample_dir().join("demo-keys.toml"), &keys).unwrap();
+    let ready = dir.join("ready.json");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_marks"));
     command
         .args(["serve", "--addr", "127.0.0.1:0"])
@@ -481,32 +483,29 @@ pub async fn spawn_binary(dir: &Path, extra: &[&str]) -> (tokio::process::Child,
         .arg(&snapshot)
         .arg("--keys")
         .arg(&keys)
+        .arg("--ready-file")
+        .arg(&ready)
         .args(extra)
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
         .kill_on_drop(true);
     let mut child = command.spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(stderr);
-    let mut line = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let addr = loop {
-        line.clear();
-        use tokio::io::AsyncBufReadExt;
-        let n = tokio::time::timeout(Duration::from_secs(20), lines.read_line(&mut line))
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(n > 0, "server exited before listening");
-        if let Some(rest) = line.trim().strip_prefix("Valuation Marks listening on http://") {
-            break rest.parse().unwrap();
+        if let Ok(text) = std::fs::read_to_string(&ready) {
+            let written: serde_json::Value = serde_json::from_str(&text).unwrap();
+            break written["addr"].as_str().unwrap().parse().unwrap();
         }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the server exited before listening"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server did not listen within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    // Keep draining stderr so the child never blocks on a full pipe.
-    tokio::spawn(async move {
-        use tokio::io::AsyncReadExt;
-        let mut sink = Vec::new();
-        let _ = lines.read_to_end(&mut sink).await;
-    });
     (child, addr)
 }
 

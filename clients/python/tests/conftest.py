@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import subprocess
-import time
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +26,8 @@ import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # clients/python
 REPO_DIR = PACKAGE_DIR.parent.parent
+sys.path.insert(0, str(REPO_DIR / "tests" / "harness"))
+from marks_server import NotStarted, serve  # noqa: E402  (the one way a harness starts the server)
 
 #: The RFC 7638 thumbprint of the sample's demo signing key (sample/demo-signing-key.pem), the
 #: kid of its key in /v1/signing-keys: what a user pins, obtained apart from the server.
@@ -160,36 +162,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @contextlib.contextmanager
 def run_server(marks: Path, snapshot: Path, keys_file: Path, work: Path) -> Iterator[str]:
-    """``marks serve`` on 127.0.0.1:0 for the duration; yields its base URL."""
+    """``marks serve`` on 127.0.0.1:0 for the duration, started by the repository's one Python
+    harness (tests/harness/marks_server.py, which waits for the server's ready file); yields
+    its base URL."""
     log = work / f"serve-{snapshot.stem}.err"
     with open(log, "w+b") as stderr:
-        process = subprocess.Popen(
-            [
-                str(marks), "serve", "--addr", "127.0.0.1:0", "--snapshot", str(snapshot),
-                "--keys", str(keys_file), "--no-access-log", "--auth-failures-per-min", "1000",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )  # fmt: skip
         try:
-            base_url = None
-            deadline = time.monotonic() + 30
-            while base_url is None and time.monotonic() < deadline and process.poll() is None:
-                found = re.search(rb"listening on (http://\S+)", log.read_bytes())
-                if found:
-                    base_url = found.group(1).decode()
-                else:
-                    time.sleep(0.05)
-            if base_url is None:
-                pytest.fail("the server did not start:\n" + log.read_text(), pytrace=False)
-            yield base_url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            with serve(
+                marks, "--snapshot", snapshot, "--keys", keys_file, "--no-access-log",
+                "--auth-failures-per-min", "1000", stderr=stderr, timeout=30,
+            ) as running:  # fmt: skip
+                yield running.url
+        except NotStarted as error:
+            pytest.fail(f"the server did not start: {error}", pytrace=False)
 
 
 @pytest.fixture

@@ -1,0 +1,96 @@
+"""Starting `marks serve` for a test or a check, the one way every Python harness does it.
+
+The server is started on 127.0.0.1 port 0 with `--ready-file`; once it listens it writes its
+URL there (JSON: url, addr, pid), which is how the harness learns the port without reading logs.
+Used by the browser tests (tests/browser/conftest.py) and the SDK's tests
+(clients/python/tests/conftest.py); the shell scripts use tests/harness/marks-server.sh, the Rust
+tests tests/util/mod.rs (`spawn_binary`), all reading the same file.
+
+    from marks_server import serve
+    with serve(binary, "--snapshot", snap, "--keys", keys) as server:
+        print(server.url)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Iterator, Optional, Sequence, Union
+
+PathLike = Union[str, Path]
+
+
+@dataclasses.dataclass(frozen=True)
+class Running:
+    """A server that is listening: where, and its process."""
+
+    url: str
+    addr: str
+    process: subprocess.Popen[bytes]
+
+
+class NotStarted(RuntimeError):
+    """The server exited, or did not listen in time; the message holds what it said."""
+
+
+@contextlib.contextmanager
+def serve(
+    binary: PathLike,
+    *args: PathLike,
+    timeout: float = 60.0,
+    stderr: Optional[IO[bytes]] = None,
+    cwd: Optional[PathLike] = None,
+) -> Iterator[Running]:
+    """Runs `BINARY serve --addr 127.0.0.1:0 --ready-file F ARGS...` until the block ends.
+
+    `stderr`: where the server's operational log goes (a file the caller keeps, for example);
+    by default a temporary file whose text is in the error if the server does not start. The
+    server is sent SIGTERM at the end, and killed if it has not stopped 15 s later.
+    """
+    with tempfile.TemporaryDirectory(prefix="marks-serve-") as work:
+        ready = Path(work) / "ready.json"
+        log = stderr if stderr is not None else open(Path(work) / "serve.err", "w+b")
+        command: Sequence[str] = [
+            str(binary), "serve", "--addr", "127.0.0.1:0", "--ready-file", str(ready), *map(str, args),
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=cwd
+        )
+        try:
+            written = _wait_for(ready, process, timeout, log)
+            yield Running(url=written["url"], addr=written["addr"], process=process)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if stderr is None:
+                log.close()
+
+
+def _wait_for(ready: Path, process: subprocess.Popen[bytes], timeout: float, log: IO[bytes]) -> dict[str, str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready.exists():
+            written: dict[str, str] = json.loads(ready.read_text())
+            return written
+        if process.poll() is not None:
+            raise NotStarted(f"the server exited ({process.returncode}) before listening:\n{_said(log)}")
+        time.sleep(0.02)
+    raise NotStarted(f"the server did not listen within {timeout:.0f} s:\n{_said(log)}")
+
+
+def _said(log: IO[bytes]) -> str:
+    try:
+        log.flush()
+        log.seek(0)
+        return log.read().decode(errors="replace")[-4000:]
+    except (OSError, ValueError):
+        return "(its log is elsewhere)"
