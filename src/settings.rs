@@ -77,12 +77,21 @@ pub struct Listen {
     pub hsts_max_age: Duration,
 }
 
+/// The snapshot folder: where `marks build` writes and `marks serve` reads and watches by
+/// default, the operator's drop folder for a new dataset (snapshots/README.md).
+pub const SNAPSHOTS_DIR: &str = "snapshots";
+/// The snapshot `marks build` writes and `marks serve` serves when told no other.
+pub const CURRENT_SNAPSHOT: &str = "snapshots/current.snap";
+/// Where `marks serve` builds the bundled sample, the first time it runs with no snapshot.
+pub const SAMPLE_SNAPSHOT: &str = "snapshots/sample.snap";
+
 /// What the server serves, and how it notices a new version.
 #[derive(clap::Args, Clone, Debug)]
 #[command(next_help_heading = "Data")]
 pub struct Data {
     /// Snapshot file to serve; replaced files (rename or re-pointed symlink) are picked up live.
-    /// Default: the bundled sample, built on first run.
+    /// Default: snapshots/current.snap, where `marks build` writes; when there is none, the
+    /// bundled sample, built into snapshots/sample.snap on first run.
     #[arg(long, value_name = "FILE", conflicts_with = "snapshot_from")]
     pub snapshot: Option<PathBuf>,
     /// Serve the snapshots `marks publish` puts at s3://BUCKET/PREFIX: poll its CURRENT manifest,
@@ -103,7 +112,8 @@ pub struct Data {
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = millis_at_least::<100>,
           alias = "poll-interval-ms")]
     pub poll_interval: Duration,
-    /// Keys file (hashes only), reloaded on change. Default: the sample's demo keys.
+    /// Keys file (hashes only), reloaded on change. Default, when serving the bundled sample
+    /// only: its demo keys.
     #[arg(long, value_name = "FILE")]
     pub keys: Option<PathBuf>,
     /// Refuse snapshots whose header is not signed by this publisher public key (PEM).

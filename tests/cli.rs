@@ -1,5 +1,6 @@
 //! The `marks` command line: help for every flag, one-line errors, keys shown once.
 
+use std::path::Path;
 use std::process::Command;
 
 use crate::util::*;
@@ -538,4 +539,85 @@ fn the_flag_reference_is_the_help() {
         page.ends_with(&fenced),
         "docs/flags.md is not the current `marks serve --help`: run `bash tools/flags-doc.sh`"
     );
+}
+
+/// The snapshot folder is the drop folder: `marks serve` with no snapshot named builds the
+/// bundled sample into `snapshots/sample.snap` and serves `snapshots/current.snap` (a link to
+/// it) with the demo keys; `marks build` with no `--out` writes `snapshots/current.snap`, and
+/// the running server serves the new dataset without a restart.
+#[tokio::test]
+async fn a_build_into_the_snapshot_folder_goes_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready.json");
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_marks"))
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--watch-interval",
+            "50ms",
+            "--ready-file",
+        ])
+        .arg(&ready)
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    while !ready.exists() {
+        assert!(server.try_wait().unwrap().is_none(), "the server exited");
+        assert!(waited < 3000, "the server did not listen within 60 s");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&ready).unwrap()).unwrap();
+    let addr: std::net::SocketAddr = written["addr"].as_str().unwrap().parse().unwrap();
+    let snapshots = dir.path().join("snapshots");
+    assert_eq!(
+        std::fs::read_link(snapshots.join("current.snap")).unwrap(),
+        Path::new("sample.snap")
+    );
+    let ready_version = |addr| async move {
+        let reply = request(addr, http::Method::GET, "/readyz", &[]).await;
+        reply.json()["dataset_version"].as_str().unwrap().to_string()
+    };
+    assert_eq!(ready_version(addr).await, sample_version());
+    let served = request(addr, http::Method::GET, "/v1/usage", &[("x-api-key", PRO)]).await;
+    assert_eq!(served.status, 200, "the demo keys serve the sample");
+    // The next version of the dataset, built with no --out.
+    let next = dir.path().join("next");
+    copy_dataset(&sample_dir(), &next);
+    let version = day_after(&sample_version());
+    let toml = std::fs::read_to_string(next.join("dataset.toml")).unwrap();
+    let toml = toml
+        .replace(
+            &format!("dataset_version = \"{}\"", sample_version()),
+            &format!("dataset_version = \"{version}\""),
+        )
+        .replace(
+            &format!("as_of = \"{}\"", sample_version()),
+            &format!("as_of = \"{version}\""),
+        );
+    std::fs::write(next.join("dataset.toml"), toml).unwrap();
+    let build = std::process::Command::new(env!("CARGO_BIN_EXE_marks"))
+        .args(["build", "--source", "next", "--signing-key"])
+        .arg(sample_dir().join("demo-signing-key.pem"))
+        .args(["--previous", "snapshots/current.snap", "--quiet"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{}", text(&build.stderr));
+    assert!(
+        std::fs::read_link(snapshots.join("current.snap")).is_err(),
+        "the build replaced the link"
+    );
+    let mut tries = 0;
+    while ready_version(addr).await != version {
+        assert!(tries < 400, "the server never served the new build");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        tries += 1;
+    }
+    stop_binary(&mut server).await;
 }

@@ -21,12 +21,6 @@ pub fn sample_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("sample")
 }
 
-/// Where `serve` keeps the sample snapshot it builds on first run: a build product, so under
-/// `target/`, not beside its sources.
-pub fn sample_snapshot() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("sample.snap")
-}
-
 pub fn demo_signing_key() -> PathBuf {
     sample_dir().join("demo-signing-key.pem")
 }
@@ -48,6 +42,11 @@ pub struct BuildArgs {
 
 pub fn build(args: &BuildArgs) -> Result<()> {
     let started = Instant::now();
+    // The snapshot folder is made on first use; any other folder is the operator's to make.
+    if args.out.starts_with(crate::settings::SNAPSHOTS_DIR) {
+        std::fs::create_dir_all(crate::settings::SNAPSHOTS_DIR)
+            .with_context(|| format!("cannot make the snapshot folder {}", crate::settings::SNAPSHOTS_DIR))?;
+    }
     let signing_key = signing::read_signing_key(&args.signing_key)?;
     let publisher_key = args
         .publisher_key

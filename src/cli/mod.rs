@@ -42,8 +42,9 @@ enum Command {
         /// Dataset directory holding dataset.toml, companies.csv and events.csv.
         #[arg(long, value_name = "DIR")]
         source: PathBuf,
-        /// Snapshot file to write (written to a temp file beside it, then renamed into place).
-        #[arg(long, value_name = "FILE")]
+        /// Snapshot file to write (written to a temp file beside it, then renamed into place). The
+        /// default is what `marks serve` serves and watches by default: a build there goes live.
+        #[arg(long, value_name = "FILE", default_value = crate::settings::CURRENT_SNAPSHOT)]
         out: PathBuf,
         /// Ed25519 private key (PKCS#8 PEM, from `marks keygen`) that signs the resolution records.
         #[arg(long, value_name = "FILE", required = true)]

@@ -6,16 +6,17 @@
 //! With no options it serves the bundled sample (building its snapshot on first run) with the
 //! demo keys on 127.0.0.1:8080.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
 use crate::api::state::State;
 use crate::app::App;
-use crate::cli::commands::{demo_keys_file, ensure_sample_snapshot, sample_snapshot};
+use crate::cli::commands::{demo_keys_file, ensure_sample_snapshot};
 use crate::reload;
 use crate::server::access_log::AccessLog;
-use crate::settings::{LogFormat, Settings};
+use crate::settings::{LogFormat, Settings, CURRENT_SNAPSHOT, SAMPLE_SNAPSHOT};
 
 fn init_logging(format: LogFormat, level: &str) -> Result<tracing_appender::non_blocking::WorkerGuard> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -43,14 +44,19 @@ fn init_logging(format: LogFormat, level: &str) -> Result<tracing_appender::non_
 
 pub fn run(mut settings: Settings) -> Result<()> {
     let _log_guard = init_logging(settings.logging.log_format, &settings.logging.log_level)?;
-    // No dataset named: the bundled sample, with its demo keys.
-    let sample = settings.data.snapshot.is_none() && settings.data.snapshot_from.is_none();
-    if sample {
-        let path = sample_snapshot();
-        ensure_sample_snapshot(&path)?;
-        settings.data.snapshot = Some(path);
+    // No snapshot named: the snapshot folder's current one; when there is none yet, the bundled
+    // sample, with its demo keys.
+    let mut sample = false;
+    if settings.data.snapshot.is_none() && settings.data.snapshot_from.is_none() {
+        let current = PathBuf::from(CURRENT_SNAPSHOT);
+        sample = current_is_sample(&current);
+        if sample {
+            ensure_sample_snapshot(Path::new(SAMPLE_SNAPSHOT))?;
+            point_at_sample(&current)?;
+            settings.data.keys.get_or_insert_with(demo_keys_file);
+        }
+        settings.data.snapshot = Some(current);
     }
-    settings.data.keys.get_or_insert_with(demo_keys_file);
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = settings.listen.threads {
         runtime.worker_threads(usize::from(threads));
@@ -92,6 +98,24 @@ pub fn run(mut settings: Settings) -> Result<()> {
         );
         Ok(())
     })
+}
+
+/// Whether `snapshots/current.snap` is (or is to be) the bundled sample: absent, or a link to it.
+fn current_is_sample(current: &Path) -> bool {
+    match std::fs::read_link(current) {
+        Ok(target) => target == Path::new("sample.snap"),
+        Err(_) => std::fs::symlink_metadata(current).is_err(),
+    }
+}
+
+/// `snapshots/current.snap` as a link to the sample beside it, made atomically: a later `marks
+/// build` renames a real snapshot over the link, and the server's watcher serves it.
+fn point_at_sample(current: &Path) -> Result<()> {
+    let temporary = current.with_extension("snap.link");
+    let _ = std::fs::remove_file(&temporary);
+    std::os::unix::fs::symlink("sample.snap", &temporary)
+        .and_then(|()| std::fs::rename(&temporary, current))
+        .with_context(|| format!("cannot point {} at the sample", current.display()))
 }
 
 /// The signals `marks serve` answers: SIGTERM and SIGINT stop it, SIGHUP reloads both files,
