@@ -162,7 +162,7 @@ fn futures_executor_block_on<F: std::future::Future>(future: F) -> F::Output {
 
 fn access_control(c: &mut Criterion) {
     let state = state();
-    let ring: &KeyRing = &state.keys();
+    let ring: &KeyRing = &state.keys.ring();
     let mut group = c.benchmark_group("access");
     group.bench_function("authenticate", |b| b.iter(|| ring.authenticate(black_box(KEY))));
     let mut remembered = RememberedKey::default();

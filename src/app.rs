@@ -163,7 +163,8 @@ impl App {
         let keys_path = state.resolved.keys_path.clone();
         // A server that starts without its keys would answer every client 401: refuse to start.
         let keys = state
-            .load_keys(&keys_path)
+            .keys
+            .load(&keys_path)
             .context("cannot start without a valid keys file")?;
         // Parsing a large keys file leaves its scraps with the allocator: give them back.
         background::return_free_memory();
@@ -257,9 +258,9 @@ fn start_access_log(settings: &Settings) -> Result<Option<AccessLog>> {
 }
 
 async fn load_at_start(state: &Arc<State>, path: &Path) -> Result<()> {
-    let loader = state.clone();
+    let loader = state.snapshots.clone();
     let path: PathBuf = path.to_owned();
-    tokio::task::spawn_blocking(move || loader.load_snapshot(&path))
+    tokio::task::spawn_blocking(move || loader.load(&path))
         .await
         .context("the snapshot load task failed")??;
     Ok(())
@@ -279,7 +280,7 @@ async fn start_from_source(state: &Arc<State>, source: &SnapshotSource, cached: 
             }
         }
     }
-    let polled = source.poll(state).await;
+    let polled = source.poll(&state.snapshots).await;
     match (&polled, state.snapshot().is_some()) {
         (_, true) => {
             if let Err(error) = polled {

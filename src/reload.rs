@@ -5,7 +5,7 @@
 //! Files are watched by polling their identity (device, inode, size, mtime) through any
 //! symlink, which notices a file replaced by rename, a symlink re-pointed and a file rewritten
 //! in place, on every filesystem; SIGHUP forces a reload of both files. One reload runs at a
-//! time (`State::reloading`), and files are read on a low-priority thread of their own
+//! time (`SnapshotInForce::one_load_at_a_time`, `KeysInForce::one_load_at_a_time`), and files are read on a low-priority thread of their own
 //! (`background`), never on the runtime's workers. Looking at the files (open, stat, hashing
 //! their ends) runs on a blocking thread with a time bound, so a hung mount or a FIFO at a
 //! watched path never holds up a request; anything that is not a regular file is refused. Every sweep of idle buckets also hands
@@ -38,13 +38,13 @@ pub enum SnapshotReload {
 
 /// Loads the snapshot file now, off the async workers, and logs the outcome.
 pub async fn reload_snapshot(state: &Arc<State>) -> SnapshotReload {
-    let _one_at_a_time = state.reloading.lock().await;
+    let _one_at_a_time = state.snapshots.one_load_at_a_time().await;
     let path = state.resolved.snapshot_path.clone();
-    let loader = state.clone();
+    let loader = state.snapshots.clone();
     let had_one = state.snapshot().is_some();
     let result = background::run("marks-reload", move || {
         let started = Instant::now();
-        loader.load_snapshot(&path).map(|loaded| (loaded, started.elapsed()))
+        loader.load(&path).map(|loaded| (loaded, started.elapsed()))
     })
     .await;
     let keeping = if had_one {
@@ -82,12 +82,13 @@ pub async fn reload_snapshot(state: &Arc<State>) -> SnapshotReload {
 
 /// Loads the keys file now, off the async workers, and logs the outcome.
 pub async fn reload_keys(state: &Arc<State>) -> bool {
-    let _one_at_a_time = state.reloading.lock().await;
+    let _one_at_a_time = state.keys.one_load_at_a_time().await;
     let loader = state.clone();
     let result = background::run("marks-reload", move || {
         let started = Instant::now();
         loader
-            .load_keys(&loader.resolved.keys_path)
+            .keys
+            .load(&loader.resolved.keys_path)
             .map(|count| (count, started.elapsed()))
     })
     .await;
@@ -129,7 +130,7 @@ pub fn spawn_source_poller(state: Arc<State>, shutdown: watch::Receiver<bool>) {
     tokio::spawn(supervise(
         "snapshot source poller",
         move || restarts.metrics.watcher_restarts.fetch_add(1, Relaxed),
-        move || crate::snapshot::object_store::poll_forever(source.clone(), state.clone(), shutdown.clone()),
+        move || crate::snapshot::object_store::poll_forever(source.clone(), state.snapshots.clone(), shutdown.clone()),
     ));
 }
 
@@ -220,7 +221,7 @@ async fn look_at_files(state: &Arc<State>, looking: &Arc<AtomicBool>) -> Option<
     let look = tokio::task::spawn_blocking(move || {
         let look = Look {
             snapshot: FileIdentity::of(&files.resolved.snapshot_path),
-            keys_changed: files.keys_changed(),
+            keys_changed: files.keys.changed(&files.resolved.keys_path),
         };
         done.store(false, SeqCst);
         look

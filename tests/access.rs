@@ -508,7 +508,7 @@ async fn a_key_with_its_own_budget_reports_it() {
         Some(90_000),
     )
     .unwrap();
-    server.state.load_keys(&server.keys_path).unwrap();
+    server.state.keys.load(&server.keys_path).unwrap();
     let reply = server.get("/v1/usage", Some(&key)).await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.json()["rate_per_min"], 90_000);

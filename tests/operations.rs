@@ -27,7 +27,7 @@ async fn snapshots_swap_under_load_without_a_failed_request() {
         Some(10_000_000),
     )
     .unwrap();
-    server.state.load_keys(&server.keys_path).unwrap();
+    server.state.keys.load(&server.keys_path).unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let total = Arc::new(AtomicUsize::new(0));
     let paths = [
@@ -91,7 +91,7 @@ async fn snapshots_swap_under_load_without_a_failed_request() {
     let requests = total.load(Ordering::Relaxed);
     assert!(requests >= 4000, "{requests} requests");
     assert_eq!(
-        server.state.metrics.snapshot_loads.load(Ordering::Relaxed),
+        server.state.snapshots.loads.load(Ordering::Relaxed),
         versions.len() as u64
     );
 }
@@ -163,7 +163,7 @@ async fn bad_snapshots_are_refused_while_the_old_one_keeps_serving() {
         let mut seen = false;
         for _ in 0..100 {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            if server.state.metrics.snapshot_refusals.load(Ordering::Relaxed) >= refusals {
+            if server.state.snapshots.refusals.load(Ordering::Relaxed) >= refusals {
                 seen = true;
                 break;
             }
@@ -423,7 +423,7 @@ async fn a_forged_archive_is_refused_and_a_repointed_symlink_is_followed() {
     let mut refused = false;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        if server.state.metrics.snapshot_refusals.load(Ordering::Relaxed) == 1 {
+        if server.state.snapshots.refusals.load(Ordering::Relaxed) == 1 {
             refused = true;
             break;
         }

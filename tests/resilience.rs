@@ -23,7 +23,7 @@ async fn unlimited_key(server: &TestServer) -> String {
         Some(100_000_000),
     )
     .unwrap();
-    server.state.load_keys(&server.keys_path).unwrap();
+    server.state.keys.load(&server.keys_path).unwrap();
     key
 }
 
@@ -214,7 +214,7 @@ async fn the_live_file_overwritten_truncated_rewritten_or_deleted_under_load_fai
     server.wait_for_dataset(&versions[1].0).await;
 
     // Truncated to half: refused; version 1 keeps serving.
-    let refusals = server.state.metrics.snapshot_refusals.load(Ordering::Relaxed);
+    let refusals = server.state.snapshots.refusals.load(Ordering::Relaxed);
     let len = std::fs::metadata(&live).unwrap().len();
     std::fs::OpenOptions::new()
         .write(true)
@@ -222,7 +222,7 @@ async fn the_live_file_overwritten_truncated_rewritten_or_deleted_under_load_fai
         .unwrap()
         .set_len(len / 2)
         .unwrap();
-    wait_until(|| server.state.metrics.snapshot_refusals.load(Ordering::Relaxed) > refusals).await;
+    wait_until(|| server.state.snapshots.refusals.load(Ordering::Relaxed) > refusals).await;
     assert_eq!(served(&server).await, versions[1].0);
 
     // Rewritten in place without truncation (an editor's save, `rsync --inplace`): the next

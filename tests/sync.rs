@@ -507,7 +507,7 @@ fn second_enterprise_key(server: &TestServer) -> String {
         None,
     )
     .unwrap();
-    server.state.load_keys(&server.keys_path).unwrap();
+    server.state.keys.load(&server.keys_path).unwrap();
     key
 }
 

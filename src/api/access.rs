@@ -44,8 +44,8 @@ pub fn authenticate(
             .and_then(|key| {
                 // A keep-alive connection's key, accepted by the keys in force, needs no ring.
                 remembered
-                    .caller_for(key, state.keys_generation())
-                    .or_else(|| state.keys().authenticate_remembering(key, remembered))
+                    .caller_for(key, state.keys.generation())
+                    .or_else(|| state.keys.ring().authenticate_remembering(key, remembered))
             })
             .ok_or(ApiError::InvalidApiKey),
         PresentedKey::Repeated => Err(ApiError::InvalidApiKey),

@@ -31,10 +31,6 @@ pub struct Metrics {
     response_bytes: AtomicU64,
     pub rate_limited: AtomicU64,
     pub auth_throttled: AtomicU64,
-    pub snapshot_loads: AtomicU64,
-    pub snapshot_refusals: AtomicU64,
-    pub keys_reloads: AtomicU64,
-    pub keys_refusals: AtomicU64,
     pub connections_open: AtomicI64,
     pub connections_accepted: AtomicU64,
     pub connection_errors: AtomicU64,
@@ -56,6 +52,10 @@ pub struct ScrapeInputs<'a> {
     pub snapshot_bytes: u64,
     pub snapshot_loaded_at: Option<u64>,
     pub last_refusal_at: Option<u64>,
+    pub snapshot_loads: u64,
+    pub snapshot_refusals: u64,
+    pub keys_loads: u64,
+    pub keys_refusals: u64,
     pub keys: usize,
     pub buckets: usize,
     /// Failed-authentication buckets dropped to keep that table under its maximum.
@@ -150,22 +150,6 @@ impl Metrics {
                 &self.auth_throttled,
             ),
             (
-                "marks_snapshot_loads_total",
-                "Snapshots loaded and published.",
-                &self.snapshot_loads,
-            ),
-            (
-                "marks_snapshot_refusals_total",
-                "Snapshot files refused (failed a check); the previous one kept serving.",
-                &self.snapshot_refusals,
-            ),
-            ("marks_keys_reloads_total", "Keys files loaded.", &self.keys_reloads),
-            (
-                "marks_keys_refusals_total",
-                "Keys files refused; the previous keys stayed in force.",
-                &self.keys_refusals,
-            ),
-            (
                 "marks_connections_accepted_total",
                 "Connections accepted.",
                 &self.connections_accepted,
@@ -197,6 +181,26 @@ impl Metrics {
             ),
         ];
         write_counters(out, &counters)?;
+        for (name, help, value) in [
+            (
+                "marks_snapshot_loads_total",
+                "Snapshots loaded and published.",
+                g.snapshot_loads,
+            ),
+            (
+                "marks_snapshot_refusals_total",
+                "Snapshot files refused (failed a check); the previous one kept serving.",
+                g.snapshot_refusals,
+            ),
+            ("marks_keys_reloads_total", "Keys files loaded.", g.keys_loads),
+            (
+                "marks_keys_refusals_total",
+                "Keys files refused; the previous keys stayed in force.",
+                g.keys_refusals,
+            ),
+        ] {
+            write_metric(out, name, help, "counter", value)?;
+        }
         if let Some(decoders) = g.export_decoders {
             let decoder_counters = [
                 (

@@ -347,8 +347,8 @@ pub fn readyz(state: &State) -> Representation {
             "reason": if path.is_empty() { r.reason } else { r.reason.replace(&path, role) },
         })
     };
-    let refusal = state.last_snapshot_refusal().map(|r| refused(r, "the snapshot file"));
-    let keys_refusal = state.last_keys_refusal().map(|r| refused(r, "the keys file"));
+    let refusal = state.snapshots.last_refusal().map(|r| refused(r, "the snapshot file"));
+    let keys_refusal = state.keys.last_refusal().map(|r| refused(r, "the keys file"));
     let budgets = match &state.budgets.shared {
         None => serde_json::json!({ "mode": "local" }),
         Some(store) => serde_json::json!({

@@ -1,12 +1,13 @@
-//! The snapshot in force and where snapshots come from: the file's identity, the
-//! object-store source of a fleet, and the idle-priority thread that reads new files.
+//! The snapshot in force and where snapshots come from: putting a file in force
+//! ([`in_force`]), the file's identity, the object-store source of a fleet, and the
+//! idle-priority thread that reads new files.
 
 pub mod background;
 pub mod identity;
+pub mod in_force;
 pub mod object_store;
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -64,17 +65,4 @@ pub fn with_causes(error: &dyn std::error::Error) -> String {
         cause = next.source();
     }
     text
-}
-
-/// What a source of snapshots needs from the server it feeds: whether it serves one, the lock
-/// every reload holds (so an older file is never put in force after a newer one), and the
-/// load itself, with every check the server makes. `api::state::State` is the one there is.
-pub trait Publisher: Send + Sync + 'static {
-    fn serves_a_snapshot(&self) -> bool;
-
-    fn reload_lock(&self) -> &tokio::sync::Mutex<()>;
-
-    /// Copies, maps, checks and publishes the file. Blocking: run it off the request path,
-    /// under `reload_lock`.
-    fn load(&self, path: &Path) -> Result<Arc<LoadedSnapshot>, LoadError>;
 }

@@ -34,7 +34,8 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use crate::snapshot::background;
-use crate::snapshot::{epoch_seconds, with_causes, LoadError, Publisher};
+use crate::snapshot::in_force::SnapshotInForce;
+use crate::snapshot::{epoch_seconds, with_causes, LoadError};
 
 /// What `CURRENT` says: the snapshot to serve.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,7 +297,7 @@ impl SnapshotSource {
     /// An error means the store could not be reached (or the download broke off): retried at
     /// the next poll. A refused manifest or snapshot is not an error of the poll: it is
     /// recorded and not fetched again until `CURRENT` changes.
-    pub async fn poll<P: Publisher>(&self, server: &Arc<P>) -> Result<Poll> {
+    pub async fn poll(&self, server: &Arc<SnapshotInForce>) -> Result<Poll> {
         self.counters.polls.fetch_add(1, Relaxed);
         let result = self.poll_inner(server).await;
         if let Ok(mut status) = self.status.lock() {
@@ -311,7 +312,7 @@ impl SnapshotSource {
         result
     }
 
-    async fn poll_inner<P: Publisher>(&self, server: &Arc<P>) -> Result<Poll> {
+    async fn poll_inner(&self, server: &Arc<SnapshotInForce>) -> Result<Poll> {
         let options = GetOptions {
             if_none_match: self.handled_etag.lock().ok().and_then(|e| e.clone()),
             ..GetOptions::default()
@@ -339,7 +340,7 @@ impl SnapshotSource {
             }
         };
         let serving = self.status().serving;
-        if serving.as_ref().is_some_and(|s| s.sha256 == manifest.sha256) && server.serves_a_snapshot() {
+        if serving.as_ref().is_some_and(|s| s.sha256 == manifest.sha256) && server.current().is_some() {
             self.handled(etag);
             return Ok(Poll::Unchanged);
         }
@@ -368,7 +369,7 @@ impl SnapshotSource {
         let download_ms = started.elapsed().as_millis() as u64;
         // Loaded and renamed under the reload lock: the file watcher must not see the old
         // `current.snap` after the new snapshot is in force, and load that again.
-        let reloading = server.reload_lock().lock().await;
+        let reloading = server.one_load_at_a_time().await;
         if let Err(reason) = load(server, &part).await {
             let _ = std::fs::remove_file(&part);
             self.refuse(
@@ -462,7 +463,7 @@ impl SnapshotSource {
 
 /// Loads and publishes `file` with every check the server makes (the caller holds the reload
 /// lock); the reason when refused.
-async fn load<P: Publisher>(server: &Arc<P>, file: &FsPath) -> std::result::Result<(), LoadError> {
+async fn load(server: &Arc<SnapshotInForce>, file: &FsPath) -> std::result::Result<(), LoadError> {
     let loader = server.clone();
     let path = file.to_owned();
     let loaded = background::run("marks-reload", move || loader.load(&path))
@@ -475,9 +476,9 @@ async fn load<P: Publisher>(server: &Arc<P>, file: &FsPath) -> std::result::Resu
 }
 
 /// Polls the source every `poll_interval` until shutdown.
-pub async fn poll_forever<P: Publisher>(
+pub async fn poll_forever(
     source: Arc<SnapshotSource>,
-    server: Arc<P>,
+    server: Arc<SnapshotInForce>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let interval = source.poll_interval;
