@@ -10,10 +10,10 @@
 //! or 429 when a failing attempt's address has failed too often), budget (429; every request
 //! reaching a valid key spends one unit), snapshot (503), then the operation itself
 //! (`operations`: scope 403, parameters 422, resource 404 or 403 outside the free universe,
-//! conditional request 304), and finally the response (`representation`).
+//! conditional request 304), and finally the response (`response::Representation`).
 //!
-//! Budgets are this process's token buckets, or with `--budgets` the shared store's
-//! (`shared_budgets`). Asking the store is the one step that waits, so the request path stays a
+//! Budgets are this process's token buckets, or with `--budget-store` the shared store's
+//! (`budgets::shared`). Asking the store is the one step that waits, so the request path stays a
 //! plain function: [`exchange`] stops at the budget step with a [`StoreAsk`], the server asks
 //! the store, and the same request is answered again with the store's answer
 //! ([`Budgeting::Answered`]).

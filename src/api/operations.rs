@@ -2,7 +2,7 @@
 //! for the metered operations, the caller) to a [`Representation`] or an [`ApiError`].
 //!
 //! No keys, budgets or response headers here: who is asking and whether they may is settled
-//! before (`service`, `access`), and the response is written after (`representation`). Data
+//! before (`api::exchange`, `access`), and the response is written after (`response`). Data
 //! bodies are slices of the mapped snapshot; only list and change pages, `/readyz`,
 //! `/metrics` and a custom-budget usage body are assembled per request (and an export is
 //! decoded as it is sent for a client that does not accept gzip).

@@ -1,6 +1,6 @@
 //! Response headers: the names and fixed values this service sends, the values a request
 //! composes for itself, and the prebuilt header block of a metered answer. (Which headers a
-//! response gets is decided in `representation`.)
+//! response gets is decided in [`crate::response::Representation::into_response`].)
 //!
 //! A metered answer (a 200 or 304 from the snapshot, to a request that spent a unit of a key's
 //! budget) carries ten headers. Inserted one at a time into a `HeaderMap`, each costs a hash of

@@ -145,7 +145,7 @@ impl Representation {
         } = metering;
         match (budget_headers, budget, etag) {
             // A metered answer from the snapshot, nearly every request: the budget's prebuilt
-            // block, cloned and five values written by position (`response_headers`).
+            // block, cloned and five values written by position (`headers::MeteredHead`).
             (Some(shared), Some(budget), Some(etag)) if cache == Cache::Private && content_type == JSON => {
                 let values = MeteredValues {
                     etag,
@@ -225,7 +225,7 @@ impl Representation {
 
 /// What a request asked of the representation: its validators and the codings it accepts.
 /// The flags say whether the headers are there at all, found in the one walk over the
-/// request's headers (`service::RangeRequest`); their values are read only when present.
+/// request's headers (`api::RequestHeaders`); their values are read only when present.
 #[derive(Debug)]
 pub struct Negotiation<'r> {
     pub headers: &'r HeaderMap,

@@ -1,5 +1,6 @@
 //! The HTTP server: the accept loop, connection hygiene, TLS and HTTP/2, graceful shutdown.
-//! Every request is handed to `api::handle`.
+//! Every request is handed to `api::exchange` (the shared budget store asked when it stops for
+//! it), and its access-log line written.
 //!
 //! Connection hygiene: at most `max_connections` at once (further clients wait in the listen
 //! backlog), a maximum header size per request, and per connection the deadlines of
@@ -40,7 +41,6 @@ use crate::server::connection_guard::{ConnectionGuard, Deadlines};
 use crate::server::h2_streams::WatchingExecutor;
 use crate::settings::{Connections, Http2, Listen};
 
-/// Certificate chain and private key, PEM.
 /// What the server is told: its sections of the settings, the TLS acceptor resolved from the
 /// files they name, and where each request's line goes.
 #[derive(Clone, Debug)]
