@@ -342,7 +342,7 @@ fn verify_snapshot_reports_versions_and_refuses_damage() {
     assert!(output.status.success());
     let stdout = text(&output.stdout);
     assert!(
-        stdout.contains(&format!("dataset {}", sample_version())) && stdout.contains("methodology v0.3.0"),
+        stdout.contains(&format!("dataset {}", sample_version())) && stdout.contains("methodology v0.4.0"),
         "{stdout}"
     );
     let dir = tempfile::tempdir().unwrap();

@@ -26,7 +26,7 @@ fn assert_meta(body: &Value) {
     assert_eq!(keys, expected, "meta has exactly SPEC 2.1's six fields");
     assert_eq!(meta["data_mode"], "illustrative");
     assert_eq!(meta["provenance"], "backtest");
-    assert_eq!(meta["methodology_version"], "v0.3.0");
+    assert_eq!(meta["methodology_version"], "v0.4.0");
     let dataset = std::fs::read_to_string(sample_dir().join("dataset.toml")).unwrap();
     let version = meta["dataset_version"].as_str().unwrap();
     assert!(
@@ -244,7 +244,7 @@ async fn a_bankrupt_company_series_ends_on_its_bankruptcy_at_the_reported_value(
         (record["basis"].as_str(), record["value_usd"].as_u64()),
         (Some("bankruptcy"), Some(0))
     );
-    assert_eq!(record["methodology_version"], "v0.3.0");
+    assert_eq!(record["methodology_version"], "v0.4.0");
 }
 
 #[tokio::test]
@@ -442,15 +442,28 @@ async fn public_documents_need_no_key() {
     assert_eq!(
         names,
         [
+            "adaptive_gap_profile",
             "gap_profile_drift",
             "local_linear_trend",
             "last_event_carried_forward",
             "quality_weighted_step"
         ]
     );
-    assert_eq!(body["methodology_version"], "v0.3.0");
-    assert_eq!(body["forecasters"][0]["methodology_version"], "v0.3.0");
-    assert_eq!(body["forecasters"][1]["methodology_version"], "v0.2.0");
+    assert_eq!(body["methodology_version"], "v0.4.0");
+    assert_eq!(body["forecasters"][0]["methodology_version"], "v0.4.0");
+    assert_eq!(body["forecasters"][1]["methodology_version"], "v0.3.0");
+    assert_eq!(body["forecasters"][2]["methodology_version"], "v0.2.0");
+    // The adaptive 80% level and what set it, published with the bands in force.
+    let bands = &body["bands_in_force"];
+    let (n, m) = (
+        bands["conformal_era"].as_u64().unwrap(),
+        bands["misses"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        bands["level80"].as_f64().unwrap(),
+        (200.0 - n as f64 + 5.0 * m as f64) / 250.0
+    );
+    assert_eq!(body["params"]["level80_gamma"], 0.02);
     let bankruptcies: Vec<&str> = body["bankruptcy_outcomes"]
         .as_array()
         .unwrap()

@@ -383,7 +383,7 @@ async fn metrics_count_requests_latency_and_the_snapshot() {
         ("marks_rate_limited_total", 1.0),
         (
             &format!(
-                "marks_snapshot_info{{dataset_version=\"{}\",methodology_version=\"v0.3.0\"}}",
+                "marks_snapshot_info{{dataset_version=\"{}\",methodology_version=\"v0.4.0\"}}",
                 sample_version()
             ),
             1.0,

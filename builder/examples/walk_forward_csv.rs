@@ -56,7 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 )
             }));
         for (kind, event, day, mark_day, observed, forecast) in rows {
-            let q = fit.quantiles_on(mark_day);
+            let q = fit.bands_on(mark_day);
             writeln!(
                 csv,
                 "{},{},{kind},{},{},{observed:e},{:e},{:e},{:e},{:e}",

@@ -70,6 +70,10 @@ fn sample_v1() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/sample-v1")
 }
 
+fn sample_v2() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/sample-v2")
+}
+
 fn close(got: f64, expected: f64, relative: f64) -> bool {
     (got - expected).abs() <= relative * expected.abs().max(1e-300)
 }
@@ -94,13 +98,48 @@ fn one_round_is_marked_at_its_value_with_normal_bands_and_confidence() {
     assert!(close(point.band95.1, 2.0e9 * (Z95 * 0.3f64).exp(), 1e-12));
     let expected = phi(1.1f64.ln() / 0.3) - phi(0.9f64.ln() / 0.3);
     assert!(
-        (point.confidence() - expected).abs() < 1e-6,
+        (marks.confidence - expected).abs() < 1e-6,
         "{} vs {expected}",
-        point.confidence()
+        marks.confidence
     );
     assert_eq!(marks.delta_30d_pct, None, "a one-day series has no 30-day change");
     let basis = marks.basis.unwrap();
     assert_eq!((basis.event, basis.days, basis.drift_log), (0, 0, 0.0));
+}
+
+/// v0.4.0: after an agreed acquisition the agreed price holds (no drift), while the scale still
+/// widens with the years since; a later event resumes the usual rule.
+#[test]
+fn after_an_agreed_sale_the_price_holds_and_the_band_still_widens() {
+    let dir = tempfile::tempdir().unwrap();
+    // b's doubling in 91 days gives bucket 0 a positive drift; a is agreed to be sold for $32B.
+    let dataset = write_dataset(
+        dir.path(),
+        "2025-06-01",
+        "a,A,enterprise-software,private\nb,B,ai,private\n",
+        "a1,a,primary_round,2023-01-01,12000000000,https://example.com,\n\
+         a2,a,acquisition,2024-03-18,32000000000,https://example.com,agreed\n\
+         b1,b,primary_round,2023-10-01,1000000000,https://example.com,\n\
+         b2,b,primary_round,2023-12-31,2000000000,https://example.com,\n",
+    );
+    let fit = Fit::new(&dataset, Params::default());
+    let marks = fit.marks(&dataset.companies[0]);
+    let on = |date: &str| *marks.series.iter().find(|p| p.day == day(date)).unwrap();
+    for date in ["2024-03-18", "2024-05-01", "2025-06-01"] {
+        assert!(close(on(date).mark, 3.2e10, 1e-12), "{date}: {}", on(date).mark);
+    }
+    let (early, late) = (on("2024-05-01"), on("2025-06-01"));
+    assert!(late.scale > early.scale, "the band still widens");
+    assert!(close(
+        late.scale,
+        0.6 * (0.25 + years("2025-06-01", "2024-03-18")).sqrt(),
+        1e-12
+    ));
+    // The same company before its sale drifts as usual: the pooled drift is positive.
+    let before = on("2024-03-17");
+    assert!(before.mark > 1.2e10, "{}", before.mark);
+    let basis = marks.basis.unwrap();
+    assert_eq!((basis.event, basis.drift_log), (1, 0.0), "the agreed price is the mark");
 }
 
 #[test]
@@ -306,8 +345,11 @@ fn a_bankruptcy_ends_the_series_at_its_value_and_is_scored_as_an_outcome() {
         (latest.mark, latest.band80, latest.band95),
         (0.0, (0.0, 0.0), (0.0, 0.0))
     );
-    assert_eq!(latest.confidence(), 1.0);
-    assert_eq!(marks.delta_30d_pct, Some(-100.0));
+    assert_eq!(marks.confidence, 1.0, "the reported value is known");
+    assert_eq!(
+        marks.delta_30d_pct, None,
+        "a series that ended before as_of has no 30-day change as of then"
+    );
     let day_before = marks.series[marks.series.len() - 2];
     assert!(
         close(day_before.mark, 3.2e10, 1e-12),
@@ -321,7 +363,7 @@ fn a_bankruptcy_ends_the_series_at_its_value_and_is_scored_as_an_outcome() {
     );
     let outcome = &fit.scorecard.bankruptcy_outcomes[0];
     assert_eq!((outcome.marked_on, outcome.value_usd), (day("2022-11-10"), 0));
-    assert_eq!(outcome.estimates.len(), 4, "every forecaster's miss is shown");
+    assert_eq!(outcome.estimates.len(), 5, "every forecaster's miss is shown");
     for estimate in &outcome.estimates {
         assert_eq!(estimate.error_pct, None, "no relative error against 0");
         assert!(!estimate.inside_80 && !estimate.inside_95 && estimate.mark_usd > 0);
@@ -398,7 +440,8 @@ fn the_previous_method_forecasts_with_the_trend_models_variance() {
     );
 }
 
-/// In a world where companies report after rises, v0.3.0's bands cover what they say.
+/// In a world where companies report after rises, the method's bands (v0.4.0: the adaptive 80%
+/// band, the conformal 95%) cover what they say.
 #[test]
 fn synthetic_coverage_is_within_two_points_of_nominal() {
     let dir = tempfile::tempdir().unwrap();
@@ -408,7 +451,7 @@ fn synthetic_coverage_is_within_two_points_of_nominal() {
     let dataset = Dataset::load(dir.path()).unwrap();
     let fit = Fit::new(&dataset, Params::default());
     let method = &fit.scorecard.forecasters[0];
-    assert_eq!(method.figures.name, "gap_profile_drift");
+    assert_eq!(method.figures.name, "adaptive_gap_profile");
     let c80 = method.figures.coverage_80.observed_pct.unwrap();
     let c95 = method.figures.coverage_95.observed_pct.unwrap();
     assert!(method.figures.n > 10_000, "{} residuals", method.figures.n);
@@ -436,13 +479,20 @@ fn the_first_sample_meets_the_targets() {
     assert_eq!(card.comparison.differences.len(), 4);
 }
 
-/// What the second sample (85 companies, 261 events) shows, counted from its events.csv
-/// independently of the method: every observation with an earlier-day observation of its
-/// company, before any outcome, is scored; every listing and bankruptcy is an outcome.
+/// What a sample shows, counted from its events.csv independently of the method: every
+/// observation with an earlier-day observation of its company, before any outcome, is scored;
+/// every listing and bankruptcy is an outcome. The second sample (85 companies) and the third,
+/// bundled one (182).
 #[test]
-fn the_second_sample_scores_every_event_with_an_earlier_one_and_every_outcome() {
-    let dataset = Dataset::load(&sample()).unwrap();
-    let mut reader = csv::Reader::from_path(sample().join("events.csv")).unwrap();
+fn every_event_with_an_earlier_one_and_every_outcome_is_scored() {
+    for (dir, companies) in [(sample_v2(), 85), (sample(), 182)] {
+        scores_every_event_with_an_earlier_one_and_every_outcome(&dir, companies);
+    }
+}
+
+fn scores_every_event_with_an_earlier_one_and_every_outcome(dir: &Path, companies: usize) {
+    let dataset = Dataset::load(dir).unwrap();
+    let mut reader = csv::Reader::from_path(dir.join("events.csv")).unwrap();
     let mut by_company: std::collections::BTreeMap<String, Vec<(String, String)>> = Default::default();
     for row in reader.records() {
         let row = row.unwrap();
@@ -474,7 +524,7 @@ fn the_second_sample_scores_every_event_with_an_earlier_one_and_every_outcome() 
     }
     let fit = Fit::new(&dataset, Params::default());
     let card = &fit.scorecard;
-    assert_eq!(dataset.companies.len(), 85);
+    assert_eq!(dataset.companies.len(), companies);
     assert_eq!(card.forecasters[0].figures.n, scored);
     assert_eq!(
         card.listing_validations.len() + card.bankruptcy_outcomes.len(),

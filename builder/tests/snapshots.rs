@@ -315,15 +315,18 @@ fn every_body_round_trips_through_the_file() {
     assert_eq!(
         names,
         [
+            "adaptive_gap_profile",
             "gap_profile_drift",
             "local_linear_trend",
             "last_event_carried_forward",
             "quality_weighted_step"
         ]
     );
-    assert_eq!(scorecard["methodology_version"], "v0.3.0");
+    assert_eq!(scorecard["methodology_version"], "v0.4.0");
     assert_eq!(scorecard["params"]["drift_pseudo_pairs"], 3.0);
+    assert_eq!(scorecard["params"]["level80_gamma"], 0.02);
     assert_eq!(scorecard["comparison"]["draws"], 1000);
+    assert_eq!(scorecard["comparison_with_previous"]["b"], "gap_profile_drift");
     let bankrupt: Vec<&str> = scorecard["bankruptcy_outcomes"]
         .as_array()
         .unwrap()
@@ -563,23 +566,30 @@ fn publisher_signatures_are_required_when_configured() {
     ));
 }
 
-/// The second version of the sample appends to the first: its build with `--previous` of the
-/// first passes the append-only check, and the change log says what was added.
+/// Each version of the sample appends to the one before: the second builds with `--previous`
+/// of the first, the third (bundled) with `--previous` of the second; each passes the
+/// append-only check, and the change log carries every version.
 #[test]
-fn the_second_sample_is_built_on_the_first() {
+fn each_sample_version_is_built_on_the_one_before() {
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("v1.snap");
     marks_builder::build(&options(&sample(), &first)).unwrap();
     let second = dir.path().join("v2.snap");
-    let mut o = options(&bundled_sample(), &second);
+    let v2 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/sample-v2");
+    let mut o = options(&v2, &second);
     o.previous = Some(first.clone());
     let report = marks_builder::build(&o).unwrap_or_else(|e| panic!("the second sample is refused: {e}"));
-    assert_eq!(report.events, 261);
-    let snapshot = Snapshot::open(&second, &OpenOptions::default()).unwrap();
+    assert_eq!((report.companies, report.events), (85, 261));
+    let third = dir.path().join("v3.snap");
+    let mut o = options(&bundled_sample(), &third);
+    o.previous = Some(second.clone());
+    let report = marks_builder::build(&o).unwrap_or_else(|e| panic!("the third sample is refused: {e}"));
+    assert_eq!((report.companies, report.events), (182, 480));
+    let snapshot = Snapshot::open(&third, &OpenOptions::default()).unwrap();
     let index = snapshot.index();
-    assert_eq!(index.companies.len(), 85);
+    assert_eq!(index.companies.len(), 182);
     let versions: Vec<&str> = index.changes.versions.iter().map(|v| v.as_str()).collect();
-    assert_eq!(versions, ["2026-11-20", "2026-11-24"]);
+    assert_eq!(versions, ["2026-11-20", "2026-11-24", "2026-11-25"]);
 }
 
 /// Format compatibility: the committed golden file of each format version this build reads

@@ -1,6 +1,7 @@
-//! Methodology v0.3.0, "gap-profile drift": from each company's valuation events to its daily
-//! marks, bands and confidence, and the walk-forward scorecard that measures them against the
-//! previous method and two naive baselines (docs/design.md section 3).
+//! Methodology v0.4.0, "gap-profile drift" with adaptive bands: from each company's valuation
+//! events to its daily marks, bands and confidence, and the walk-forward scorecard that measures
+//! them against the previous methods (v0.3.0, v0.2.0) and two naive baselines (docs/design.md
+//! section 3).
 //!
 //! Where to find what:
 //! - [`params`]: every constant, in the table the scorecard publishes;
@@ -8,7 +9,10 @@
 //!   pooled bucket drifts, the drift profile over the gap since the last event), the comparison
 //!   forecasters (`local_trend`, v0.2.0; `baselines`), and the walk-forward `backtest` of them
 //!   all at every scored event and outcome;
-//! - [`conformal`]: split-conformal quantiles, bands and confidence;
+//! - [`adaptive`]: v0.4.0's bands (an 80% level that adapts to its own misses, a conformal 95%)
+//!   and its empirical confidence;
+//! - [`conformal`]: split-conformal quantiles, as the comparison forecasters' bands, and the
+//!   normal-model confidence they state;
 //! - [`fit`]: the fitted method over a dataset and the published series of one company;
 //! - [`scorecard`] (with its bootstrap and what it discloses to whom) and [`stats`]: the
 //!   published backtest's numbers and their statistics;
@@ -18,6 +22,7 @@
 //! estimates only what was complete before t. Listings and bankruptcies are outcomes, never
 //! inputs: they are held out and scored.
 
+pub mod adaptive;
 pub mod conformal;
 pub mod fit;
 pub mod forecasters;
@@ -35,7 +40,7 @@ pub use scorecard::Scorecard;
 
 /// The version every response's `meta`, every resolution record and the scorecard carry. Any
 /// change to a constant in [`params`] or to a formula bumps it.
-pub const METHODOLOGY_VERSION: &str = "v0.3.0";
+pub const METHODOLOGY_VERSION: &str = "v0.4.0";
 /// Years are 365.25 days everywhere in the method.
 pub const DAYS_PER_YEAR: f64 = 365.25;
 

@@ -1,7 +1,9 @@
-//! Every constant of the method in one place. The v0.3.0 table ([`GapProfileParams`]) is what
-//! `GET /v1/scorecard` publishes as `params`; the comparison forecasters' constants are
-//! published beside it as `comparison_params`. Nothing in the v0.3.0 table is fitted to data:
-//! changing any value changes the marks, so it bumps `METHODOLOGY_VERSION`.
+//! Every constant of the method in one place. The method's table ([`GapProfileParams`] and the
+//! bands' constants, v0.4.0's adaptive step among them) is what `GET /v1/scorecard` publishes
+//! as `params`; the comparison forecasters' constants are published beside it as
+//! `comparison_params` (v0.3.0 shares the method's table but for the adaptive step and the
+//! rule after an agreed sale). Nothing in the table is fitted to data: changing any value
+//! changes the marks, so it bumps `METHODOLOGY_VERSION`.
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -14,7 +16,7 @@ use crate::methodology::forecasters::local_trend::LocalTrendParams;
 /// The number of gap buckets, and so of pooled drifts and profile knots after (0, 0).
 pub const BUCKETS: usize = 4;
 
-/// Methodology v0.3.0, "gap-profile drift" (docs/design.md section 3).
+/// The gap-profile drift of methodology v0.4.0 (and v0.3.0): docs/design.md section 3.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GapProfileParams {
     /// H: a pair of events completed this many years ago counts half as much in the pooled
@@ -58,7 +60,7 @@ pub struct Params {
 }
 
 impl Params {
-    /// The v0.3.0 table as the scorecard publishes it: the gap profile's constants and the
+    /// The method's table as the scorecard publishes it: the gap profile's constants and the
     /// fixed constants of the bands and of `confidence`.
     pub fn to_json(&self) -> Value {
         let mut table = serde_json::to_value(&self.gap_profile).unwrap_or(Value::Null);
@@ -68,6 +70,10 @@ impl Params {
             object.insert("fallback_quantile_80".into(), json!(Z80));
             object.insert("fallback_quantile_95".into(), json!(Z95));
             object.insert("confidence_tolerance".into(), json!(CONFIDENCE_TOLERANCE));
+            // v0.4.0: the 80% band's adaptive level, and no drift after an agreed sale.
+            object.insert("level80_gamma".into(), json!(crate::methodology::adaptive::GAMMA));
+            object.insert("level80_target".into(), json!(0.8));
+            object.insert("drift_after_agreed_sale".into(), json!(false));
         }
         table
     }

@@ -42,6 +42,15 @@ impl<T: Clone> StepTimeline<T> {
         }
     }
 
+    /// The same steps with each value mapped.
+    pub fn map<U>(&self, f: impl Fn(&T) -> U) -> StepTimeline<U> {
+        StepTimeline {
+            starts: self.starts.clone(),
+            values: self.values.iter().map(&f).collect(),
+            before: f(&self.before),
+        }
+    }
+
     /// A reader for days visited in increasing order, in O(1) amortised per day.
     pub fn cursor(&self) -> TimelineCursor<'_, T> {
         TimelineCursor {

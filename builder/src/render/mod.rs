@@ -64,16 +64,18 @@ struct MarkPoint {
 }
 
 impl MarkPoint {
-    fn of(day: &MarkDay) -> MarkPoint {
+    /// A company's latest mark, with the confidence the method states for it.
+    fn latest(marks: &CompanyMarks) -> Option<MarkPoint> {
+        let day = marks.latest()?;
         let Band { lower, upper } = Band::of(day.band80);
-        MarkPoint {
+        Some(MarkPoint {
             as_of_date: day.day,
             value_usd: usd(day.mark),
             lower_usd: lower,
             upper_usd: upper,
-            confidence: round_to(day.confidence(), 4),
+            confidence: round_to(marks.confidence, 4),
             coverage: 80,
-        }
+        })
     }
 }
 
@@ -93,7 +95,7 @@ pub fn list_item(company: &Company, marks: &CompanyMarks) -> Vec<u8> {
         name: &company.name,
         sector: company.sector,
         status: company.status,
-        latest_mark: marks.latest().map(MarkPoint::of),
+        latest_mark: MarkPoint::latest(marks),
         delta_30d_pct: marks.delta_30d_pct,
     })
 }
@@ -119,7 +121,7 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks) -> Vec<u8> 
         name: &company.name,
         sector: company.sector,
         status: company.status,
-        latest_mark: marks.latest().map(MarkPoint::of),
+        latest_mark: MarkPoint::latest(marks),
         delta_30d_pct: marks.delta_30d_pct,
         observations: marks.basis.map_or_else(Vec::new, |basis| observations(company, &basis)),
     })
@@ -325,10 +327,10 @@ pub fn export_company(company: &Company, marks: &CompanyMarks, resolution: &[u8]
         events: Vec<EventJson<'a>>,
         resolution: &'a RawValue,
     }
-    let latest_mark = marks.latest().map(|day| {
+    let latest_mark = marks.latest().zip(MarkPoint::latest(marks)).map(|(day, point)| {
         let Band { lower, upper } = Band::of(day.band95);
         LatestMark {
-            point: MarkPoint::of(day),
+            point,
             band_95: BandUsd {
                 lower_usd: lower,
                 upper_usd: upper,
@@ -418,6 +420,8 @@ pub fn scorecard(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
         params: Value,
         comparison_params: Value,
         quantiles_in_force: crate::methodology::Quantiles,
+        /// The method's bands in force after `as_of`, with the 80% level and what set it.
+        bands_in_force: crate::methodology::adaptive::BandState,
         #[serde(flatten)]
         scorecard: DisclosedScorecard<'a>,
     }
@@ -426,7 +430,8 @@ pub fn scorecard(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
         methodology_version: METHODOLOGY_VERSION,
         params: fit.params.to_json(),
         comparison_params: fit.params.comparison_json(),
-        quantiles_in_force: fit.quantiles_on(fit.as_of.plus(1)),
+        quantiles_in_force: fit.bands_on(fit.as_of.plus(1)).quantiles(),
+        bands_in_force: fit.bands_on(fit.as_of.plus(1)),
         scorecard: fit.scorecard.disclosed(disclosure),
     })
 }

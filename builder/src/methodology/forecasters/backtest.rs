@@ -8,7 +8,7 @@
 
 use crate::dataset::Company;
 use crate::methodology::forecasters::baselines::Baselines;
-use crate::methodology::forecasters::gap_profile::{self, DriftTable};
+use crate::methodology::forecasters::gap_profile::{self, DriftTable, LastObservation, PointRule};
 use crate::methodology::forecasters::local_trend::{Dynamics, GrowthTimeline, TrendState};
 use crate::methodology::params::Params;
 use marks_format::day::Day;
@@ -16,16 +16,23 @@ use marks_format::day::Day;
 /// The forecasters of the scorecard, in the order they are reported; the first is the method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Forecaster {
+    /// This methodology, v0.4.0.
+    Method,
+    /// The previous methodology, v0.3.0, kept to show what v0.4.0 changed.
     GapProfile,
     LocalTrend,
     LastEvent,
     WeightedStep,
 }
 
-pub const FORECASTERS: usize = 4;
+pub const FORECASTERS: usize = 5;
+
+/// The version of the previous methodology, kept as a comparison forecaster.
+pub const PREVIOUS_METHODOLOGY_VERSION: &str = "v0.3.0";
 
 impl Forecaster {
     pub const ALL: [Forecaster; FORECASTERS] = [
+        Forecaster::Method,
         Forecaster::GapProfile,
         Forecaster::LocalTrend,
         Forecaster::LastEvent,
@@ -34,6 +41,7 @@ impl Forecaster {
 
     pub fn name(self) -> &'static str {
         match self {
+            Forecaster::Method => "adaptive_gap_profile",
             Forecaster::GapProfile => "gap_profile_drift",
             Forecaster::LocalTrend => "local_linear_trend",
             Forecaster::LastEvent => "last_event_carried_forward",
@@ -44,7 +52,8 @@ impl Forecaster {
     /// The methodology version a forecaster is, if it is one.
     pub fn methodology_version(self) -> Option<&'static str> {
         match self {
-            Forecaster::GapProfile => Some(crate::methodology::METHODOLOGY_VERSION),
+            Forecaster::Method => Some(crate::methodology::METHODOLOGY_VERSION),
+            Forecaster::GapProfile => Some(PREVIOUS_METHODOLOGY_VERSION),
             Forecaster::LocalTrend => Some("v0.2.0"),
             Forecaster::LastEvent | Forecaster::WeightedStep => None,
         }
@@ -52,8 +61,11 @@ impl Forecaster {
 
     pub fn description(self) -> &'static str {
         match self {
+            Forecaster::Method => {
+                "this methodology (v0.4.0): last observed value plus a pooled drift by years since it (none after an agreed sale), an 80% band whose level adapts to its own misses, a 95% conformal band, on a scale growing with sqrt(0.25 + years); confidence from past errors at today's scale"
+            }
             Forecaster::GapProfile => {
-                "this methodology (v0.3.0): last observed value plus a pooled drift by years since it, conformal bands on a scale growing with sqrt(0.25 + years)"
+                "the previous methodology (v0.3.0), for comparison: the same drift after every observation, split-conformal bands, a normal-model confidence"
             }
             Forecaster::LocalTrend => {
                 "the previous methodology (v0.2.0), for comparison: Kalman-filtered local linear trend in log value, conformal bands"
@@ -115,9 +127,9 @@ pub struct CompanyBacktest {
     pub outcome: Option<OutcomeForecast>,
 }
 
-/// The v0.3.0 forecast on `day` from a company's last observation before (or on) it.
-fn gap_forecast(last: (Day, f64), day: Day, drifts: &DriftTable, params: &Params) -> Forecast {
-    let f = gap_profile::forecast(last.1, last.0, day, &drifts.at(day), &params.gap_profile);
+/// A gap-profile forecast on `day` from a company's last observation before (or on) it.
+fn gap_forecast(last: &LastObservation, day: Day, drifts: &DriftTable, params: &Params, rule: PointRule) -> Forecast {
+    let f = gap_profile::forecast(last, day, &drifts.at(day), &params.gap_profile, rule);
     Forecast {
         log_value: f.log_value,
         scale: f.scale,
@@ -151,7 +163,7 @@ pub fn walk(
     let mut growth_cursor = growth.cursor();
     let mut state: Option<TrendState> = None;
     let mut baselines = Baselines::default();
-    let mut last: Option<(Day, f64)> = None;
+    let mut last: Option<LastObservation> = None;
     let mut next = 0;
     let mut day = first.occurred_on;
     loop {
@@ -164,8 +176,9 @@ pub fn walk(
             .take_while(|(_, e)| e.occurred_on == day)
             .count();
         if todays > 0 {
-            if let (Some(state), Some(last)) = (state.as_ref(), last) {
-                let gap = gap_forecast(last, day, drifts, params);
+            if let (Some(state), Some(last)) = (state.as_ref(), last.as_ref()) {
+                let method = gap_forecast(last, day, drifts, params, PointRule::HoldAgreedSale);
+                let gap = gap_forecast(last, day, drifts, params, PointRule::DriftAlways);
                 let (last_event, step) = (baselines.last_event(), baselines.step_mark());
                 for &(index, event) in &observations[next..next + todays] {
                     let noise = trend_params.noise(event.event_type).unwrap_or(0.0);
@@ -174,6 +187,7 @@ pub fn walk(
                         day,
                         observed_log: (event.valuation_usd as f64).ln(),
                         forecasts: [
+                            method,
                             gap,
                             Forecast {
                                 log_value: state.level,
@@ -202,7 +216,11 @@ pub fn walk(
                     }
                 }
                 baselines.observe(day, value, event.event_type, &params.step_mark);
-                last = Some((day, observed_log));
+                last = Some(LastObservation {
+                    day,
+                    log_value: observed_log,
+                    event_type: event.event_type,
+                });
             }
             next += todays;
         }
@@ -216,7 +234,8 @@ pub fn walk(
             event,
             marked_on: end,
             forecasts: [
-                gap_forecast(last, end, drifts, params),
+                gap_forecast(&last, end, drifts, params, PointRule::HoldAgreedSale),
+                gap_forecast(&last, end, drifts, params, PointRule::DriftAlways),
                 Forecast {
                     log_value: state.level,
                     scale: state.level_sd(),

@@ -1,7 +1,10 @@
-//! Methodology v0.3.0's point forecast and scale, "gap-profile drift" (docs/design.md section 3).
+//! The method's point forecast and scale, "gap-profile drift" (docs/design.md section 3): v0.3.0's,
+//! and v0.4.0's, which is the same but after an agreed sale.
 //!
 //! A mark is the company's last observed value plus a drift that depends only on the years
-//! since that observation: `x(t) = ln v_last + mu(D)`. The profile `mu(D)` is learnt, causally
+//! since that observation: `x(t) = ln v_last + mu(D)`. From v0.4.0, when that observation is an
+//! `acquisition` (an agreed sale), the agreed price holds: `mu = 0`, while the scale still
+//! widens with D, because agreed deals can fail (a later event resumes the usual rule). The profile `mu(D)` is learnt, causally
 //! and pooled over every company, from pairs of consecutive observations: each pair's log
 //! change counts in the bucket of its gap, weighted down with its age, and each bucket's drift
 //! is shrunk towards 0. The drift does not grow with the gap beyond what past pairs show;
@@ -9,7 +12,7 @@
 //!
 //! This module never reads listings or bankruptcies: they are outcomes.
 
-use crate::dataset::{Company, Dataset};
+use crate::dataset::{Company, Dataset, EventType};
 use crate::methodology::params::{GapProfileParams, BUCKETS};
 use crate::methodology::DAYS_PER_YEAR;
 use marks_format::day::Day;
@@ -209,7 +212,24 @@ pub fn scale(gap_years: f64, params: &GapProfileParams) -> f64 {
     params.scale_per_sqrt_year * (params.scale_offset_years + gap_years).sqrt()
 }
 
-/// A v0.3.0 forecast in log space.
+/// Which version of the point forecast: they differ only after an agreed sale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointRule {
+    /// v0.3.0: the drift applies after every kind of observation.
+    DriftAlways,
+    /// v0.4.0: no drift after an agreed acquisition.
+    HoldAgreedSale,
+}
+
+/// The observation a forecast starts from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LastObservation {
+    pub day: Day,
+    pub log_value: f64,
+    pub event_type: EventType,
+}
+
+/// A gap-profile forecast in log space.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GapForecast {
     pub log_value: f64,
@@ -217,13 +237,23 @@ pub struct GapForecast {
     pub gap_years: f64,
 }
 
-/// The forecast on `day` from the last observation (`last_log` on `last_day`) and the pooled
-/// sums in force that day.
-pub fn forecast(last_log: f64, last_day: Day, day: Day, drifts: &Drifts, params: &GapProfileParams) -> GapForecast {
-    let gap_years = years_between(day, last_day);
-    let mu = profile(gap_years, &drifts.bucket_drifts(params), &params.profile_knots_years);
+/// The forecast on `day` from the last observation and the pooled sums in force that day.
+pub fn forecast(
+    last: &LastObservation,
+    day: Day,
+    drifts: &Drifts,
+    params: &GapProfileParams,
+    rule: PointRule,
+) -> GapForecast {
+    let gap_years = years_between(day, last.day);
+    let holds = rule == PointRule::HoldAgreedSale && last.event_type == EventType::Acquisition;
+    let mu = if holds {
+        0.0
+    } else {
+        profile(gap_years, &drifts.bucket_drifts(params), &params.profile_knots_years)
+    };
     GapForecast {
-        log_value: last_log + mu,
+        log_value: last.log_value + mu,
         scale: scale(gap_years, params),
         gap_years,
     }

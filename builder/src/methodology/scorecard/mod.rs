@@ -15,7 +15,7 @@ pub mod disclosure;
 use serde::Serialize;
 
 use crate::dataset::{Company, Dataset, EventType};
-use crate::methodology::conformal::{confidence, QuantileTimeline, Quantiles, CONFIDENCE_TOLERANCE};
+use crate::methodology::conformal::{QuantileTimeline, Quantiles, CONFIDENCE_TOLERANCE};
 use crate::methodology::forecasters::backtest::{CompanyBacktest, Forecast, Forecaster, FORECASTERS};
 use crate::methodology::stats::{binomial_central_range, mean, median};
 use crate::methodology::{round_to, usd, Band, DAYS_PER_YEAR};
@@ -375,7 +375,10 @@ pub struct Comparison {
 #[derive(Clone, Debug, Serialize)]
 pub struct Scorecard {
     pub forecasters: Vec<ForecasterScore>,
+    /// The method against carrying the last event forward (baseline (a)).
     pub comparison: Comparison,
+    /// The method against the previous methodology: what this version changed.
+    pub comparison_with_previous: Comparison,
     pub listing_validations: Vec<ListingValidation>,
     pub bankruptcy_outcomes: Vec<BankruptcyOutcome>,
     /// Every scored target: published as a document of its own (it grows with the dataset).
@@ -391,11 +394,17 @@ fn percent_of(inside: usize, n: usize) -> Option<f64> {
     (n > 0).then(|| percent(inside, n))
 }
 
-/// A forecaster's numbers at a target it forecast as `forecast`, with quantiles `q` in force.
+/// The confidence a forecaster states for a forecast made on a day with quantiles in force:
+/// each forecaster's own rule (the method's is empirical, the others' a normal model).
+pub type StatedConfidence<'a> = dyn Fn(Forecaster, Day, &Forecast, &Quantiles) -> f64 + 'a;
+
+/// A forecaster's numbers at a target it forecast as `forecast`, with quantiles `q` in force and
+/// the confidence it stated.
 fn target_forecast(
     forecaster: Forecaster,
     forecast: Forecast,
     q: Quantiles,
+    stated: f64,
     observed: f64,
     outcome: bool,
 ) -> TargetForecast {
@@ -423,7 +432,7 @@ fn target_forecast(
         band_95: Band::of(forecast.band(q.q95)),
         band_80_rel: RelativeBand::of(q.q80, forecast.scale),
         band_95_rel: RelativeBand::of(q.q95, forecast.scale),
-        confidence: confidence(forecast.scale, &q),
+        confidence: stated,
         log_error,
         inside_80,
         inside_95,
@@ -446,6 +455,7 @@ fn targets(
     dataset: &Dataset,
     backtests: &[CompanyBacktest],
     quantiles: &[QuantileTimeline; FORECASTERS],
+    stated: &StatedConfidence<'_>,
 ) -> Vec<Target> {
     let mut targets = Vec::new();
     for (company, backtest) in dataset.companies.iter().zip(backtests) {
@@ -489,8 +499,9 @@ fn targets(
                 forecasts: Forecaster::ALL
                     .iter()
                     .map(|&f| {
-                        let q = quantiles[f.index()].at(marked_on);
-                        target_forecast(f, forecasts[f.index()], *q, observed, kind != TargetKind::Event)
+                        let (q, forecast) = (*quantiles[f.index()].at(marked_on), forecasts[f.index()]);
+                        let confidence = stated(f, marked_on, &forecast, &q);
+                        target_forecast(f, forecast, q, confidence, observed, kind != TargetKind::Event)
                     })
                     .collect(),
             });
@@ -522,8 +533,9 @@ impl Scorecard {
         dataset: &Dataset,
         backtests: &[CompanyBacktest],
         quantiles: &[QuantileTimeline; FORECASTERS],
+        stated: &StatedConfidence<'_>,
     ) -> Scorecard {
-        let targets = targets(dataset, backtests, quantiles);
+        let targets = targets(dataset, backtests, quantiles, stated);
         let mut listing_validations = Vec::new();
         let mut bankruptcy_outcomes = Vec::new();
         for target in &targets {
@@ -554,7 +566,8 @@ impl Scorecard {
             .collect();
         Scorecard {
             forecasters,
-            comparison: compare(dataset, backtests, Forecaster::GapProfile, Forecaster::LastEvent),
+            comparison: compare(dataset, backtests, Forecaster::Method, Forecaster::LastEvent),
+            comparison_with_previous: compare(dataset, backtests, Forecaster::Method, Forecaster::GapProfile),
             listing_validations,
             bankruptcy_outcomes,
             targets,
