@@ -810,3 +810,130 @@ async fn every_scorecard_figure_is_recomputed_from_the_published_targets() {
         }
     }
 }
+
+/// Every company item explains its mark (docs/design.md section 4a): the last event (value,
+/// date, type; no source), how many days ago, the outcome that ended or fixed the private
+/// marks, and the mark against the last event, worked out here from the source CSV.
+#[tokio::test]
+async fn every_company_item_says_what_its_mark_rests_on() {
+    let server = TestServer::start_with(Options {
+        keys_toml: Some(demo_keys_with_rate(1_000_000)),
+        ..Options::default()
+    })
+    .await;
+    let events = sample_csv("events.csv");
+    let as_of = server.get("/readyz", None).await.json()["as_of"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let list = server.get("/v1/companies?limit=200", Some(ENTERPRISE)).await.json();
+    let items = list["companies"].as_array().unwrap();
+    assert_eq!(items.len(), sample_csv("companies.csv").len());
+    let export = server.get("/v1/export", Some(ENTERPRISE)).await;
+    let export_lines: BTreeMap<String, Value> = String::from_utf8_lossy(&export.body)
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let value: Value = serde_json::from_str(line).unwrap();
+            (value["slug"].as_str().unwrap().to_string(), value)
+        })
+        .collect();
+    let terminal = |kind: &str| matches!(kind, "ipo" | "direct_listing" | "bankruptcy");
+    for item in items {
+        let slug = item["slug"].as_str().unwrap();
+        let mut history: Vec<&Vec<String>> = events.iter().filter(|r| r[1] == slug).collect();
+        // The builder keeps a day's events in file order.
+        history.sort_by(|a, b| a[3].cmp(&b[3]));
+        let last = history.last().unwrap();
+        let outcome = history
+            .iter()
+            .find(|r| terminal(&r[2]))
+            .or(history.last().filter(|r| r[2] == "acquisition"));
+        let profile = server
+            .get(&format!("/v1/companies/{slug}"), Some(RESEARCH))
+            .await
+            .json();
+        for (place, company) in [("list", item), ("profile", &profile), ("export", &export_lines[slug])] {
+            let seen = &company["last_event"];
+            assert_eq!(seen["event_id"], last[0].as_str(), "{slug} {place}");
+            assert_eq!(seen["occurred_on"], last[3].as_str(), "{slug} {place}");
+            assert_eq!(seen["event_type"], last[2].as_str());
+            assert_eq!(seen["valuation_usd"].as_u64().unwrap().to_string(), last[4]);
+            assert!(seen.get("source_url").is_none() && seen.get("note").is_none());
+            assert_eq!(
+                company["days_since_last_event"].as_i64().unwrap(),
+                days_between(&last[3], &as_of),
+                "{slug} {place}"
+            );
+            match outcome {
+                None => assert!(company["outcome"].is_null(), "{slug} {place}"),
+                Some(o) => {
+                    assert_eq!(company["outcome"]["event_type"], o[2].as_str(), "{slug} {place}");
+                    assert_eq!(company["outcome"]["occurred_on"], o[3].as_str());
+                }
+            }
+            let mark = &company["latest_mark"];
+            let value: f64 = last[4].parse().unwrap();
+            match mark["vs_last_event_pct"].as_f64() {
+                Some(pct) => {
+                    let expected = (mark["value_usd"].as_f64().unwrap() / value - 1.0) * 100.0;
+                    assert!((pct - expected).abs() < 0.006, "{slug} {place}: {pct} vs {expected}");
+                }
+                None => assert_eq!(value, 0.0, "{slug}: only a written-off value has no ratio"),
+            }
+            // A 30-day change only for a series that reaches as_of.
+            if mark["as_of_date"] != as_of.as_str() {
+                assert!(company["delta_30d_pct"].is_null(), "{slug} {place}");
+            }
+        }
+    }
+    // The cases: an agreed sale holds its price; a listing is the outcome.
+    let wiz = server.get("/v1/companies/wiz", Some(RESEARCH)).await.json();
+    assert_eq!(wiz["latest_mark"]["value_usd"], 32_000_000_000u64);
+    assert_eq!(wiz["outcome"]["event_type"], "acquisition");
+    assert_eq!(wiz["latest_mark"]["vs_last_event_pct"], 0.0);
+    let airbnb = server.get("/v1/companies/airbnb", Some(RESEARCH)).await.json();
+    assert_eq!(
+        (&airbnb["outcome"]["event_type"], &airbnb["outcome"]["occurred_on"]),
+        (&Value::from("ipo"), &Value::from("2020-12-10"))
+    );
+    assert_eq!(airbnb["outcome"]["valuation_usd"], 47_000_000_000u64);
+    assert_eq!(
+        airbnb["latest_mark"]["as_of_date"], "2020-12-09",
+        "private marks end the day before"
+    );
+}
+
+/// The list sorts by the day of the last event and of the outcome (none last either way).
+#[tokio::test]
+async fn the_list_sorts_by_last_event_and_outcome_days() {
+    let server = TestServer::start().await;
+    for (sort, field) in [("last_event_on", "last_event"), ("outcome_on", "outcome")] {
+        for descending in [false, true] {
+            let sort = if descending {
+                format!("-{sort}")
+            } else {
+                sort.to_string()
+            };
+            let list = server
+                .get(&format!("/v1/companies?limit=200&sort={sort}"), Some(PRO))
+                .await
+                .json();
+            let days: Vec<Option<String>> = list["companies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c[field]["occurred_on"].as_str().map(str::to_string))
+                .collect();
+            let known: Vec<&String> = days.iter().flatten().collect();
+            let mut sorted = known.clone();
+            sorted.sort();
+            if descending {
+                sorted.reverse();
+            }
+            assert_eq!(known, sorted, "{sort}");
+            let first_null = days.iter().position(Option::is_none).unwrap_or(days.len());
+            assert!(days[first_null..].iter().all(Option::is_none), "{sort}: none last");
+        }
+    }
+}

@@ -261,9 +261,11 @@ async fn mirror(server: &TestServer) -> BTreeMap<String, Mirrored> {
         .into_iter()
         .map(|line| {
             let mut mark = line["latest_mark"].clone();
-            // Confidence is derived from the bands; the log compares the published amounts.
-            mark.as_object_mut().unwrap().remove("confidence");
-            mark.as_object_mut().unwrap().remove("as_of_date");
+            // Confidence is derived from the bands, and the mark against the last event from the
+            // events; the log compares the published amounts.
+            for derived in ["confidence", "as_of_date", "vs_last_event_pct"] {
+                mark.as_object_mut().unwrap().remove(derived);
+            }
             (
                 line["slug"].as_str().unwrap().to_string(),
                 Mirrored {

@@ -19,6 +19,7 @@ use crate::methodology::{usd, Band, Coverage, Fit, Params, METHODOLOGY_VERSION};
 use crate::render;
 use crate::render::changes;
 use crate::render::export::Spool;
+use crate::render::facts::EventFacts;
 use crate::render::signing::{self, KeyError};
 use crate::writer::{SnapshotWriter, WriteError};
 use marks_format::gzip::{self, Piece};
@@ -123,6 +124,8 @@ type WithGzip = (Vec<u8>, Option<Vec<u8>>);
 /// Every body of one company, rendered, and its lines of the exports, deflated.
 struct Rendered {
     list_item: Vec<u8>,
+    /// The days of the last event and of the outcome, for their sorts.
+    sort_days: (i32, Option<i32>),
     bodies: [WithGzip; 5],
     value_usd: u64,
     latest_bands: LatestBands,
@@ -187,6 +190,7 @@ fn render_company(
     deflating: &Deflating,
 ) -> Result<Rendered, BuildError> {
     let marks = fit.marks(company);
+    let facts = EventFacts::of(company, dataset.info.as_of);
     let record = render::resolution_record(meta, &dataset.info, company, &marks, kid)
         .ok_or_else(|| KeyError::Canonical(format!("{} has no mark to resolve", company.slug)))?;
     let dates = render::series_dates(&marks.series);
@@ -198,15 +202,16 @@ fn render_company(
     let (marks_80, rest_80) = series(Coverage::C80)?;
     let (marks_95, rest_95) = series(Coverage::C95)?;
     let resolution = signing::sign_record(record, key)?;
-    let export_line = render::export_company(company, &marks, &resolution);
+    let export_line = render::export_company(company, &marks, &facts, &resolution);
     let export_piece = Piece::of(&export_line, deflating.export_level)?;
     let latest = marks.latest();
     let band = |coverage| latest.map_or(Band { lower: 0, upper: 0 }, |m| Band::of(m.band(coverage)));
     let (band_80, band_95) = (band(Coverage::C80), band(Coverage::C95));
     Ok(Rendered {
-        list_item: render::list_item(company, &marks),
+        list_item: render::list_item(company, &marks, &facts),
+        sort_days: facts.sort_days(),
         bodies: [
-            with_gzip(render::profile(meta, company, &marks)),
+            with_gzip(render::profile(meta, company, &marks, &facts)),
             marks_80,
             marks_95,
             with_gzip(render::events(meta, company)),
@@ -419,6 +424,8 @@ fn write_company(
         value_usd: rendered.value_usd,
         latest_bands: rendered.latest_bands,
         delta_30d_pct: rendered.delta_30d_pct,
+        last_event_on: rendered.sort_days.0,
+        outcome_on: rendered.sort_days.1,
         profile: body(profile)?,
         marks_80: body(marks_80)?,
         marks_95: body(marks_95)?,
@@ -445,7 +452,7 @@ fn sector_code(sectors: &[&str], company: &Company) -> u16 {
 /// The order of `SORTS[sort]` over all companies (see `format::compare_rows`).
 pub fn sort_permutation(companies: &[CompanyEntry], sort: usize) -> Vec<u32> {
     fn key(sort: usize, c: &CompanyEntry) -> (RowKey<'_>, &str) {
-        (RowKey::of(sort, &c.name, c.value_usd, c.delta_30d_pct), c.slug.as_str())
+        (c.row_key(sort), c.slug.as_str())
     }
     let mut rows: Vec<u32> = (0..companies.len() as u32).collect();
     rows.sort_by(|&a, &b| {

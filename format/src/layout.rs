@@ -211,6 +211,11 @@ pub struct CompanyEntry {
     pub latest_bands: LatestBands,
     /// As published (two decimals), so sorting agrees with what clients see.
     pub delta_30d_pct: Option<f64>,
+    /// The day (Julian day number) of the company's last event, and of its outcome (a listing,
+    /// a bankruptcy, or an agreed sale that holds its mark), for the `last_event_on` and
+    /// `outcome_on` sorts.
+    pub last_event_on: i32,
+    pub outcome_on: Option<i32>,
     /// The CompanyListItem JSON object, spliced into list pages.
     pub list_item: BodyRef,
     pub profile: Body,
@@ -227,7 +232,7 @@ pub const STATUS_PRIVATE: u8 = 1;
 pub const STATUS_IPO_COMPLETED: u8 = 2;
 
 /// The `sort` values of listCompanies, in the order their permutations are stored.
-pub const SORTS: [&str; 8] = [
+pub const SORTS: [&str; 12] = [
     "slug",
     "-slug",
     "name",
@@ -236,7 +241,21 @@ pub const SORTS: [&str; 8] = [
     "-value_usd",
     "delta_30d_pct",
     "-delta_30d_pct",
+    "last_event_on",
+    "-last_event_on",
+    "outcome_on",
+    "-outcome_on",
 ];
+
+/// What a row is sorted by under each of `SORTS`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SortFields<'a> {
+    pub name: &'a str,
+    pub value_usd: u64,
+    pub delta_30d_pct: Option<f64>,
+    pub last_event_on: i32,
+    pub outcome_on: Option<i32>,
+}
 
 /// A row's key under one of `SORTS`, for ordering rows and placing cursors.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -250,12 +269,16 @@ pub enum RowKey<'a> {
 }
 
 impl<'a> RowKey<'a> {
-    pub fn of(sort: usize, name: &'a str, value_usd: u64, delta_30d_pct: Option<f64>) -> RowKey<'a> {
+    pub fn of(sort: usize, fields: &SortFields<'a>) -> RowKey<'a> {
         match SORTS[sort].trim_start_matches('-') {
             "slug" => RowKey::Slug,
-            "name" => RowKey::Text(name),
-            "value_usd" => RowKey::Number(value_usd as f64),
-            _ => delta_30d_pct.map_or(RowKey::Null, RowKey::Number),
+            "name" => RowKey::Text(fields.name),
+            "value_usd" => RowKey::Number(fields.value_usd as f64),
+            "last_event_on" => RowKey::Number(f64::from(fields.last_event_on)),
+            "outcome_on" => fields
+                .outcome_on
+                .map_or(RowKey::Null, |day| RowKey::Number(f64::from(day))),
+            _ => fields.delta_30d_pct.map_or(RowKey::Null, RowKey::Number),
         }
     }
 }
@@ -284,9 +307,28 @@ impl ArchivedCompanyEntry {
     pub fn row_key(&self, sort: usize) -> RowKey<'_> {
         RowKey::of(
             sort,
-            self.name.as_str(),
-            self.value_usd.to_native(),
-            self.delta_30d_pct.as_ref().map(|d| d.to_native()),
+            &SortFields {
+                name: self.name.as_str(),
+                value_usd: self.value_usd.to_native(),
+                delta_30d_pct: self.delta_30d_pct.as_ref().map(|d| d.to_native()),
+                last_event_on: self.last_event_on.to_native(),
+                outcome_on: self.outcome_on.as_ref().map(|d| d.to_native()),
+            },
+        )
+    }
+}
+
+impl CompanyEntry {
+    pub fn row_key(&self, sort: usize) -> RowKey<'_> {
+        RowKey::of(
+            sort,
+            &SortFields {
+                name: &self.name,
+                value_usd: self.value_usd,
+                delta_30d_pct: self.delta_30d_pct,
+                last_event_on: self.last_event_on,
+                outcome_on: self.outcome_on,
+            },
         )
     }
 }

@@ -133,7 +133,7 @@ impl ApiError {
             | ApiError::ExportsAtOnce { detail, .. } => detail.clone(),
             ApiError::InvalidCoverage(value) => format!("coverage {value:?} is not allowed: use 80 or 95."),
             ApiError::InvalidSort(value) => format!(
-                "sort {value:?} is not allowed: use slug, name, value_usd or delta_30d_pct, with a leading - for descending."
+                "sort {value:?} is not allowed: use slug, name, value_usd, delta_30d_pct, last_event_on or outcome_on, with a leading - for descending."
             ),
             ApiError::BadCursor(reason) => format!("cursor rejected: {reason}."),
             ApiError::InvalidParameter { name, reason } => format!("parameter {name:?} {reason}."),

@@ -6,6 +6,7 @@
 
 pub mod changes;
 pub mod export;
+pub mod facts;
 pub mod signing;
 
 use serde::Serialize;
@@ -15,6 +16,7 @@ use serde_json::{json, Map, Value};
 use crate::dataset::{Company, DatasetInfo, EventType, Sector, Status};
 use crate::methodology::scorecard::disclosure::{DisclosedScorecard, DisclosedTargets, Disclosure};
 use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkBasis, MarkDay, METHODOLOGY_VERSION};
+use crate::render::facts::EventFacts;
 use marks_format::day::{iso_date, Day};
 
 #[derive(Serialize)]
@@ -61,11 +63,13 @@ struct MarkPoint {
     upper_usd: u64,
     confidence: f64,
     coverage: u32,
+    /// The mark against the value of the company's last event, in percent.
+    vs_last_event_pct: Option<f64>,
 }
 
 impl MarkPoint {
     /// A company's latest mark, with the confidence the method states for it.
-    fn latest(marks: &CompanyMarks) -> Option<MarkPoint> {
+    fn latest(marks: &CompanyMarks, facts: &EventFacts<'_>) -> Option<MarkPoint> {
         let day = marks.latest()?;
         let Band { lower, upper } = Band::of(day.band80);
         Some(MarkPoint {
@@ -75,12 +79,14 @@ impl MarkPoint {
             upper_usd: upper,
             confidence: round_to(marks.confidence, 4),
             coverage: 80,
+            vs_last_event_pct: facts.vs_last_event_pct(day.mark),
         })
     }
 }
 
-/// SPEC 2.4 CompanyListItem: a JSON object spliced into list pages.
-pub fn list_item(company: &Company, marks: &CompanyMarks) -> Vec<u8> {
+/// SPEC 2.4 CompanyListItem: a JSON object spliced into list pages, with the facts that explain
+/// its mark.
+pub fn list_item(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>) -> Vec<u8> {
     #[derive(Serialize)]
     struct ListItem<'a> {
         slug: &'a str,
@@ -89,21 +95,24 @@ pub fn list_item(company: &Company, marks: &CompanyMarks) -> Vec<u8> {
         status: Status,
         latest_mark: Option<MarkPoint>,
         delta_30d_pct: Option<f64>,
+        #[serde(flatten)]
+        facts: &'a EventFacts<'a>,
     }
     to_json(&ListItem {
         slug: &company.slug,
         name: &company.name,
         sector: company.sector,
         status: company.status,
-        latest_mark: MarkPoint::latest(marks),
+        latest_mark: MarkPoint::latest(marks, facts),
         delta_30d_pct: marks.delta_30d_pct,
+        facts,
     })
 }
 
 /// SPEC 2.7 CompanyProfileResponse, with what the latest mark rests on as its
 /// `observations` (docs/design.md section 4a): the event that sets it and the drift's part, in
 /// numbers and words. No source link or note: a company's history is getMarkEvents's (Pro).
-pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks) -> Vec<u8> {
+pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>) -> Vec<u8> {
     #[derive(Serialize)]
     struct Profile<'a> {
         meta: &'a RawValue,
@@ -113,6 +122,8 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks) -> Vec<u8> 
         status: Status,
         latest_mark: Option<MarkPoint>,
         delta_30d_pct: Option<f64>,
+        #[serde(flatten)]
+        facts: &'a EventFacts<'a>,
         observations: Vec<Observation<'a>>,
     }
     to_json(&Profile {
@@ -121,8 +132,9 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks) -> Vec<u8> 
         name: &company.name,
         sector: company.sector,
         status: company.status,
-        latest_mark: MarkPoint::latest(marks),
+        latest_mark: MarkPoint::latest(marks, facts),
         delta_30d_pct: marks.delta_30d_pct,
+        facts,
         observations: marks.basis.map_or_else(Vec::new, |basis| observations(company, &basis)),
     })
 }
@@ -304,7 +316,7 @@ pub fn export_header(meta: &[u8], export: &str, coverage: Option<Coverage>, comp
 /// One line of the companies export: the company with its latest mark and both bands, its
 /// whole event history and its signed resolution record (`resolution`, the exact bytes served
 /// by getResolution, so its signature verifies as it stands).
-pub fn export_company(company: &Company, marks: &CompanyMarks, resolution: &[u8]) -> Vec<u8> {
+pub fn export_company(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>, resolution: &[u8]) -> Vec<u8> {
     #[derive(Serialize)]
     struct BandUsd {
         lower_usd: u64,
@@ -324,10 +336,12 @@ pub fn export_company(company: &Company, marks: &CompanyMarks, resolution: &[u8]
         status: Status,
         latest_mark: Option<LatestMark>,
         delta_30d_pct: Option<f64>,
+        #[serde(flatten)]
+        facts: &'a EventFacts<'a>,
         events: Vec<EventJson<'a>>,
         resolution: &'a RawValue,
     }
-    let latest_mark = marks.latest().zip(MarkPoint::latest(marks)).map(|(day, point)| {
+    let latest_mark = marks.latest().zip(MarkPoint::latest(marks, facts)).map(|(day, point)| {
         let Band { lower, upper } = Band::of(day.band95);
         LatestMark {
             point,
@@ -344,6 +358,7 @@ pub fn export_company(company: &Company, marks: &CompanyMarks, resolution: &[u8]
         status: company.status,
         latest_mark,
         delta_30d_pct: marks.delta_30d_pct,
+        facts,
         events: event_history(company),
         resolution: raw(resolution),
     });

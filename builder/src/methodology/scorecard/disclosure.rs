@@ -136,6 +136,9 @@ pub struct PublicTarget<'a> {
 #[derive(Debug, Serialize)]
 pub struct PublicTargetForecast<'a> {
     pub forecaster: &'static str,
+    pub scale: f64,
+    pub q80: f64,
+    pub q95: f64,
     pub confidence: f64,
     pub log_error: Option<f64>,
     pub band_80_rel: &'a RelativeBand,
@@ -230,6 +233,9 @@ fn public_targets(targets: &[Target]) -> Vec<PublicTarget<'_>> {
                 .iter()
                 .map(|f| PublicTargetForecast {
                     forecaster: f.forecaster,
+                    scale: f.scale,
+                    q80: f.q80,
+                    q95: f.q95,
                     confidence: f.confidence,
                     log_error: f.log_error,
                     band_80_rel: &f.band_80_rel,

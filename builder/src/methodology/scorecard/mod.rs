@@ -123,6 +123,11 @@ pub struct TargetForecast {
     /// the mark's dollars can check a band's width and an outcome's place against.
     pub band_80_rel: RelativeBand,
     pub band_95_rel: RelativeBand,
+    /// The forecast's scale in log units, and the quantiles of |z| its bands used: the 80% band
+    /// is `mark * exp(-/+ q80 * scale)`.
+    pub scale: f64,
+    pub q80: f64,
+    pub q95: f64,
     /// The probability the forecaster stated that the value lies within +/-10% of its mark.
     pub confidence: f64,
     /// ln(observed) - ln(mark); null when the observed value is 0 (a bankruptcy written off).
@@ -432,6 +437,9 @@ fn target_forecast(
         band_95: Band::of(forecast.band(q.q95)),
         band_80_rel: RelativeBand::of(q.q80, forecast.scale),
         band_95_rel: RelativeBand::of(q.q95, forecast.scale),
+        scale: forecast.scale,
+        q80: q.q80,
+        q95: q.q95,
         confidence: stated,
         log_error,
         inside_80,
