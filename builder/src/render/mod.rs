@@ -411,6 +411,8 @@ pub fn scorecard_targets(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<
     struct Targets<'a> {
         meta: &'a RawValue,
         methodology_version: &'static str,
+        /// Which form this is: `public` (relative quantities only) or `full` (Pro and above).
+        disclosure: &'static str,
         /// `hit` and `confidence` are about landing within this many percent of the mark.
         tolerance_pct: f64,
         forecasters: Vec<&'static str>,
@@ -419,6 +421,7 @@ pub fn scorecard_targets(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<
     to_json(&Targets {
         meta: raw(meta),
         methodology_version: METHODOLOGY_VERSION,
+        disclosure: disclosure.as_str(),
         tolerance_pct: crate::methodology::conformal::CONFIDENCE_TOLERANCE * 100.0,
         forecasters: fit.scorecard.forecasters.iter().map(|f| f.figures.name).collect(),
         targets: fit.scorecard.disclosed_targets(disclosure),
@@ -432,6 +435,8 @@ pub fn scorecard(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
     struct Scorecard<'a> {
         meta: &'a RawValue,
         methodology_version: &'static str,
+        /// Which form this is: `public` (relative quantities only) or `full` (Pro and above).
+        disclosure: &'static str,
         params: Value,
         comparison_params: Value,
         quantiles_in_force: crate::methodology::Quantiles,
@@ -443,6 +448,7 @@ pub fn scorecard(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
     to_json(&Scorecard {
         meta: raw(meta),
         methodology_version: METHODOLOGY_VERSION,
+        disclosure: disclosure.as_str(),
         params: fit.params.to_json(),
         comparison_params: fit.params.comparison_json(),
         quantiles_in_force: fit.bands_on(fit.as_of.plus(1)).quantiles(),

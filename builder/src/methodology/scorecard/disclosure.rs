@@ -30,6 +30,14 @@ pub enum Disclosure {
 
 impl Disclosure {
     pub const ALL: [Disclosure; 2] = [Disclosure::Public, Disclosure::Full];
+
+    /// As the documents name their form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disclosure::Public => "public",
+            Disclosure::Full => "full",
+        }
+    }
 }
 
 /// The scorecard in one form.
@@ -68,6 +76,7 @@ impl Scorecard {
 pub struct PublicScorecard<'a> {
     pub forecasters: Vec<PublicForecasterScore<'a>>,
     pub comparison: &'a Comparison,
+    pub comparison_with_previous: &'a Comparison,
     pub listing_validations: Vec<PublicOutcome<'a>>,
     pub bankruptcy_outcomes: Vec<PublicOutcome<'a>>,
 }
@@ -185,6 +194,7 @@ impl<'a> PublicScorecard<'a> {
                 })
                 .collect(),
             comparison: &card.comparison,
+            comparison_with_previous: &card.comparison_with_previous,
             listing_validations: outcomes(TargetKind::Listing),
             bankruptcy_outcomes: outcomes(TargetKind::Bankruptcy),
         }
