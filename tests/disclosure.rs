@@ -102,7 +102,14 @@ async fn crawl(server: &TestServer, reader: Reader, slugs: &[String]) -> Vec<(St
     .collect();
     paths.push(format!("/v1/changes?since={}", sample_version()));
     for slug in slugs {
-        for tail in ["", "/marks", "/marks?coverage=95", "/events", "/resolution"] {
+        for tail in [
+            "",
+            "/marks",
+            "/marks?coverage=95",
+            "/events",
+            "/resolution",
+            "/backtest",
+        ] {
             paths.push(format!("/v1/companies/{slug}{tail}"));
         }
         paths.push(format!("/explore/{slug}"));

@@ -937,3 +937,63 @@ async fn the_list_sorts_by_last_event_and_outcome_days() {
         }
     }
 }
+
+/// getBacktest: how the method did on one company, every scored event and the outcome, from
+/// the same numbers as the scorecard's targets; below Pro without the events' values.
+#[tokio::test]
+async fn a_company_backtest_is_its_scorecard_targets() {
+    let server = TestServer::start().await;
+    let full_targets = server.get("/v1/scorecard/targets", Some(PRO)).await.json();
+    for slug in ["stripe", "airbnb", "wiz"] {
+        let mine: Vec<&Value> = full_targets["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["slug"] == slug)
+            .collect();
+        let full = server.get(&format!("/v1/companies/{slug}/backtest"), Some(PRO)).await;
+        assert_eq!(full.status, 200);
+        let full = full.json();
+        assert_meta(&full);
+        assert_eq!(full["disclosure"], "full");
+        let served = full["targets"].as_array().unwrap();
+        assert_eq!(served.len(), mine.len(), "{slug}");
+        for (got, target) in served.iter().zip(&mine) {
+            let method = &target["forecasts"][0];
+            assert_eq!(got["event_id"], target["event_id"]);
+            assert_eq!(got["observed_usd"], target["observed_usd"]);
+            assert_eq!(
+                got["mark_usd"].as_f64().unwrap(),
+                method["mark_usd"].as_f64().unwrap().round()
+            );
+            assert_eq!(got["band_80"], method["band_80"]);
+            assert_eq!(
+                (&got["inside_80"], &got["inside_95"], &got["hit"]),
+                (&method["inside_80"], &method["inside_95"], &method["hit"])
+            );
+        }
+        let research = server
+            .get(&format!("/v1/companies/{slug}/backtest"), Some(RESEARCH))
+            .await
+            .json();
+        assert_eq!(research["disclosure"], "research");
+        for (got, target) in research["targets"].as_array().unwrap().iter().zip(&mine) {
+            if target["kind"] == "event" {
+                for hidden in ["observed_usd", "event_id", "error_pct", "band_95"] {
+                    assert!(got.get(hidden).is_none(), "{slug}: {hidden} below Pro");
+                }
+            } else {
+                assert_eq!(
+                    got["observed_usd"], target["observed_usd"],
+                    "an outcome is every item's"
+                );
+            }
+            let above = target["observed_usd"].as_f64().unwrap() > target["forecasts"][0]["mark_usd"].as_f64().unwrap();
+            assert_eq!(got["above"], above);
+        }
+    }
+    server
+        .get("/v1/companies/stripe/backtest", Some(FREE))
+        .await
+        .assert_problem(403, "tier_forbidden");
+}

@@ -126,7 +126,7 @@ struct Rendered {
     list_item: Vec<u8>,
     /// The days of the last event and of the outcome, for their sorts.
     sort_days: (i32, Option<i32>),
-    bodies: [WithGzip; 5],
+    bodies: [WithGzip; 7],
     value_usd: u64,
     latest_bands: LatestBands,
     delta_30d_pct: Option<f64>,
@@ -180,8 +180,10 @@ impl Deflating {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn render_company(
     company: &Company,
+    position: usize,
     dataset: &Dataset,
     fit: &Fit,
     meta: &[u8],
@@ -216,6 +218,18 @@ fn render_company(
             marks_95,
             with_gzip(render::events(meta, company)),
             with_gzip(resolution),
+            with_gzip(render::backtest(
+                meta,
+                company,
+                fit.scorecard.targets_of(position),
+                Disclosure::Public,
+            )),
+            with_gzip(render::backtest(
+                meta,
+                company,
+                fit.scorecard.targets_of(position),
+                Disclosure::Full,
+            )),
         ],
         value_usd: latest.map_or(0, |m| usd(m.mark)),
         latest_bands: LatestBands {
@@ -329,7 +343,11 @@ fn write_snapshot(
         for (number, chunk) in dataset.companies.chunks(CHUNK).enumerate() {
             let rendered: Result<Vec<Rendered>, BuildError> = chunk
                 .par_iter()
-                .map(|c| render_company(c, dataset, fit, &meta, &options.signing_key, &kid, deflating))
+                .enumerate()
+                .map(|(i, c)| {
+                    let position = number * CHUNK + i;
+                    render_company(c, position, dataset, fit, &meta, &options.signing_key, &kid, deflating)
+                })
                 .collect();
             let sent = match rendered {
                 Ok(rendered) => chunks.send((number * CHUNK, rendered)).is_ok(),
@@ -411,7 +429,7 @@ fn write_company(
     sectors: &[&str],
     rendered: Rendered,
 ) -> Result<CompanyEntry, WriteError> {
-    let [profile, marks_80, marks_95, events, resolution] = rendered.bodies;
+    let [profile, marks_80, marks_95, events, resolution, backtest, backtest_full] = rendered.bodies;
     let mut body = |(identity, gzip): WithGzip| writer.append_body(&identity, gzip.as_deref());
     Ok(CompanyEntry {
         slug: company.slug.clone(),
@@ -431,6 +449,8 @@ fn write_company(
         marks_95: body(marks_95)?,
         events: body(events)?,
         resolution: body(resolution)?,
+        backtest: body(backtest)?,
+        backtest_full: body(backtest_full)?,
         list_item: writer.append(&rendered.list_item)?,
     })
 }

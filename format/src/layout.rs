@@ -223,6 +223,10 @@ pub struct CompanyEntry {
     pub marks_95: Body,
     pub events: Body,
     pub resolution: Body,
+    /// How the method did on this company (getBacktest): below Pro without its events'
+    /// values, and whole for Pro and above.
+    pub backtest: Body,
+    pub backtest_full: Body,
 }
 
 /// A row of a stored list: the position of a company in `Index::companies`.
@@ -500,6 +504,8 @@ impl ArchivedIndex {
                 .chain(of(&c.marks_95))
                 .chain(of(&c.events))
                 .chain(of(&c.resolution))
+                .chain(of(&c.backtest))
+                .chain(of(&c.backtest_full))
         });
         let exports = &self.exports;
         std::iter::once(&self.meta_json)

@@ -80,6 +80,18 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                 .negotiation
                 .stored(call.loaded, &company.resolution, Cache::Private))
         }
+        Operation::GetBacktest => {
+            require(call.caller, Scope::Marks80)?;
+            no_parameters(call.query)?;
+            let company = company(call)?;
+            // The events' values only for a tier that may read every company's events.
+            let body = if call.caller.tier.allows(Scope::EventsRead) {
+                &company.backtest_full
+            } else {
+                &company.backtest
+            };
+            Ok(call.negotiation.stored(call.loaded, body, Cache::Private))
+        }
         Operation::GetUsage => usage(call),
         Operation::Scorecard | Operation::ScorecardTargets => {
             no_parameters(call.query)?;

@@ -9,6 +9,7 @@ pub enum Operation {
     GetMarkSeries,
     GetMarkEvents,
     GetResolution,
+    GetBacktest,
     GetUsage,
     GetChanges,
     GetExport,
@@ -32,12 +33,13 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 22] = [
+    pub const ALL: [Operation; 23] = [
         Operation::ListCompanies,
         Operation::GetCompany,
         Operation::GetMarkSeries,
         Operation::GetMarkEvents,
         Operation::GetResolution,
+        Operation::GetBacktest,
         Operation::GetUsage,
         Operation::GetChanges,
         Operation::GetExport,
@@ -65,6 +67,7 @@ impl Operation {
             Operation::GetMarkSeries => "getMarkSeries",
             Operation::GetMarkEvents => "getMarkEvents",
             Operation::GetResolution => "getResolution",
+            Operation::GetBacktest => "getBacktest",
             Operation::GetUsage => "getUsage",
             Operation::GetChanges => "getChanges",
             Operation::GetExport => "getExport",
@@ -142,6 +145,7 @@ pub fn route(path: &str) -> Route<'_> {
         "marks" => Operation::GetMarkSeries,
         "events" => Operation::GetMarkEvents,
         "resolution" => Operation::GetResolution,
+        "backtest" => Operation::GetBacktest,
         _ => Operation::Unknown,
     };
     if slug.is_empty() || operation == Operation::Unknown {

@@ -14,7 +14,9 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::dataset::{Company, DatasetInfo, EventType, Sector, Status};
+use crate::methodology::forecasters::backtest::Forecaster;
 use crate::methodology::scorecard::disclosure::{DisclosedScorecard, DisclosedTargets, Disclosure};
+use crate::methodology::scorecard::{Target, TargetKind, Verdict};
 use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkBasis, MarkDay, METHODOLOGY_VERSION};
 use crate::render::facts::EventFacts;
 use marks_format::day::{iso_date, Day};
@@ -278,6 +280,100 @@ pub fn series_prefix(meta: &[u8]) -> Vec<u8> {
 }
 
 /// SPEC 2.9 MarkEventsResponse: the company's whole append-only history, oldest first.
+/// How the method did on one company (getBacktest): every scored event with the forecast made
+/// before it (the mark, its bands, the confidence it stated) and what happened, and its listing
+/// or bankruptcy, in date order. Below Pro, what happened at an event is told by where it fell
+/// (inside a band, above or below the mark, a hit) and not by its value: a company's event
+/// values are getMarkEvents's. Outcomes' values are every company item's anyway.
+pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: Disclosure) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Scored<'a> {
+        kind: TargetKind,
+        event_type: EventType,
+        occurred_on: Day,
+        marked_on: Day,
+        gap_years: f64,
+        mark_usd: u64,
+        band_80: &'a Band,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        band_95: Option<&'a Band>,
+        confidence: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        event_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        observed_usd: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error_pct: Option<f64>,
+        /// The observed value was above the mark.
+        above: bool,
+        inside_80: bool,
+        inside_95: bool,
+        hit: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        verdict: Option<Verdict>,
+    }
+    #[derive(Serialize)]
+    struct Summary {
+        scored_events: usize,
+        inside_80: usize,
+        inside_95: usize,
+        hits: usize,
+    }
+    #[derive(Serialize)]
+    struct Backtest<'a> {
+        meta: &'a RawValue,
+        slug: &'a str,
+        methodology_version: &'static str,
+        forecaster: &'static str,
+        disclosure: &'static str,
+        summary: Summary,
+        targets: Vec<Scored<'a>>,
+    }
+    let full = disclosure == Disclosure::Full;
+    let method = Forecaster::Method.index();
+    let scored: Vec<Scored<'_>> = targets
+        .iter()
+        .filter_map(|t| {
+            let f = t.forecasts.get(method)?;
+            let told = full || t.kind != TargetKind::Event;
+            Some(Scored {
+                kind: t.kind,
+                event_type: t.event_type,
+                occurred_on: t.occurred_on,
+                marked_on: t.marked_on,
+                gap_years: round_to(t.gap_years, 4),
+                mark_usd: usd(f.mark_usd),
+                band_80: &f.band_80,
+                band_95: full.then_some(&f.band_95),
+                confidence: round_to(f.confidence, 4),
+                event_id: told.then_some(t.event_id.as_str()),
+                observed_usd: told.then_some(t.observed_usd),
+                error_pct: if told { f.error_pct() } else { None },
+                above: (t.observed_usd as f64) > f.mark_usd,
+                inside_80: f.inside_80,
+                inside_95: f.inside_95,
+                hit: f.hit,
+                verdict: f.verdict,
+            })
+        })
+        .collect();
+    let events: Vec<&Scored<'_>> = scored.iter().filter(|s| s.kind == TargetKind::Event).collect();
+    to_json(&Backtest {
+        meta: raw(meta),
+        slug: &company.slug,
+        methodology_version: METHODOLOGY_VERSION,
+        forecaster: Forecaster::Method.name(),
+        disclosure: if full { "full" } else { "research" },
+        summary: Summary {
+            scored_events: events.len(),
+            inside_80: events.iter().filter(|s| s.inside_80).count(),
+            inside_95: events.iter().filter(|s| s.inside_95).count(),
+            hits: events.iter().filter(|s| s.hit).count(),
+        },
+        targets: scored,
+    })
+}
+
 pub fn events(meta: &[u8], company: &Company) -> Vec<u8> {
     #[derive(Serialize)]
     struct Events<'a> {

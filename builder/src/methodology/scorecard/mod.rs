@@ -389,6 +389,9 @@ pub struct Scorecard {
     /// Every scored target: published as a document of its own (it grows with the dataset).
     #[serde(skip)]
     pub targets: Vec<Target>,
+    /// Where each company's targets are in `targets`, in dataset order.
+    #[serde(skip)]
+    pub targets_by_company: Vec<std::ops::Range<usize>>,
 }
 
 fn percent(count: usize, n: usize) -> f64 {
@@ -464,9 +467,11 @@ fn targets(
     backtests: &[CompanyBacktest],
     quantiles: &[QuantileTimeline; FORECASTERS],
     stated: &StatedConfidence<'_>,
-) -> Vec<Target> {
+) -> (Vec<Target>, Vec<std::ops::Range<usize>>) {
     let mut targets = Vec::new();
+    let mut by_company = Vec::with_capacity(dataset.companies.len());
     for (company, backtest) in dataset.companies.iter().zip(backtests) {
+        let start = targets.len();
         let scored = backtest.predictions.iter().map(|p| {
             (
                 p.event,
@@ -514,8 +519,9 @@ fn targets(
                     .collect(),
             });
         }
+        by_company.push(start..targets.len());
     }
-    targets
+    (targets, by_company)
 }
 
 /// Each forecaster's mark the day before an outcome, from its target row.
@@ -543,7 +549,7 @@ impl Scorecard {
         quantiles: &[QuantileTimeline; FORECASTERS],
         stated: &StatedConfidence<'_>,
     ) -> Scorecard {
-        let targets = targets(dataset, backtests, quantiles, stated);
+        let (targets, targets_by_company) = targets(dataset, backtests, quantiles, stated);
         let mut listing_validations = Vec::new();
         let mut bankruptcy_outcomes = Vec::new();
         for target in &targets {
@@ -579,7 +585,16 @@ impl Scorecard {
             listing_validations,
             bankruptcy_outcomes,
             targets,
+            targets_by_company,
         }
+    }
+
+    /// The targets of the company at `position` in the dataset.
+    pub fn targets_of(&self, position: usize) -> &[Target] {
+        self.targets_by_company
+            .get(position)
+            .and_then(|range| self.targets.get(range.clone()))
+            .unwrap_or(&[])
     }
 
     pub fn forecaster(&self, forecaster: Forecaster) -> Option<&ForecasterScore> {
