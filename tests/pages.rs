@@ -151,6 +151,29 @@ async fn the_home_page_says_what_is_served() {
     ] {
         assert!(page.contains(fact), "{fact} missing from the home page");
     }
+    // How fresh the data is, worked out from the source CSV: the newest event, and the median
+    // (the lower middle) of the days from each company's last event to as_of.
+    let as_of = ready["as_of"].as_str().unwrap();
+    let day = |s: &str| marks_format::day::Day::parse(s).unwrap();
+    let mut last: BTreeMap<String, String> = BTreeMap::new();
+    for row in sample_csv("events.csv") {
+        let slot = last.entry(row[1].clone()).or_default();
+        if row[3] > *slot {
+            *slot = row[3].clone();
+        }
+    }
+    let newest = last.values().max().unwrap();
+    let mut ages: Vec<i32> = last.values().map(|d| day(as_of).days_since(day(d))).collect();
+    ages.sort_unstable();
+    let median = ages[(ages.len() - 1) / 2];
+    assert!(
+        page.contains(&format!("<dd data-fact=\"newest_event\">{newest}</dd>")),
+        "newest event"
+    );
+    assert!(
+        page.contains(&format!("<dd data-fact=\"median_last_event_days\">{median} days</dd>")),
+        "median age {median}"
+    );
     let meta = server.get("/v1/companies?limit=1", Some(PRO)).await.json()["meta"].clone();
     let disclaimer = meta["disclaimer"].as_str().unwrap();
     assert!(page.contains(disclaimer), "the disclaimer is on the page");

@@ -355,3 +355,95 @@ def test_malformed_address_shows_not_found(open_page):
     enter_key(page, PRO, "/explore/%E0%A4%A")
     expect(page.locator("#profile-error")).to_contain_text("No company has the slug")
     expect(page.locator("#title")).to_have_text("%E0%A4%A")
+
+
+def usd_words(value):
+    """The explorer's compact dollars: $47B, $1.54T, $32B."""
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if value >= scale:
+            text = f"{value / scale:.3g}"
+            return f"${text}{unit}"
+    return f"${value:.0f}"
+
+
+def test_the_mark_is_explained_beside_the_last_reported_value(open_page, server):
+    """Beside the mark, in words: the last reported value with its date and age, what the
+    mark adds and why, the confidence as a percent with what it means, what the bands mean."""
+    profile = server.json("/v1/companies/stripe", RESEARCH)
+    last, mark = profile["last_event"], profile["latest_mark"]
+    drift = next(o for o in profile["observations"] if o["part"] == "drift")
+    page, _ = open_page()
+    enter_key(page, RESEARCH, "/explore/stripe")
+    wait_company_loaded(page)
+    facts = page.locator("#latest-facts")
+    expect(facts).to_contain_text(f"on {last['occurred_on']} ({profile['days_since_last_event']} days ago)")
+    expect(facts).to_contain_text(f"{mark['confidence'] * 100:.1f}%")
+    explained = page.locator("#mark-explained")
+    expect(explained).to_contain_text(f"The mark starts from the last reported valuation: {usd_words(last['valuation_usd'])}")
+    expect(explained).to_contain_text(drift["explanation"])
+    expect(explained).to_contain_text("within ±10% of the value next reported")
+    expect(explained).to_contain_text("about 4 times in 5")
+    expect(page.locator("#outcome-note")).to_be_hidden()
+
+
+@pytest.mark.parametrize(
+    "slug,words",
+    [
+        ("wiz", r"Agreed to be sold for \$32B on 2025-03-18\. The mark holds the agreed price"),
+        ("airbnb", r"Listed on 2020-12-10 at \$47B; private marks end the day before, at \$[\d.]+B on 2020-12-09"),
+        ("ftx", r"Bankrupt on 2022-11-11; the value reported after it, \$0, is the mark"),
+    ],
+)
+def test_a_listed_sold_or_bankrupt_company_says_what_happened(open_page, slug, words):
+    page, _ = open_page()
+    enter_key(page, PRO, f"/explore/{slug}")
+    wait_company_loaded(page)
+    expect(page.locator("#outcome-note")).to_have_text(re.compile(words))
+    expect(page.locator("#company-facts")).to_contain_text(
+        {"wiz": "Sale agreed 2025-03-18", "airbnb": "Listed 2020-12-10", "ftx": "Bankrupt 2022-11-11"}[slug]
+    )
+
+
+@pytest.mark.parametrize("key", [PRO, RESEARCH])
+def test_the_company_page_shows_how_the_method_did_on_it(open_page, server, key):
+    backtest = server.json("/v1/companies/stripe/backtest", key)
+    targets = backtest["targets"]
+    assert targets, "stripe has scored events"
+    page, _ = open_page()
+    enter_key(page, key, "/explore/stripe")
+    wait_company_loaded(page)
+    page.wait_for_function("() => !document.getElementById('backtest-wrap').hidden")
+    expect(page.locator("#backtest-table tbody tr")).to_have_count(len(targets))
+    expect(page.locator("#backtest-svg")).to_have_attribute("data-targets", str(len(targets)))
+    expect(page.locator("#backtest-svg g.target")).to_have_count(len(targets))
+    summary = backtest["summary"]
+    expect(page.locator("#backtest-summary")).to_contain_text(
+        f"{summary['scored_events']} scored events: {summary['inside_80']} inside the 80% band"
+    )
+    first_row = page.locator("#backtest-table tbody tr").first
+    expect(first_row).to_contain_text(targets[0]["occurred_on"])
+    if key == PRO:
+        expect(page.locator("#backtest-svg path.outcome-marker")).to_have_count(len(targets))
+        expect(first_row).to_contain_text(usd_words(targets[0]["observed_usd"]))
+        expect(page.locator("#backtest-note")).to_be_hidden()
+    else:
+        events = [t for t in targets if t["kind"] == "event"]
+        expect(page.locator("#backtest-svg path.outcome-marker")).to_have_count(len(targets) - len(events))
+        expect(page.locator("#backtest-note")).to_contain_text("without its value")
+        # Where each event fell, in words, and never its value.
+        assert "$" not in first_row.locator("td").last.inner_text()
+
+
+def test_the_list_shows_last_reported_and_outcome_and_sorts_by_them(open_page, server):
+    expected, first = server.walk_companies(PRO, sort="-last_event_on")
+    page, _ = open_page()
+    enter_key(page, PRO, "/explore?sort=-last_event_on")
+    wait_list_loaded(page)
+    assert listed_slugs(page)[: len(first["companies"])] == [c["slug"] for c in first["companies"]]
+    row = page.locator("#company-rows tr").first
+    top = first["companies"][0]
+    expect(row).to_contain_text(top["last_event"]["occurred_on"])
+    expect(page.locator("th[data-sort='last_event_on']")).to_have_attribute("aria-sort", "descending")
+    page.goto("/explore?sort=outcome_on")
+    wait_list_loaded(page)
+    expect(page.locator("#company-rows tr").first).to_contain_text(re.compile(r"Listed|Bankrupt|Sale agreed"))

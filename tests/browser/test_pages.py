@@ -10,6 +10,7 @@ from conftest import (
     DESKTOP,
     ENTERPRISE,
     PHONE,
+    PRO,
     RESEARCH,
     SCREENSHOTS,
     enter_key,
@@ -18,7 +19,7 @@ from conftest import (
 )
 from playwright.sync_api import expect
 
-PAGES = ["/", "/docs", "/scorecard", "/explore", "/explore/stripe"]
+PAGES = ["/", "/docs", "/scorecard", "/explore", "/explore/stripe", "/explore/wiz", "/explore/airbnb", "/explore/ftx"]
 
 STRICT_CSP = {
     "default-src": ["'self'"],
@@ -147,6 +148,7 @@ A11Y_CASES = [
     ("/explore", ENTERPRISE, PHONE),
     ("/explore/stripe", ENTERPRISE, DESKTOP),
     ("/explore/stripe", RESEARCH, PHONE),
+    ("/explore/wiz", PRO, DESKTOP),
 ]
 
 

@@ -344,17 +344,35 @@ async function loadPage(cursor, run) {
   }
 }
 
+/** What ended or fixed a company's private marks, in a few words; "Private" when nothing did. */
+function outcomeWords(c) {
+  const o = c.outcome;
+  if (!o) return STATUS[c.status] || 'Private';
+  switch (o.event_type) {
+    case 'ipo': return `Listed ${o.occurred_on}`;
+    case 'direct_listing': return `Listed directly ${o.occurred_on}`;
+    case 'acquisition': return `Sale agreed ${o.occurred_on}`;
+    case 'bankruptcy': return `Bankrupt ${o.occurred_on}`;
+    default: return `${words(o.event_type)} ${o.occurred_on}`;
+  }
+}
+
 function companyRow(c) {
   const m = c.latest_mark || {};
-  const status = STATUS[c.status] || c.status || '';
+  const last = c.last_event;
+  const outcome = outcomeWords(c);
+  // A mark whose series ended (a listing, a bankruptcy) says from when it is.
+  const markDate = m.as_of_date && c.outcome && c.outcome.event_type !== 'acquisition' ? `as of ${m.as_of_date}` : '';
   return el('tr', {},
     el('th', { scope: 'row' },
       el('a', { href: `/explore/${encodeURIComponent(c.slug)}`, text: c.name || c.slug }),
-      el('span', { class: 'sub narrow-only', text: `${c.sector || ''} · ${status}` })),
+      el('span', { class: 'sub narrow-only', text: `${c.sector || ''} · ${outcome}` })),
     el('td', { class: 'wide-only', text: c.sector || '' }),
-    el('td', { class: 'wide-only', text: status }),
-    el('td', { class: 'num', text: usd(m.value_usd) }),
-    el('td', { class: 'num', text: band(m.lower_usd, m.upper_usd) }),
+    el('td', { class: 'wide-only nowrap', text: outcome }),
+    el('td', { class: 'num' }, usd(m.value_usd), markDate ? el('span', { class: 'sub', text: markDate }) : ''),
+    el('td', { class: 'num' }, last ? usd(last.valuation_usd) : 'n/a',
+      last ? el('span', { class: 'sub', text: `${last.occurred_on} · ${pct(m.vs_last_event_pct)} since` }) : ''),
+    el('td', { class: 'num wide-only', text: band(m.lower_usd, m.upper_usd) }),
     pctCell(c.delta_30d_pct));
 }
 
@@ -371,6 +389,173 @@ function onFilters(event) {
 }
 
 /* ---------- /explore/{slug}: one company ---------- */
+
+/** "437 days" or "1 day". */
+function daysWords(n) {
+  return typeof n === 'number' ? `${n} day${n === 1 ? '' : 's'}` : 'some time';
+}
+
+/** What happened to a listed, sold or bankrupt company, in a sentence; empty for a private one. */
+function outcomeSentence(p) {
+  const o = p.outcome;
+  if (!o) return '';
+  const m = p.latest_mark || {};
+  switch (o.event_type) {
+    case 'ipo':
+    case 'direct_listing':
+      return `Listed on ${o.occurred_on} at ${usd(o.valuation_usd)}${o.event_type === 'direct_listing' ? ' (direct listing)' : ''}; `
+        + `private marks end the day before${m.as_of_date ? `, at ${usd(m.value_usd)} on ${m.as_of_date}` : ''}.`;
+    case 'acquisition':
+      return `Agreed to be sold for ${usd(o.valuation_usd)} on ${o.occurred_on}. The mark holds the agreed price; `
+        + 'its bands still widen with time, because agreed deals can fail.';
+    case 'bankruptcy':
+      return `Bankrupt on ${o.occurred_on}; the value reported after it, ${usd(o.valuation_usd)}, is the mark.`;
+    default:
+      return `${words(o.event_type)} on ${o.occurred_on} at ${usd(o.valuation_usd)}.`;
+  }
+}
+
+/** The latest mark in words: what it starts from, what the method adds and why, what the
+ * confidence and the bands mean. The drift's own words come from the API. */
+function explanation(p) {
+  const m = p.latest_mark;
+  if (!m) return [];
+  const out = [];
+  const parts = Array.isArray(p.observations) ? p.observations : [];
+  const event = parts.find((o) => o.part === 'event');
+  const drift = parts.find((o) => o.part === 'drift');
+  if (event && event.event_type !== 'bankruptcy') {
+    const daysAgo = drift ? ` (${daysWords(drift.days)} before the mark)` : '';
+    out.push(`The mark starts from the last reported valuation: ${usd(event.valuation_usd)}, `
+      + `${an(words(event.event_type).toLowerCase())} on ${event.occurred_on}${daysAgo}.`
+      + (drift ? ` ${drift.explanation}` : ''));
+  }
+  out.push('The mark is the method\'s estimate of the valuation at which the company will next be reported to '
+    + 'transact (its next round, tender, sale or listing), not a price: most reported valuations are rises, so the '
+    + 'mark of a company that has been quiet sits above its last reported value.');
+  if (typeof m.confidence === 'number') {
+    const c = Math.round(m.confidence * 100);
+    out.push(`Confidence ${(m.confidence * 100).toFixed(1)}%: by the method's record, about ${c} in 100 forecasts `
+      + 'made at this distance from the last event landed within ±10% of the value next reported.');
+  }
+  out.push(`80% band ${band(m.lower_usd, m.upper_usd)}: the value next reported has landed inside bands like this `
+    + 'about 4 times in 5 (the 95% band, about 19 times in 20); the scorecard checks both.');
+  return out;
+}
+
+/* The method's record on this company: /v1/companies/{slug}/backtest. */
+async function renderBacktest(slug, name) {
+  $('backtest-heading').textContent = `How the method did on ${name}`;
+  $('backtest-figure').hidden = true;
+  $('backtest-wrap').hidden = true;
+  $('backtest-summary').textContent = '';
+  if (allows('marks:80') === false) {
+    say($('backtest-note'), needsTier('marks:80', 'The backtest of this company'));
+    return;
+  }
+  let data;
+  try {
+    data = await api(`/v1/companies/${encodeURIComponent(slug)}/backtest`);
+  } catch (err) {
+    showError(err, 'The backtest of this company', $('backtest-note'));
+    return;
+  }
+  const targets = Array.isArray(data.targets) ? data.targets : [];
+  const s = data.summary || {};
+  say($('backtest-note'), data.disclosure === 'full'
+    ? ''
+    : 'Below the Pro tier, what happened at each event is shown as where it fell against the forecast, without its value.');
+  if (targets.length === 0) {
+    $('backtest-summary').textContent = 'No event of this company could be scored: it has no earlier event to forecast from.';
+    return;
+  }
+  $('backtest-summary').textContent = `${s.scored_events} scored event${s.scored_events === 1 ? '' : 's'}: `
+    + `${s.inside_80} inside the 80% band, ${s.inside_95} inside the 95% band, ${s.hits} within ±10% of the forecast`
+    + `${targets.length > s.scored_events ? '; and the outcome, against the mark the day before' : ''}.`;
+  $('backtest-table').tBodies[0].replaceChildren(...targets.map((t) => el('tr', {},
+    el('td', { class: 'nowrap', text: t.occurred_on }),
+    el('td', { text: words(t.event_type) + (t.kind === 'event' ? '' : ' (outcome)') }),
+    el('td', { class: 'num', text: usd(t.mark_usd) }),
+    el('td', { class: 'num', text: band(t.band_80 && t.band_80.lower, t.band_80 && t.band_80.upper) }),
+    el('td', { class: 'num wide-only', text: `${(t.confidence * 100).toFixed(0)}%` }),
+    el('td', { text: happened(t) }))));
+  $('backtest-wrap').hidden = false;
+  drawBacktest(targets);
+  $('backtest-figure').hidden = false;
+}
+
+/** What happened at a scored event, in words: its value when this key may read it, else where
+ * it fell against the forecast. */
+function happened(t) {
+  const where = t.hit ? 'within ±10% of the forecast'
+    : t.inside_80 ? 'inside the 80% band' : t.inside_95 ? 'inside the 95% band only' : 'outside the 95% band';
+  const side = t.hit ? '' : t.above ? ', above the forecast' : ', below the forecast';
+  const value = typeof t.observed_usd === 'number' ? `${usd(t.observed_usd)}: ` : '';
+  return `${value}${where}${side}`;
+}
+
+function drawBacktest(targets) {
+  const box = $('backtest-chart');
+  const W = Math.max(280, Math.round(box.clientWidth || 720));
+  const H = Math.round(Math.min(300, Math.max(200, W * 0.36)));
+  const M = { l: 58, r: 14, t: 12, b: 28 };
+  const values = [];
+  for (const t of targets) {
+    values.push(t.mark_usd, t.band_80 && t.band_80.lower, t.band_80 && t.band_80.upper, t.observed_usd);
+    if (t.band_95) values.push(t.band_95.lower, t.band_95.upper);
+  }
+  const positive = values.filter((v) => typeof v === 'number' && v > 0);
+  const lo = positive.length ? Math.min(...positive) : 1;
+  const hi = positive.length ? Math.max(...positive) : 10;
+  const pad = Math.max(0.05, (Math.log10(hi) - Math.log10(lo)) * 0.06);
+  const l0 = Math.log10(lo) - pad;
+  const l1 = Math.log10(hi) + pad;
+  const days = targets.map((t) => dayNumber(t.marked_on));
+  const d0 = Math.min(...days) - 30;
+  const d1 = Math.max(...days) + 30;
+  const pw = W - M.l - M.r;
+  const ph = H - M.t - M.b;
+  const x = (d) => Math.round((M.l + ((d - d0) / (d1 - d0)) * pw) * 10) / 10;
+  const y = (v) => {
+    const l = v > 0 ? Math.max(l0, Math.log10(v)) : l0;
+    return Math.round((M.t + (1 - (l - l0) / (l1 - l0)) * ph) * 10) / 10;
+  };
+  const grid = svgEl('g', { 'aria-hidden': 'true' });
+  for (const v of logTicks(l0, l1)) {
+    grid.append(
+      svgEl('line', { class: 'grid', x1: M.l, x2: W - M.r, y1: y(v), y2: y(v) }),
+      svgEl('text', { class: 'axis', x: M.l - 6, y: y(v) + 4, 'text-anchor': 'end', text: usd(v) }));
+  }
+  for (const [tick, label] of timeTicks(d0, d1, pw)) {
+    grid.append(svgEl('text', { class: 'axis', x: x(tick), y: H - M.b + 18, 'text-anchor': 'middle', text: label }));
+  }
+  grid.append(svgEl('line', { class: 'axis-line', x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }));
+  const marks = svgEl('g', { class: 'backtest' });
+  targets.forEach((t, i) => {
+    const cx = x(days[i]);
+    const verdict = t.hit ? 'hit' : t.inside_80 ? 'covered_80' : t.inside_95 ? 'covered_95' : 'miss';
+    const label = `${words(t.event_type)} on ${t.occurred_on}: forecast ${usd(t.mark_usd)}, 80% band `
+      + `${band(t.band_80.lower, t.band_80.upper)}; ${happened(t)}`;
+    const g = svgEl('g', { class: `target ${verdict}`, tabindex: 0, role: 'img', 'aria-label': label, 'data-kind': t.kind },
+      svgEl('title', { text: label }));
+    if (t.band_95) {
+      g.append(svgEl('line', { class: 'band95-bar', x1: cx, x2: cx, y1: y(t.band_95.lower), y2: y(t.band_95.upper) }));
+    }
+    g.append(
+      svgEl('line', { class: 'band80-bar', x1: cx, x2: cx, y1: y(t.band_80.lower), y2: y(t.band_80.upper) }),
+      svgEl('circle', { class: 'mark-dot', cx, cy: y(t.mark_usd), r: 4 }));
+    if (typeof t.observed_usd === 'number') {
+      const oy = y(t.observed_usd);
+      g.append(svgEl('path', { class: 'outcome-marker', d: `M${cx} ${oy - 6} l6 6 l-6 6 l-6 -6 z` }));
+    }
+    marks.append(g);
+  });
+  box.replaceChildren(svgEl('svg', {
+    viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'group', id: 'backtest-svg',
+    'aria-label': `The method's forecast before each of ${targets.length} scored events, with its bands and what was reported`,
+    'data-targets': targets.length,
+  }, grid, marks));
+}
 
 async function showCompany(slug) {
   $('company-view').hidden = false;
@@ -394,11 +579,13 @@ async function showCompany(slug) {
   const resP = wantRes ? Promise.all([api(`${base}/resolution`), api('/v1/signing-keys', { auth: false })]) : null;
 
   renderProfile(profile);
+  const name = profile.status === 'fulfilled' ? profile.value.name || slug : slug;
+  const backtestP = renderBacktest(slug, name);
   const evs = events.status === 'fulfilled' && events.value ? events.value.events || [] : null;
   renderEvents(events, evs);
   const [s95, res] = await Promise.allSettled([s95P, resP]);
   renderSeries(s80, s95, evs);
-  await renderResolution(res, wantRes);
+  await Promise.all([renderResolution(res, wantRes), backtestP]);
 }
 
 function renderProfile(result) {
@@ -411,25 +598,23 @@ function renderProfile(result) {
   document.title = `${p.name || p.slug} · Valuation Marks`;
   facts($('company-facts'), [
     ['Sector', p.sector || 'n/a'],
-    ['Status', STATUS[p.status] || p.status || 'n/a'],
+    ['Status', outcomeWords(p)],
     ['Slug', el('code', { text: p.slug })],
   ]);
   const m = p.latest_mark || {};
+  const last = p.last_event;
   facts($('latest-facts'), [
-    ['Mark', `${usd(m.value_usd)} (${usdFull(m.value_usd)})`],
+    ['Mark', `${usd(m.value_usd)} (${usdFull(m.value_usd)}) on ${m.as_of_date || 'n/a'}`],
+    ['Last reported', last
+      ? `${usd(last.valuation_usd)}, ${an(words(last.event_type).toLowerCase())} on ${last.occurred_on} (${daysWords(p.days_since_last_event)} ago)`
+      : 'n/a'],
+    ['Mark vs last reported', pct(m.vs_last_event_pct)],
     ['80% band', band(m.lower_usd, m.upper_usd)],
-    ['Confidence', typeof m.confidence === 'number' ? m.confidence.toFixed(4) : 'n/a'],
-    ['30-day change', pct(p.delta_30d_pct)],
-    ['As of', m.as_of_date || 'n/a'],
+    ['Confidence', typeof m.confidence === 'number' ? `${(m.confidence * 100).toFixed(1)}%` : 'n/a'],
+    ['30-day change', p.delta_30d_pct === null || p.delta_30d_pct === undefined ? 'none (no marks to date)' : pct(p.delta_30d_pct)],
   ]);
-  // What the mark rests on: the event that sets it and the drift added since (the server's words).
-  const basis = Array.isArray(p.observations) ? p.observations : [];
-  const event = basis.find((o) => o.part === 'event');
-  const drift = basis.find((o) => o.part === 'drift');
-  $('mark-basis').replaceChildren(...(event ? [
-    `Last reported ${usd(event.valuation_usd)} (${words(event.event_type)}) on ${event.occurred_on}. `,
-    event.explanation || '', drift && drift.explanation ? ` ${drift.explanation}` : '',
-  ] : []));
+  say($('outcome-note'), outcomeSentence(p));
+  $('mark-explained').replaceChildren(...explanation(p).map((text) => el('p', { text })));
   showMeta(p.meta);
 }
 

@@ -9,11 +9,13 @@ use crate::dataset::Dataset;
 use crate::methodology::scorecard::Scorecard;
 use crate::methodology::METHODOLOGY_VERSION;
 use crate::present::{headline, page};
+use marks_format::day::Day;
 
 /// The home page.
 pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
     let info = &dataset.info;
     let events: usize = dataset.companies.iter().map(|c| c.events.len()).sum();
+    let fresh = Freshness::of(dataset);
     let mut main = String::new();
     let _ = write!(
         main,
@@ -23,13 +25,21 @@ pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
          Ed25519-signed resolution record that auditors verify offline.</p>\n\
          <dl class=\"facts\"><div><dt>Dataset version</dt><dd>{version}</dd></div>\
          <div><dt>Methodology</dt><dd>{METHODOLOGY_VERSION}</dd></div>\
-         <div><dt>As of</dt><dd>{as_of}</dd></div>\
+         <div><dt>Marks as of</dt><dd>{as_of}</dd></div>\
+         <div><dt>Newest event</dt><dd data-fact=\"newest_event\">{newest}</dd></div>\
+         <div><dt>Median age of a company's last event</dt><dd data-fact=\"median_last_event_days\">{median_age} days</dd></div>\
          <div><dt>Companies</dt><dd>{companies}</dd></div>\
          <div><dt>Events</dt><dd>{events}</dd></div>\
          <div><dt>Data</dt><dd>{mode}, {provenance}</dd></div></dl>\n\
+         <p class=\"note\">How fresh this is: the newest reported event is from {newest}, and at least half the companies \
+         were last reported {median_age} days or more before the marks' date. A mark that has gone quiet is the \
+         method's estimate of the next reported valuation, shown beside the last reported one; every company page \
+         says which and why.</p>\n\
          <p class=\"note\">{disclaimer}</p>\n",
         version = info.dataset_version,
         as_of = info.as_of,
+        newest = fresh.newest_event.map_or("none".to_string(), |d| d.to_string()),
+        median_age = fresh.median_last_event_days.map_or("–".to_string(), |d| d.to_string()),
         companies = dataset.companies.len(),
         mode = info.data_mode.as_str(),
         provenance = info.provenance.as_str(),
@@ -53,4 +63,35 @@ pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
         key = esc(key),
     );
     page("Valuation Marks", "/", &main)
+}
+
+/// How fresh a dataset is: its newest event, and the median number of days from a company's last
+/// event to `as_of`.
+struct Freshness {
+    newest_event: Option<Day>,
+    median_last_event_days: Option<i32>,
+}
+
+impl Freshness {
+    fn of(dataset: &Dataset) -> Freshness {
+        let as_of = dataset.info.as_of;
+        let mut ages: Vec<i32> = dataset
+            .companies
+            .iter()
+            .filter_map(|c| c.events.last())
+            .map(|e| as_of.days_since(e.occurred_on))
+            .collect();
+        ages.sort_unstable();
+        Freshness {
+            newest_event: dataset
+                .companies
+                .iter()
+                .filter_map(|c| c.events.last())
+                .map(|e| e.occurred_on)
+                .max(),
+            // The lower middle for an even count: a whole number of days, never more than half
+            // the companies above it.
+            median_last_event_days: ages.get(ages.len().saturating_sub(1) / 2).copied(),
+        }
+    }
 }

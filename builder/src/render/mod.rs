@@ -185,14 +185,24 @@ fn observations<'a>(company: &'a Company, basis: &MarkBasis) -> Vec<Observation<
     }];
     if event.event_type != EventType::Bankruptcy {
         let drift_pct = round_to((basis.drift_log.exp() - 1.0) * 100.0, 2);
-        parts.push(Observation::Drift {
-            days: basis.days,
-            drift_pct,
-            explanation: format!(
+        let explanation = if event.event_type == EventType::Acquisition {
+            // Methodology v0.4.0: an agreed sale fixes the price.
+            format!(
+                "The mark adds nothing after an agreed sale: the agreed price holds, {} days on, while its \
+                 bands widen with the time since, because agreed deals can fail.",
+                basis.days
+            )
+        } else {
+            format!(
                 "The mark adds {drift_pct}% for {} days without a reported valuation, learnt from how \
                  valuations moved after similar gaps across every company.",
                 basis.days
-            ),
+            )
+        };
+        parts.push(Observation::Drift {
+            days: basis.days,
+            drift_pct,
+            explanation,
         });
     }
     parts
