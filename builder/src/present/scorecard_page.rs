@@ -10,7 +10,7 @@ use std::fmt::Write;
 use marks_format::frame::escape_html as esc;
 
 use crate::dataset::Dataset;
-use crate::methodology::scorecard::{CoverageScore, RelativeBand, Scorecard, Target, TargetKind, Verdict};
+use crate::methodology::scorecard::{Comparison, CoverageScore, RelativeBand, Scorecard, Target, TargetKind, Verdict};
 use crate::methodology::stats::percentile;
 use crate::present::headline::verdict_words;
 use crate::present::{figure, headline, opt, page, svg};
@@ -34,7 +34,18 @@ pub fn scorecard(dataset: &Dataset, card: &Scorecard) -> Vec<u8> {
     main.push_str(&errors_section(card));
     main.push_str(&outcomes_section(card));
     main.push_str(&misses_section(card));
-    main.push_str(&bootstrap_section(card));
+    main.push_str(&bootstrap_section(
+        &card.comparison,
+        "bootstrap",
+        "The method against carrying the last event forward",
+        "the baseline",
+    ));
+    main.push_str(&bootstrap_section(
+        &card.comparison_with_previous,
+        "bootstrap-previous",
+        "What this version changed: the method against the previous one",
+        "the previous method",
+    ));
     page("Scorecard · Valuation Marks", "/scorecard", &main)
 }
 
@@ -513,12 +524,11 @@ fn misses_section(card: &Scorecard) -> String {
 }
 
 /// The method minus the last-event baseline: each difference with its bootstrap interval.
-fn bootstrap_section(card: &Scorecard) -> String {
-    let c = &card.comparison;
+fn bootstrap_section(c: &Comparison, id: &str, heading: &str, other: &str) -> String {
     let mut out = format!(
-        "<h2 id=\"bootstrap\">The method against carrying the last event forward</h2>\n<p>{} minus {}: company-clustered \
+        "<h2 id=\"{id}\">{heading}</h2>\n<p>{} minus {}: company-clustered \
          bootstrap ({} companies resampled, {} draws, seed {}). Each bar is a 95% interval of the difference; left of \
-         zero, the method's error is smaller.</p>\n",
+         zero, the method's error is smaller than {other}'s.</p>\n",
         esc(c.a),
         esc(c.b),
         c.companies,
@@ -559,17 +569,20 @@ fn bootstrap_section(card: &Scorecard) -> String {
         }
     }
     out.push_str(&svg(
-        "bootstrap",
+        id,
         width,
         height,
-        "Bootstrap intervals of the method minus the baseline",
-        "For each figure, the difference between the method and the last-event baseline with its 95% bootstrap interval",
+        &format!("Bootstrap intervals of the method minus {other}"),
+        &format!("For each figure, the difference between the method and {other} with its 95% bootstrap interval"),
         &body,
     ));
-    out.push_str(
-        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Bootstrap differences\"><table class=\"data\"><caption>Differences with their 95% intervals</caption>\n<thead><tr>\
-         <th scope=\"col\">figure</th><th scope=\"col\">method</th><th scope=\"col\">baseline</th>\
+    let _ = write!(
+        out,
+        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Bootstrap differences against {other}\"><table class=\"data\"><caption>Differences with their 95% intervals</caption>\n<thead><tr>\
+         <th scope=\"col\">figure</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th>\
          <th scope=\"col\">difference</th><th scope=\"col\">95% interval</th><th scope=\"col\">verdict</th></tr></thead>\n<tbody>\n",
+        esc(c.a),
+        esc(c.b),
     );
     for d in &c.differences {
         let _ = writeln!(
@@ -580,7 +593,7 @@ fn bootstrap_section(card: &Scorecard) -> String {
             opt(d.b),
             opt(d.difference),
             d.interval_95.map_or("–".to_string(), |[l, h]| format!("[{l}, {h}]")),
-            verdict_words(d.verdict)
+            verdict_words(d.verdict).replace("the baseline", other)
         );
     }
     out.push_str("</tbody></table></div>\n");

@@ -124,25 +124,26 @@ pub fn scorecard_text(card: &Scorecard) -> String {
             v.miss
         ));
     }
-    let c = &card.comparison;
-    out.push_str(&format!(
-        "\n{} minus {} ({} companies resampled, {} draws, seed {}; 95% intervals):\n",
-        c.a, c.b, c.companies, c.draws, c.seed
-    ));
-    for d in &c.differences {
+    for c in [&card.comparison, &card.comparison_with_previous] {
         out.push_str(&format!(
-            "  {:<28} {:>9} vs {:>9}: {:>9} in {}  {}\n",
-            d.figure,
-            opt(d.a.map(|v| round_to(v, 3))),
-            opt(d.b.map(|v| round_to(v, 3))),
-            opt(d.difference.map(|v| round_to(v, 3))),
-            d.interval_95.map_or("-".into(), |[low, high]| format!(
-                "[{}, {}]",
-                round_to(low, 3),
-                round_to(high, 3)
-            )),
-            d.verdict
+            "\n{} minus {} ({} companies resampled, {} draws, seed {}; 95% intervals):\n",
+            c.a, c.b, c.companies, c.draws, c.seed
         ));
+        for d in &c.differences {
+            out.push_str(&format!(
+                "  {:<28} {:>9} vs {:>9}: {:>9} in {}  {}\n",
+                d.figure,
+                opt(d.a.map(|v| round_to(v, 3))),
+                opt(d.b.map(|v| round_to(v, 3))),
+                opt(d.difference.map(|v| round_to(v, 3))),
+                d.interval_95.map_or("-".into(), |[low, high]| format!(
+                    "[{}, {}]",
+                    round_to(low, 3),
+                    round_to(high, 3)
+                )),
+                d.verdict
+            ));
+        }
     }
     let names: Vec<&str> = card.forecasters.iter().map(|f| f.figures.name).collect();
     if !card.listing_validations.is_empty() {
