@@ -43,6 +43,13 @@ COLUMNS = (
     "upper_usd",
     "confidence",
     "delta_30d_pct",
+    "last_event_on",
+    "last_event_type",
+    "last_event_usd",
+    "days_since_last_event",
+    "outcome_type",
+    "outcome_on",
+    "vs_last_event_pct",
 )
 
 
@@ -59,6 +66,8 @@ def reference_frame(http: httpx.Client, base_url: str) -> pd.DataFrame:
         meta = meta or body["meta"]
         for item in body["companies"]:
             mark = item["latest_mark"]
+            last = item["last_event"] or {}
+            outcome = item["outcome"] or {}
             rows.append(
                 (
                     item["slug"],
@@ -71,14 +80,24 @@ def reference_frame(http: httpx.Client, base_url: str) -> pd.DataFrame:
                     mark["upper_usd"],
                     mark["confidence"],
                     item["delta_30d_pct"],
+                    last.get("occurred_on"),
+                    last.get("event_type"),
+                    last.get("valuation_usd"),
+                    item["days_since_last_event"],
+                    outcome.get("event_type"),
+                    outcome.get("occurred_on"),
+                    mark["vs_last_event_pct"],
                 )
             )
         cursor = body["page"]["next_cursor"]
         if not cursor:
             break
     frame = pd.DataFrame.from_records(rows, columns=COLUMNS)
-    frame["as_of_date"] = pd.to_datetime(frame["as_of_date"], format="%Y-%m-%d")
-    frame["delta_30d_pct"] = frame["delta_30d_pct"].astype("float64")
+    for name in ("as_of_date", "last_event_on", "outcome_on"):
+        frame[name] = pd.to_datetime(frame[name], format="%Y-%m-%d")
+    for name in ("delta_30d_pct", "vs_last_event_pct", "last_event_usd"):
+        frame[name] = frame[name].astype("float64")
+    frame["days_since_last_event"] = frame["days_since_last_event"].astype("Int64")
     frame = frame.set_index("slug")
     frame.attrs["meta"] = meta
     return frame

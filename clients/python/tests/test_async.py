@@ -43,7 +43,8 @@ async def test_a_full_walk_equals_the_apis_list(aclient: AsyncClient, server: Se
         co async for co in aclient.companies(sector="fintech", limit=2)
     ]
     pages = [page async for page in aclient.companies(limit=50).pages()]
-    assert [len(page) for page in pages] == [50, len(walked) - 50]
+    full, rest = divmod(len(walked), 50)
+    assert [len(page) for page in pages] == [50] * full + ([rest] if rest else [])
 
 
 async def test_lists_are_fetched_lazily(aclient: AsyncClient) -> None:
@@ -103,6 +104,20 @@ async def test_usage_scorecard_targets_openapi(aclient: AsyncClient, server: Ser
     assert all(m.slug and m.valuation_usd for f in scorecard.forecasters for m in f.misses)
     assert document["info"]["version"] == API_VERSION
     assert (await aclient.request("/v1/usage"))["tier"] == "enterprise"
+
+
+async def test_backtest(server: Server) -> None:
+    async with AsyncClient(api_key=server.keys["research"], base_url=server.base_url) as research:
+        below_pro, profile = await asyncio.gather(research.backtest("airbnb"), research.company("airbnb"))
+    async with AsyncClient(api_key=server.keys["pro"], base_url=server.base_url) as pro:
+        full = await pro.backtest("stripe")
+    check_meta(below_pro.meta, server)
+    assert (below_pro.disclosure, full.disclosure) == ("research", "full")
+    (listing,) = [t for t in below_pro if t.kind == "listing"]
+    assert profile.outcome is not None and listing.event_id == profile.outcome.event_id
+    assert listing.observed_usd == profile.outcome.valuation_usd and listing.band_95 is None
+    assert full.summary.scored_events == len(full) and all(t.band_95 is not None for t in full)
+    assert len(full.to_pandas()) == len(full)
 
 
 async def test_changes(aclient: AsyncClient, server: Server) -> None:

@@ -41,6 +41,7 @@ from ._deadline import DEADLINE, install
 from ._export import Download, ExportParser, FileTransfer, StreamTransfer
 from .errors import RangeNotSatisfiable
 from .models import (
+    Backtest,
     Change,
     ChangesPage,
     CompaniesPage,
@@ -319,7 +320,11 @@ class AsyncClient:
         sort: Optional[str] = None,
         limit: Optional[int] = None,
     ) -> AsyncPaginator[CompaniesPage, CompanyListItem]:
-        """Every company matching the filters, fetched lazily page by page (``limit`` per page)."""
+        """Every company matching the filters, fetched lazily page by page (``limit`` per page).
+
+        ``sort`` is ``slug``, ``name``, ``value_usd``, ``delta_30d_pct``, ``last_event_on`` or
+        ``outcome_on``, with a leading ``-`` for descending (nulls last either way).
+        """
 
         async def fetch(cursor: Optional[str]) -> CompaniesPage:
             return await self.companies_page(
@@ -358,7 +363,10 @@ class AsyncClient:
         """Every company matching the filters as a DataFrame, one row each, indexed by slug.
 
         Columns: name, sector, status, as_of_date, value_usd, lower_usd, upper_usd, confidence,
-        delta_30d_pct; ``.attrs["meta"]`` holds the meta. Needs the ``pandas`` extra.
+        delta_30d_pct, then what explains the mark: last_event_on, last_event_type,
+        last_event_usd, days_since_last_event, outcome_type, outcome_on (empty while the company
+        is private) and vs_last_event_pct. ``.attrs["meta"]`` holds the meta. Needs the
+        ``pandas`` extra.
         """
         builder = calls.CompaniesFrameBuilder(sector=sector, status=status, sort=sort, limit=limit)
         while not builder.done:
@@ -389,6 +397,17 @@ class AsyncClient:
     async def resolution(self, slug: str) -> Resolution:
         """A company's signed resolution record (enterprise); check it with ``.verify(trusted=...)``."""
         return from_json(Resolution, await self._json(calls.get_resolution(slug)))
+
+    @operation("getBacktest")
+    async def backtest(self, slug: str) -> Backtest:
+        """How the method did on a company (research and above): each scored event against the
+        mark, bands and confidence published before it, then its listing or bankruptcy.
+
+        A research key gets where each event fell but not its value (``disclosure ==
+        "research"``); pro and above every value and the 95% band (``"full"``). ``.to_pandas()``
+        gives one row per target.
+        """
+        return from_json(Backtest, await self._json(calls.get_backtest(slug)))
 
     # ---------------------------------------------------------------------------------------
     # Account, keys, methodology

@@ -64,6 +64,10 @@ def get_resolution(slug: str) -> Call:
     return Call(f"/v1/companies/{_slug(slug)}/resolution")
 
 
+def get_backtest(slug: str) -> Call:
+    return Call(f"/v1/companies/{_slug(slug)}/backtest")
+
+
 def get_usage() -> Call:
     return Call("/v1/usage")
 

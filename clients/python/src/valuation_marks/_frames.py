@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 MetaDict = Optional[Mapping[str, str]]
 
 __all__ = [
+    "BACKTEST_COLUMNS",
     "COMPANY_COLUMNS",
+    "backtest_frame",
     "companies_frame",
     "company_row",
     "events_frame",
@@ -37,6 +39,13 @@ COMPANY_COLUMNS = (
     "upper_usd",
     "confidence",
     "delta_30d_pct",
+    "last_event_on",
+    "last_event_type",
+    "last_event_usd",
+    "days_since_last_event",
+    "outcome_type",
+    "outcome_on",
+    "vs_last_event_pct",
 )
 SERIES_COLUMNS = ("date", "mark_usd", "lower_usd", "upper_usd")
 EVENT_COLUMNS = ("occurred_on", "event_id", "event_type", "valuation_usd", "source_url", "note")
@@ -67,6 +76,30 @@ TARGET_COLUMNS = (
     "hit",
     "verdict",
 )
+BACKTEST_COLUMNS = (
+    "kind",
+    "event_type",
+    "occurred_on",
+    "marked_on",
+    "gap_years",
+    "mark_usd",
+    "band_80_lower",
+    "band_80_upper",
+    "band_95_lower",
+    "band_95_upper",
+    "confidence",
+    "event_id",
+    "observed_usd",
+    "error_pct",
+    "above",
+    "inside_80",
+    "inside_95",
+    "hit",
+    "verdict",
+)
+# What the research form of a backtest leaves out (of events), and error_pct's nulls: floats
+# in both forms, so the columns have one dtype whichever form a frame was built from.
+BACKTEST_FLOATS = ("band_95_lower", "band_95_upper", "observed_usd", "error_pct")
 # What the public form of the targets leaves out: empty columns there, of floats (NaN).
 TARGET_FULL_ONLY_NUMBERS = (
     "observed_usd",
@@ -100,6 +133,8 @@ def _attrs(frame: pd.DataFrame, meta: MetaDict, **extra: Any) -> pd.DataFrame:
 def company_row(item: Mapping[str, Any]) -> tuple[Any, ...]:
     """The ``companies_frame`` row of a ``listCompanies`` item (decoded JSON)."""
     mark = item.get("latest_mark") or {}
+    last = item.get("last_event") or {}
+    outcome = item.get("outcome") or {}
     return (
         item["slug"],
         item["name"],
@@ -111,15 +146,26 @@ def company_row(item: Mapping[str, Any]) -> tuple[Any, ...]:
         mark.get("upper_usd"),
         mark.get("confidence"),
         item.get("delta_30d_pct"),
+        last.get("occurred_on"),
+        last.get("event_type"),
+        last.get("valuation_usd"),
+        item.get("days_since_last_event"),
+        outcome.get("event_type"),
+        outcome.get("occurred_on"),
+        mark.get("vs_last_event_pct"),
     )
 
 
 def companies_frame(rows: Sequence[tuple[Any, ...]], meta: MetaDict) -> pd.DataFrame:
-    """One row per company, indexed by slug."""
+    """One row per company, indexed by slug. Dates are datetime64 (NaT where there is none),
+    days_since_last_event a nullable integer (Int64), the percentages and last_event_usd floats."""
     pd = require_pandas()
     frame = pd.DataFrame.from_records(rows, columns=COMPANY_COLUMNS)
-    frame["as_of_date"] = _dates(pd, frame["as_of_date"])
-    frame["delta_30d_pct"] = frame["delta_30d_pct"].astype("float64")
+    for name in ("as_of_date", "last_event_on", "outcome_on"):
+        frame[name] = _dates(pd, frame[name])
+    for name in ("delta_30d_pct", "vs_last_event_pct", "last_event_usd"):
+        frame[name] = frame[name].astype("float64")
+    frame["days_since_last_event"] = frame["days_since_last_event"].astype("Int64")
     frame = frame.set_index("slug")
     return _attrs(frame, meta)
 
@@ -182,3 +228,35 @@ def targets_frame(targets: Iterable[Mapping[str, Any]], meta: MetaDict) -> pd.Da
         if frame[name].isna().all():
             frame[name] = frame[name].astype("float64")
     return _attrs(frame, meta)
+
+
+def backtest_frame(
+    targets: Iterable[Mapping[str, Any]],
+    meta: MetaDict,
+    *,
+    slug: str,
+    forecaster: str,
+    disclosure: str,
+) -> pd.DataFrame:
+    """One row per target of a company's backtest, in date order, in either form: the research
+    form leaves band_95_* empty, and an event's event_id, observed_usd and error_pct."""
+    pd = require_pandas()
+    rows = []
+    for target in targets:
+        band_80, band_95 = target.get("band_80") or {}, target.get("band_95") or {}
+        rows.append(
+            (
+                *(target.get(name) for name in BACKTEST_COLUMNS[:6]),
+                band_80.get("lower"),
+                band_80.get("upper"),
+                band_95.get("lower"),
+                band_95.get("upper"),
+                *(target.get(name) for name in BACKTEST_COLUMNS[10:]),
+            )
+        )
+    frame = pd.DataFrame.from_records(rows, columns=BACKTEST_COLUMNS)
+    frame["occurred_on"] = _dates(pd, frame["occurred_on"])
+    frame["marked_on"] = _dates(pd, frame["marked_on"])
+    for name in BACKTEST_FLOATS:
+        frame[name] = frame[name].astype("float64")
+    return _attrs(frame, meta, slug=slug, forecaster=forecaster, disclosure=disclosure)

@@ -11,7 +11,8 @@ A member that is one of several kinds of object, told apart by a tag (a company'
 ``observations``, by ``part``), is a ``Union`` of models whose tag field is a ``Literal``:
 ``isinstance`` or the tag narrows it. The scorecard's documents come in two forms, by the key's
 tier: the members only the full form has (slugs, event ids, dollars) are ``None`` in the public
-one.
+one, and ``disclosure`` says which form a document is. A company's backtest comes the same way:
+``research`` (where each event fell, not its value) or ``full`` (pro and above).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import (
     get_type_hints,
 )
 
-from ._frames import events_frame, series_frame, targets_frame
+from ._frames import backtest_frame, events_frame, series_frame, targets_frame
 from .errors import ResponseError, SignatureError
 from .signing import KeysLike, TrustedKeys, TrustedLike, verify_record, verify_record_with_server_keys
 
@@ -48,14 +49,21 @@ else:  # pragma: no cover
     _UNION_TYPES = (Union,)
 
 __all__ = [
+    "Backtest",
+    "BacktestSummary",
+    "BacktestTarget",
     "Band",
     "Band95",
+    "BandsInForce",
     "BankruptcyOutcome",
     "Change",
     "ChangesPage",
     "CompaniesPage",
     "Company",
     "CompanyListItem",
+    "CompanyOutcome",
+    "Comparison",
+    "ComparisonDifference",
     "ConfidenceScore",
     "CoverageScore",
     "Events",
@@ -65,6 +73,7 @@ __all__ = [
     "ExportSeries",
     "ForecasterScore",
     "GapCoverage",
+    "LastEvent",
     "ListingValidation",
     "MapeContributor",
     "MarkEvent",
@@ -136,7 +145,11 @@ class Meta:
 
 @dataclasses.dataclass(frozen=True)
 class MarkPoint:
-    """A latest mark: the point estimate and its 80% interval, in US dollars."""
+    """A latest mark: the point estimate and its 80% interval, in US dollars.
+
+    ``vs_last_event_pct`` is the mark against the company's last event's value, in percent
+    (``None`` when that value is 0, a bankruptcy written off).
+    """
 
     as_of_date: date
     value_usd: float
@@ -144,6 +157,7 @@ class MarkPoint:
     upper_usd: float
     confidence: float
     coverage: Optional[int]
+    vs_last_event_pct: Optional[float]
     raw: JSON = _raw()
 
 
@@ -165,6 +179,7 @@ class ExportMarkPoint:
     confidence: float
     coverage: Optional[int]
     band_95: Band95
+    vs_last_event_pct: Optional[float]
     raw: JSON = _raw()
 
 
@@ -197,8 +212,37 @@ class Band:
 
 
 @dataclasses.dataclass(frozen=True)
+class LastEvent:
+    """A company's most recent reported event: what its latest mark moves from (no source or note)."""
+
+    event_id: str
+    occurred_on: date
+    event_type: str
+    valuation_usd: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class CompanyOutcome:
+    """What ended a company's private marks (``ipo``, ``direct_listing``, ``bankruptcy``) or fixed
+    them (``acquisition``: an agreed sale that is its last event)."""
+
+    event_id: str
+    event_type: str
+    occurred_on: date
+    valuation_usd: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
 class CompanyListItem:
-    """A company as ``listCompanies`` shows it."""
+    """A company as ``listCompanies`` shows it.
+
+    Its mark explained: ``last_event`` (the event it moves from), ``days_since_last_event`` (to
+    the dataset's as-of), ``latest_mark.vs_last_event_pct`` and ``outcome`` (``None`` while the
+    company is marked as private). ``delta_30d_pct`` is ``None`` for a series that ended before
+    the as-of (a listed or bankrupt company).
+    """
 
     slug: str
     name: str
@@ -207,6 +251,9 @@ class CompanyListItem:
     latest_mark: MarkPoint
     delta_30d_pct: Optional[float]
     meta: Meta
+    last_event: Optional[LastEvent]
+    days_since_last_event: Optional[int]
+    outcome: Optional[CompanyOutcome]
     raw: JSON = _raw()
 
 
@@ -265,7 +312,9 @@ class Company:
     ``observations`` are the parts of the latest mark: the event it starts from
     (``ObservationEvent``), then what the method adds for the days since (``ObservationDrift``,
     absent after a bankruptcy). Values only, without sources or notes: ``events()`` has the
-    whole history (pro and above).
+    whole history (pro and above). ``last_event``, ``days_since_last_event``, ``outcome`` and
+    ``latest_mark.vs_last_event_pct`` as on every company item; ``backtest()`` says how the
+    method did on the company.
     """
 
     meta: Meta
@@ -276,6 +325,9 @@ class Company:
     latest_mark: Optional[MarkPoint]
     delta_30d_pct: Optional[float]
     observations: tuple[Observation, ...]
+    last_event: Optional[LastEvent]
+    days_since_last_event: Optional[int]
+    outcome: Optional[CompanyOutcome]
     raw: JSON = _raw()
 
     @property
@@ -350,6 +402,90 @@ class Events:
     def to_pandas(self) -> pd.DataFrame:
         """A DataFrame of the events, one row each, indexed by ``occurred_on``."""
         return events_frame(self.raw.get("events", ()), self.meta.to_dict(), slug=self.slug)
+
+
+@dataclasses.dataclass(frozen=True)
+class BacktestSummary:
+    """A company's scored events (targets of kind ``event``) counted: inside each band, and hits."""
+
+    scored_events: int
+    inside_80: int
+    inside_95: int
+    hits: int
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class BacktestTarget:
+    """A scored event (``kind == "event"``), or the listing or bankruptcy that ended the
+    company's private marks, against the method's mark made before it.
+
+    ``above``, ``inside_80``, ``inside_95`` and ``hit`` say where the observed value fell in both
+    forms. In the research form an event's ``event_id``, ``observed_usd`` and ``error_pct`` are
+    ``None`` (an outcome's are given), and ``band_95`` always is; the full form has them all.
+    ``error_pct`` is (mark / observed - 1) in percent, ``None`` when the observed value is 0;
+    ``verdict`` is an outcome's (``hit``, ``covered_80``, ``covered_95`` or ``miss``).
+    """
+
+    kind: str
+    event_type: str
+    occurred_on: date
+    marked_on: date
+    gap_years: float
+    mark_usd: int
+    band_80: Band
+    band_95: Optional[Band]
+    confidence: float
+    event_id: Optional[str]
+    observed_usd: Optional[int]
+    error_pct: Optional[float]
+    above: bool
+    inside_80: bool
+    inside_95: bool
+    hit: bool
+    verdict: Optional[str]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Backtest:
+    """How the method did on one company: every scored event with the mark, bands and
+    confidence published before it, then its listing or bankruptcy, in date order.
+
+    ``disclosure`` is ``"research"`` (a research key: where each event fell, not its value) or
+    ``"full"`` (pro and above: every value, and the 95% band).
+    """
+
+    meta: Meta
+    slug: str
+    methodology_version: str
+    forecaster: str
+    disclosure: str
+    summary: BacktestSummary
+    targets: tuple[BacktestTarget, ...]
+    raw: JSON = _raw()
+
+    def __iter__(self) -> Iterator[BacktestTarget]:
+        return iter(self.targets)
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per target, in date order: kind, event_type, occurred_on, marked_on, gap_years,
+        mark_usd, band_80_lower/upper, band_95_lower/upper, confidence, event_id, observed_usd,
+        error_pct, above, inside_80, inside_95, hit, verdict.
+
+        In the research form the columns of what it leaves out are empty for events (band_95_*
+        everywhere). ``.attrs`` carries ``meta``, ``slug``, ``forecaster`` and ``disclosure``.
+        """
+        return backtest_frame(
+            self.raw.get("targets", ()),
+            self.meta.to_dict(),
+            slug=self.slug,
+            forecaster=self.forecaster,
+            disclosure=self.disclosure,
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -538,6 +674,9 @@ class ExportCompany:
     events: tuple[MarkEvent, ...]
     resolution: Resolution
     meta: Meta
+    last_event: Optional[LastEvent]
+    days_since_last_event: Optional[int]
+    outcome: Optional[CompanyOutcome]
     raw: JSON = _raw()
 
 
@@ -755,12 +894,68 @@ class ForecasterScore:
 
 
 @dataclasses.dataclass(frozen=True)
+class ComparisonDifference(_Indexable):
+    """One figure of a comparison: forecaster a's, b's, a - b on the whole sample (negative: a's
+    error is smaller), the 95% bootstrap interval of a - b, and the verdict (``"a_better"``,
+    ``"b_better"`` or ``"tie"``: whether the interval excludes 0, and on which side)."""
+
+    figure: str
+    a: Optional[float]
+    b: Optional[float]
+    difference: Optional[float]
+    interval_95: Optional[tuple[float, ...]]
+    verdict: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison(_Indexable):
+    """A company-clustered bootstrap of forecaster ``a`` minus forecaster ``b``: whole companies
+    resampled with replacement, each figure with a 95% interval. Reads like its JSON object too
+    (``comparison["differences"]``), as it was a plain mapping before it had a model."""
+
+    a: str
+    b: str
+    method: str
+    draws: int
+    seed: int
+    companies: int
+    differences: tuple[ComparisonDifference, ...]
+    raw: JSON = _raw()
+
+    def difference(self, figure: str) -> ComparisonDifference:
+        """The difference of one figure, by name (e.g. ``"median_abs_log_error"``)."""
+        for difference in self.differences:
+            if difference.figure == figure:
+                return difference
+        raise KeyError(figure)
+
+
+@dataclasses.dataclass(frozen=True)
+class BandsInForce:
+    """The method's bands in force after the as-of: the quantiles of |z| for the 80% and 95%
+    bands, and the 80% level adapted to its own misses (with what set it)."""
+
+    q80: float
+    q95: float
+    residuals: int
+    conformal_era: int
+    misses: int
+    rank80: int
+    level80: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
 class Scorecard:
-    """The methodology's walk-forward backtest beside the previous method and two baselines.
+    """The methodology's walk-forward backtest beside the previous methods and two baselines.
 
     Without a key, or with a free or research key, the public form: every figure, but misses,
     MAPE's contributors, listings and bankruptcies without event ids or dollars (their fields
-    for those are ``None``). A pro, business or enterprise key gets the full form.
+    for those are ``None``). A pro, business or enterprise key gets the full form;
+    ``disclosure`` says which (``"public"`` or ``"full"``). ``comparison`` is the bootstrap of
+    the method minus the last-event baseline, ``comparison_with_previous`` of the method minus
+    the previous methodology.
     """
 
     meta: Meta
@@ -770,12 +965,15 @@ class Scorecard:
     forecasters: tuple[ForecasterScore, ...]
     listing_validations: tuple[ListingValidation, ...]
     comparison_params: Optional[Mapping[str, Any]]
-    comparison: Optional[Mapping[str, Any]]
+    comparison: Optional[Comparison]
     bankruptcy_outcomes: tuple[BankruptcyOutcome, ...]
+    disclosure: Optional[str]
+    bands_in_force: Optional[BandsInForce]
+    comparison_with_previous: Optional[Comparison]
     raw: JSON = _raw()
 
     def forecaster(self, name: str) -> ForecasterScore:
-        """The scores of one forecaster, by name (e.g. ``"gap_profile_drift"``)."""
+        """The scores of one forecaster, by name (e.g. ``"adaptive_gap_profile"``, the method)."""
         for score in self.forecasters:
             if score.name == name:
                 return score
@@ -784,8 +982,9 @@ class Scorecard:
 
 @dataclasses.dataclass(frozen=True)
 class TargetForecast:
-    """One forecaster's numbers at a target: the bands as multiples of the mark in both forms,
-    the mark and bands in dollars (``mark_usd``, ``band_80``, ``band_95``) in the full form only."""
+    """One forecaster's numbers at a target: the bands as multiples of the mark, the forecast's
+    ``scale`` and the quantiles ``q80`` and ``q95`` that set them in both forms, the mark and
+    bands in dollars (``mark_usd``, ``band_80``, ``band_95``) in the full form only."""
 
     forecaster: str
     mark_usd: Optional[float]
@@ -799,6 +998,9 @@ class TargetForecast:
     inside_95: bool
     hit: bool
     verdict: Optional[str]
+    scale: Optional[float]
+    q80: Optional[float]
+    q95: Optional[float]
     raw: JSON = _raw()
 
 
@@ -827,6 +1029,7 @@ class ScorecardTargets:
     (log error, bands as multiples of the mark, confidence, flags, verdict, gap, event type and
     dates), ordered by date, with ``slug``, ``event_id``, ``observed_usd``, ``mark_usd``,
     ``band_80`` and ``band_95`` ``None``. A pro, business or enterprise key gets every field.
+    ``disclosure`` says which form it is (``"public"`` or ``"full"``).
     """
 
     meta: Meta
@@ -834,6 +1037,7 @@ class ScorecardTargets:
     tolerance_pct: float
     forecasters: tuple[str, ...]
     targets: tuple[ScorecardTarget, ...]
+    disclosure: Optional[str]
     raw: JSON = _raw()
 
     def __iter__(self) -> Iterator[ScorecardTarget]:
