@@ -9,13 +9,33 @@ value and source) keeps its id and its place, and rows new to the table are appe
 them with the next ids (e0001, e0002, ... in the order of the input rows). A company's status
 is `ipo_completed` once it has an `ipo` or `direct_listing` row; a `bankruptcy` row leaves it
 as it is (SPEC knows only `private` and `ipo_completed`).
+
+A company's aliases (the names search also finds it by) are the part of its name in brackets
+("Anysphere (Cursor)" is also Cursor) and any name a note says it then had ("company then
+named Codeium"), in the order first seen, separated by `;`.
 """
 import csv
 import os
+import re
 import sys
 
 LISTINGS = {"ipo", "direct_listing"}
 COLUMNS = ["event_id", "slug", "event_type", "occurred_on", "valuation_usd", "source_url", "note"]
+
+
+BRACKETED = re.compile(r"\(([^()]+)\)")
+THEN_NAMED = re.compile(r"(?:then|formerly) named ([A-Z][\w.&' -]*?)(?=[);,]|$)")
+
+
+def aliases_of(name, notes):
+    found = [m.strip() for m in BRACKETED.findall(name)]
+    for note in notes:
+        found += [m.strip() for m in THEN_NAMED.findall(note)]
+    unique = []
+    for alias in found:
+        if alias and alias.lower() not in (a.lower() for a in unique):
+            unique.append(alias)
+    return unique
 
 
 def identity(row):
@@ -28,16 +48,19 @@ def main(src, out_dir):
     companies = {}
     for row in rows:
         company = companies.setdefault(
-            row["slug"], {"name": row["name"], "sector": row["sector"], "listed": False}
+            row["slug"], {"name": row["name"], "sector": row["sector"], "listed": False, "notes": []}
         )
+        company["notes"].append(row["note"])
         if row["event_type"] in LISTINGS:
             company["listed"] = True
     with open(f"{out_dir}/companies.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(["slug", "name", "sector", "status"])
+        writer.writerow(["slug", "name", "sector", "status", "aliases"])
         for slug in sorted(companies):
             c = companies[slug]
-            writer.writerow([slug, c["name"], c["sector"], "ipo_completed" if c["listed"] else "private"])
+            status = "ipo_completed" if c["listed"] else "private"
+            aliases = ";".join(aliases_of(c["name"], c["notes"]))
+            writer.writerow([slug, c["name"], c["sector"], status, aliases])
     events_path = f"{out_dir}/events.csv"
     existing = []
     if os.path.exists(events_path):

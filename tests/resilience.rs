@@ -386,7 +386,8 @@ async fn a_fifo_at_a_watched_path_is_refused_and_never_waited_on() {
         // Opening a FIFO for reading and writing never blocks on Linux; this end is never written.
         let writer = held_by_a_writer.then(|| std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap());
         let mut refused = false;
-        for _ in 0..200 {
+        // The watcher looks every 50 ms; a loaded machine may take far longer, so wait long.
+        for _ in 0..2400 {
             assert_eq!(answered(addr, "/healthz", None).await.status, 200);
             let keyed = answered(addr, "/v1/companies/stripe", Some(ENTERPRISE)).await;
             assert_eq!(keyed.status, 200, "the keys and snapshot in force keep serving");

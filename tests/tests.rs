@@ -17,4 +17,5 @@ mod pages;
 mod pagination;
 mod protocol;
 mod resilience;
+mod search;
 mod sync;

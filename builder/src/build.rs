@@ -369,6 +369,14 @@ fn write_snapshot(
     bar.finish_and_clear();
 
     let (lists, list_rows) = list_indexes(dataset, &companies, &sectors);
+    let sector_lists = [UNIVERSE_ALL, UNIVERSE_FREE]
+        .iter()
+        .map(|&universe| {
+            let counts = sector_counts(&companies, &sectors, &lists, &list_rows, universe);
+            writer.append_body(&render::sectors(&meta, &counts), None)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let search_words = marks_format::search::word_index(companies.iter().map(|c| c.search_names.as_slice()));
     let usage = Tier::ALL
         .iter()
         .map(|&tier| writer.append_body(&marks_format::tiers::usage_body(&meta, tier, tier.rate_per_min()), None))
@@ -393,6 +401,8 @@ fn write_snapshot(
         meta_json,
         companies,
         sectors: sectors.iter().map(|s| s.to_string()).collect(),
+        sector_lists,
+        search_words,
         lists,
         list_rows,
         usage,
@@ -434,6 +444,11 @@ fn write_company(
     Ok(CompanyEntry {
         slug: company.slug.clone(),
         name: company.name.clone(),
+        search_names: marks_format::search::company_names(
+            &company.name,
+            company.aliases.iter().map(String::as_str),
+            &company.slug,
+        ),
         sector: sector_code(sectors, company) - 1,
         status: match company.status {
             Status::Private => STATUS_PRIVATE,
@@ -523,6 +538,36 @@ fn list_indexes(dataset: &Dataset, companies: &[CompanyEntry], sectors: &[&str])
         }
     }
     (lists, rows)
+}
+
+/// Each sector's companies (and how many are private) within a universe, from its lists
+/// (sorted by slug, sort 0); sectors with none in the universe are left out.
+fn sector_counts(
+    companies: &[CompanyEntry],
+    sectors: &[&'static str],
+    lists: &[ListEntry],
+    rows: &[u32],
+    universe: u8,
+) -> Vec<render::SectorCount> {
+    sectors
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &sector)| {
+            let code = u16::try_from(i + 1).ok()?;
+            let list = lists
+                .iter()
+                .find(|l| (l.sort, l.universe, l.sector, l.status) == (0, universe, code, 0))?;
+            let members = &rows[list.start as usize..(list.start + list.len) as usize];
+            Some(render::SectorCount {
+                sector,
+                companies: members.len(),
+                private: members
+                    .iter()
+                    .filter(|&&row| companies[row as usize].status == STATUS_PRIVATE)
+                    .count(),
+            })
+        })
+        .collect()
 }
 
 fn text_hash(source_url: &str, note: &str) -> u64 {

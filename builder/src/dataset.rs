@@ -153,6 +153,9 @@ pub struct Event {
 pub struct Company {
     pub slug: String,
     pub name: String,
+    /// Other names it is known by (former names, brands), from the optional `aliases` column
+    /// (separated by `;`): search finds the company by them too.
+    pub aliases: Vec<String>,
     pub sector: Sector,
     pub status: Status,
     /// In date order; events of one day keep their order in events.csv.
@@ -316,11 +319,14 @@ fn line_of(text: &str, offset: usize) -> u64 {
 struct CsvTable {
     path: PathBuf,
     reader: csv::Reader<std::fs::File>,
-    columns: Vec<usize>,
+    /// Where each required, then each optional, column is (none: an optional column absent).
+    columns: Vec<Option<usize>>,
 }
 
 impl CsvTable {
-    fn open(path: &Path, required: &[&str]) -> Result<CsvTable, DatasetError> {
+    /// A table whose header must name every `required` column; an `optional` column may be
+    /// absent, and then reads as empty.
+    fn open(path: &Path, required: &[&str], optional: &[&str]) -> Result<CsvTable, DatasetError> {
         let file_error = |reason: String| DatasetError::File {
             path: path.to_owned(),
             reason,
@@ -348,7 +354,13 @@ impl CsvTable {
                         reason: format!("missing column {name:?} (the header must name {})", required.join(", ")),
                     })
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|column| column.map(Some))
+            .chain(
+                optional
+                    .iter()
+                    .map(|name| Ok(headers.iter().position(|h| h.trim() == *name))),
+            )
+            .collect::<Result<Vec<Option<usize>>, _>>()?;
         Ok(CsvTable {
             path: path.to_owned(),
             reader,
@@ -371,7 +383,11 @@ impl CsvTable {
                 }
             }
             let line = record.position().map_or(line, |p| p.line());
-            let fields: Vec<&str> = self.columns.iter().map(|&i| record.get(i).unwrap_or("")).collect();
+            let fields: Vec<&str> = self
+                .columns
+                .iter()
+                .map(|column| column.and_then(|i| record.get(i)).unwrap_or(""))
+                .collect();
             row(line, &fields).map_err(|reason| self.row_error(line, reason))?;
             rows += 1;
         }
@@ -405,11 +421,11 @@ fn is_valid_event_id(id: &str) -> bool {
 }
 
 fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
-    let table = CsvTable::open(path, &["slug", "name", "sector", "status"])?;
+    let table = CsvTable::open(path, &["slug", "name", "sector", "status"], &["aliases"])?;
     let mut companies = Vec::new();
     let mut seen: HashMap<String, u64> = HashMap::new();
     table.for_each_row(|line, fields| {
-        let [slug, name, sector, status] = fields else {
+        let [slug, name, sector, status, aliases] = fields else {
             return Err("wrong number of fields".into());
         };
         if !is_valid_slug(slug) {
@@ -433,9 +449,22 @@ fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
             .ok_or_else(|| format!("unknown sector {sector:?} (expected one of {})", Sector::expected()))?;
         let status = Status::parse(status)
             .ok_or_else(|| format!("unknown status {status:?} (expected one of {})", Status::expected()))?;
+        let aliases: Vec<String> = aliases
+            .split(';')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect();
+        if let Some(long) = aliases.iter().find(|a| a.len() > MAX_NAME_BYTES) {
+            return Err(format!(
+                "company {slug:?} has an alias of {} bytes; aliases are at most {MAX_NAME_BYTES} bytes of UTF-8",
+                long.len()
+            ));
+        }
         companies.push(Company {
             slug: slug.to_string(),
             name: name.trim().to_string(),
+            aliases,
             sector,
             status,
             events: Vec::new(),
@@ -459,6 +488,7 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
             "source_url",
             "note",
         ],
+        &[],
     )?;
     let mut seen: HashMap<String, u64> = HashMap::new();
     table.for_each_row(|line, fields| {

@@ -29,12 +29,13 @@ pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// The format this code writes. Version 2 added the BLAKE3 content digest under the publisher
 /// signature (version 1 signed only the XXH3 checksum); version 3 added the bulk exports, the
 /// change log and each company's latest bands; version 4 added the scorecard's scored targets
-/// and the home and scorecard pages; version 5 the scorecard's two disclosures.
-pub const FORMAT_VERSION: u32 = 5;
-/// The oldest format this code still reads. Versions 3 to 5 changed the index's layout, so
+/// and the home and scorecard pages; version 5 the scorecard's two disclosures; version 6 the
+/// search index and the sector lists.
+pub const FORMAT_VERSION: u32 = 6;
+/// The oldest format this code still reads. Versions 3 to 6 changed the index's layout, so
 /// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
 /// proved nothing about its content anyway).
-pub const OLDEST_READABLE_VERSION: u32 = 5;
+pub const OLDEST_READABLE_VERSION: u32 = 6;
 /// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
 pub const HEADER_LEN: usize = 256;
 /// Alignment of the index archive within the file.
@@ -202,6 +203,8 @@ pub struct LatestBands {
 pub struct CompanyEntry {
     pub slug: String,
     pub name: String,
+    /// The names search finds it by (its name, aliases and slug), in `search::search_form`.
+    pub search_names: Vec<String>,
     /// Index into `Index::sectors`.
     pub sector: u16,
     /// `STATUS_PRIVATE` or `STATUS_IPO_COMPLETED`.
@@ -355,6 +358,14 @@ pub struct ListEntry {
     pub len: u32,
 }
 
+/// One word of a company's search names, for finding the companies a query's word starts.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SearchWord {
+    pub word: String,
+    /// Position in `Index::companies`.
+    pub company: u32,
+}
+
 /// What the append-only check compares: an event's identity and content, compactly.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct EventFingerprint {
@@ -435,6 +446,11 @@ pub struct Index {
     pub companies: Vec<CompanyEntry>,
     /// Sector names present in the dataset, sorted.
     pub sectors: Vec<String>,
+    /// The SectorsResponse bodies (each sector with its companies), by universe
+    /// (`UNIVERSE_ALL`, `UNIVERSE_FREE`).
+    pub sector_lists: Vec<Body>,
+    /// Every word of every company's search names, sorted (byte order, then company).
+    pub search_words: Vec<SearchWord>,
     /// Sorted by (sort, universe, sector, status) for binary search.
     pub lists: Vec<ListEntry>,
     /// Company indexes (into `companies`) of every list, back to back.
@@ -468,11 +484,20 @@ impl ArchivedIndex {
             .map(|i| (i, &companies[i]))
     }
 
-    /// Index of a sector name in `sectors`, plus one (0 is "any sector").
+    /// Index of a sector name in `sectors`, plus one (0 is "any sector"). Sectors are lowercase
+    /// with `-` between words; the name is read in any case, with spaces or `_` for `-`.
     pub fn sector_code(&self, sector: &str) -> Option<u16> {
+        let sector: String = sector
+            .trim()
+            .chars()
+            .map(|c| match c {
+                ' ' | '_' => '-',
+                c => c.to_ascii_lowercase(),
+            })
+            .collect();
         self.sectors
             .as_slice()
-            .binary_search_by(|s| s.as_str().cmp(sector))
+            .binary_search_by(|s| s.as_str().cmp(&sector))
             .ok()
             .and_then(|i| u16::try_from(i + 1).ok())
     }
@@ -511,6 +536,7 @@ impl ArchivedIndex {
         std::iter::once(&self.meta_json)
             .chain(companies)
             .chain(self.usage.iter().flat_map(of))
+            .chain(self.sector_lists.iter().flat_map(of))
             .chain(of(&self.signing_keys))
             .chain(of(&self.scorecard))
             .chain(of(&self.scorecard_targets))

@@ -7,7 +7,8 @@
 //! - [`tiers`]: the access table (tiers, scopes, budgets, the usage body);
 //! - [`signatures`]: key thumbprints, the JWKS, and checking a signed resolution record;
 //! - [`etag`], [`gzip`]: the ETag of a body, and gzip members built from deflated pieces;
-//! - [`day`], [`names`]: the calendar day and the slug and name grammar;
+//! - [`day`], [`names`]: the calendar day and the slug and name grammar; [`search`]: how a
+//!   query finds a company by name, alias or slug;
 //! - [`frame`]: the page frame every page is drawn in (`web/frame.html`);
 //! - [`regular_file`], [`atomic_file`]: opening an operator's file without ever waiting on one,
 //!   and replacing a file atomically.
@@ -21,6 +22,7 @@ pub mod layout;
 pub mod names;
 pub mod reader;
 pub mod regular_file;
+pub mod search;
 pub mod signatures;
 pub mod tiers;
 

@@ -1,10 +1,13 @@
 //! listCompanies pages, assembled from the snapshot's precomputed lists and pre-rendered list
-//! items: a binary search to place the cursor, then one copy of each item's bytes.
+//! items: a binary search to place the cursor, then one copy of each item's bytes. A search
+//! (`q`) takes its matches from the snapshot's word index instead, filters and orders them
+//! (by the sort asked for, or by relevance), and pages them the same way.
 
 use std::cmp::Ordering;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use marks_format::layout::{compare_rows, ListRow, RowKey};
+use marks_format::layout::{compare_rows, ArchivedCompanyEntry, ArchivedIndex, RowKey, UNIVERSE_FREE};
+use marks_format::search;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::cursor::{Cursor, CursorKey, SortKey};
@@ -12,16 +15,54 @@ use crate::api::query::ListQuery;
 use crate::response::problem::ApiError;
 use crate::snapshot::LoadedSnapshot;
 
-/// Identifies the list a cursor walks: sort, filters and universe, not the page size.
+/// The order of a list: one of `SORTS`, or a search's relevance when no sort is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    Sort(usize),
+    Relevance,
+}
+
+impl Order {
+    fn of(query: &ListQuery<'_>) -> Order {
+        match (query.sort, &query.search) {
+            (Some(sort), _) => Order::Sort(usize::from(sort)),
+            (None, Some(_)) => Order::Relevance,
+            (None, None) => Order::Sort(0),
+        }
+    }
+
+    /// A row's key in this order; `rank` is its search rank (0 when not searching).
+    fn key<'c>(self, company: &'c ArchivedCompanyEntry, rank: u8) -> RowKey<'c> {
+        match self {
+            Order::Sort(sort) => company.row_key(sort),
+            Order::Relevance => RowKey::Number(search::relevance_key(rank, company.value_usd.to_native())),
+        }
+    }
+
+    fn compare(self, a: (RowKey<'_>, &str), b: (RowKey<'_>, &str)) -> Ordering {
+        // Relevance keys ascend, like the ascending sorts.
+        compare_rows(if let Order::Sort(sort) = self { sort } else { 0 }, a, b)
+    }
+}
+
+/// Identifies the list a cursor walks: order, filters, search and universe, not the page size.
 pub fn binding(query: &ListQuery<'_>, universe: u8) -> u64 {
     let mut hasher = Xxh3::new();
-    hasher.update(&[query.sort, query.status, universe]);
+    let order = match Order::of(query) {
+        Order::Sort(sort) => sort as u8,
+        Order::Relevance => u8::MAX,
+    };
+    hasher.update(&[order, query.status, universe]);
     match query.sector {
         Some(sector) => {
             hasher.update(&[1]);
             hasher.update(sector.as_bytes());
         }
         None => hasher.update(&[0]),
+    }
+    if let Some(search) = &query.search {
+        hasher.update(&[1]);
+        hasher.update(search.as_bytes());
     }
     hasher.digest()
 }
@@ -85,11 +126,12 @@ pub fn put_plain_array<'a>(body: &mut BytesMut, strings: impl IntoIterator<Item 
 #[derive(Debug)]
 pub struct Page<'a> {
     loaded: &'a LoadedSnapshot,
-    rows: &'a [ListRow],
+    /// The page's rows: positions in `Index::companies` with their search rank.
+    rows: Vec<(u32, u8)>,
     has_more: bool,
     limit: u32,
     binding: u64,
-    sort: usize,
+    order: Order,
 }
 
 impl<'a> Page<'a> {
@@ -102,7 +144,7 @@ impl<'a> Page<'a> {
         cursor_key: &CursorKey,
     ) -> Result<Page<'a>, ApiError> {
         let index = loaded.snapshot.index();
-        let sort = usize::from(query.sort);
+        let order = Order::of(query);
         let binding = binding(query, universe);
         let cursor = query
             .cursor
@@ -113,32 +155,59 @@ impl<'a> Page<'a> {
             None => Some(0),
             Some(name) => index.sector_code(name),
         };
-        let rows = match sector {
-            Some(sector) => index.list(query.sort, universe, sector, query.status),
-            // An unknown sector matches nothing.
-            None => &[],
-        };
         let companies = index.companies.as_slice();
-        let start = match &cursor {
-            None => 0,
-            Some(cursor) => rows.partition_point(|row| {
-                let company = &companies[row.to_native() as usize];
-                let ordering = compare_rows(
-                    sort,
-                    (company.row_key(sort), company.slug.as_str()),
+        let after_cursor = |&(position, rank): &(u32, u8)| match &cursor {
+            None => false,
+            Some(cursor) => {
+                let company = &companies[position as usize];
+                let ordering = order.compare(
+                    (order.key(company, rank), company.slug.as_str()),
                     (row_key(&cursor.key), &cursor.slug),
                 );
                 ordering != Ordering::Greater
-            }),
+            }
         };
-        let end = (start + query.limit as usize).min(rows.len());
+        let limit = query.limit as usize;
+        let (rows, has_more) = match (sector, &query.search, order) {
+            // An unknown sector matches nothing.
+            (None, _, _) => (Vec::new(), false),
+            (Some(sector), None, Order::Sort(sort)) => {
+                let rows = index.list(sort as u8, universe, sector, query.status);
+                let start = rows.partition_point(|row| after_cursor(&(row.to_native(), 0)));
+                let end = (start + limit).min(rows.len());
+                let page = rows[start..end].iter().map(|row| (row.to_native(), 0)).collect();
+                (page, end < rows.len())
+            }
+            (Some(sector), search, _) => {
+                let mut found = search::find(index, search.as_deref().unwrap_or(""));
+                found.retain(|&(position, _)| {
+                    let company = &companies[position as usize];
+                    (sector == 0 || company.sector.to_native() + 1 == sector)
+                        && (query.status == 0 || company.status == query.status)
+                        && (universe != UNIVERSE_FREE || in_free_universe(index, position))
+                });
+                found.sort_by(|&(a, rank_a), &(b, rank_b)| {
+                    let (a, b) = (&companies[a as usize], &companies[b as usize]);
+                    order.compare(
+                        (order.key(a, rank_a), a.slug.as_str()),
+                        (order.key(b, rank_b), b.slug.as_str()),
+                    )
+                });
+                let start = found.partition_point(after_cursor);
+                let end = (start + limit).min(found.len());
+                let has_more = end < found.len();
+                found.truncate(end);
+                found.drain(..start);
+                (found, has_more)
+            }
+        };
         Ok(Page {
             loaded,
-            rows: &rows[start..end],
-            has_more: end < rows.len(),
+            rows,
+            has_more,
             limit: query.limit,
             binding,
-            sort,
+            order,
         })
     }
 
@@ -147,12 +216,12 @@ impl<'a> Page<'a> {
         let loaded = self.loaded;
         let companies = loaded.snapshot.index().companies.as_slice();
         let next_cursor = match self.rows.last() {
-            Some(last) if self.has_more => {
-                let company = &companies[last.to_native() as usize];
+            Some(&(last, rank)) if self.has_more => {
+                let company = &companies[last as usize];
                 Some(
                     Cursor {
                         binding: self.binding,
-                        key: sort_key(company.row_key(self.sort)),
+                        key: sort_key(self.order.key(company, rank)),
                         slug: company.slug.to_string(),
                     }
                     .encode(cursor_key),
@@ -164,17 +233,17 @@ impl<'a> Page<'a> {
         let items: usize = self
             .rows
             .iter()
-            .map(|row| companies[row.to_native() as usize].list_item.len.to_native() as usize + 1)
+            .map(|&(row, _)| companies[row as usize].list_item.len.to_native() as usize + 1)
             .sum();
         let mut body = BytesMut::with_capacity(loaded.meta.len() + items + 256);
         body.put_slice(b"{\"meta\":");
         body.put_slice(&loaded.meta);
         body.put_slice(b",\"companies\":[");
-        for (i, row) in self.rows.iter().enumerate() {
+        for (i, &(row, _)) in self.rows.iter().enumerate() {
             if i > 0 {
                 body.put_u8(b',');
             }
-            let company = &companies[row.to_native() as usize];
+            let company = &companies[row as usize];
             body.put_slice(loaded.snapshot.body_slice(&company.list_item));
         }
         body.put_slice(b"],");
@@ -186,4 +255,12 @@ impl<'a> Page<'a> {
         body.put_u8(b'}');
         body.freeze()
     }
+}
+
+/// Whether a company is one of the free tier's (the top 10 by latest value).
+fn in_free_universe(index: &ArchivedIndex, position: u32) -> bool {
+    index
+        .list(0, UNIVERSE_FREE, 0, 0)
+        .iter()
+        .any(|row| row.to_native() == position)
 }

@@ -49,6 +49,18 @@ pub struct Call<'a> {
 pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, ApiError> {
     match operation {
         Operation::ListCompanies => list_companies(call),
+        Operation::ListSectors => {
+            require(call.caller, Scope::CompaniesList)?;
+            no_parameters(call.query)?;
+            let universe = if call.caller.tier.limited_universe() {
+                UNIVERSE_FREE
+            } else {
+                UNIVERSE_ALL
+            };
+            let lists = &call.loaded.snapshot.index().sector_lists;
+            let body = lists.get(usize::from(universe)).ok_or(ApiError::Internal)?;
+            Ok(call.negotiation.stored(call.loaded, body, Cache::Private))
+        }
         Operation::GetCompany => {
             require(call.caller, Scope::CompaniesRead)?;
             no_parameters(call.query)?;

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use marks_format::layout::{SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE};
+use marks_format::search::{search_form, MAX_QUERY_CHARS};
 use marks_format::tiers::{PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX};
 
 use crate::response::problem::ApiError;
@@ -77,11 +78,13 @@ pub struct ListQuery<'a> {
     pub sector: Option<&'a str>,
     /// 0 (any), `STATUS_PRIVATE` or `STATUS_IPO_COMPLETED`.
     pub status: u8,
-    /// Index into `SORTS`; no sort is slug ascending.
-    pub sort: u8,
+    /// Index into `SORTS`, or `None` when not given: slug ascending, or with `q` relevance.
+    pub sort: Option<u8>,
+    /// The search, in `marks_format::search::search_form`: never empty when given.
+    pub search: Option<String>,
 }
 
-pub const LIST_PARAMS: &[&str] = &["limit", "cursor", "sector", "status", "sort"];
+pub const LIST_PARAMS: &[&str] = &["limit", "cursor", "sector", "status", "sort", "q"];
 
 impl<'a> ListQuery<'a> {
     pub fn from_params(params: &'a Params<'a>) -> Result<ListQuery<'a>, ApiError> {
@@ -98,11 +101,32 @@ impl<'a> ListQuery<'a> {
             }
         };
         let sort = match params.get("sort") {
-            None => 0,
-            Some(text) => SORTS
-                .iter()
-                .position(|s| *s == text)
-                .ok_or_else(|| ApiError::InvalidSort(text.chars().take(64).collect()))? as u8,
+            None => None,
+            Some(text) => Some(
+                SORTS
+                    .iter()
+                    .position(|s| *s == text)
+                    .ok_or_else(|| ApiError::InvalidSort(text.chars().take(64).collect()))? as u8,
+            ),
+        };
+        let search = match params.get("q") {
+            None => None,
+            Some(text) if text.chars().count() > MAX_QUERY_CHARS => {
+                return Err(ApiError::invalid_parameter(
+                    "q",
+                    &format!("is longer than {MAX_QUERY_CHARS} characters"),
+                ))
+            }
+            Some(text) => {
+                let form = search_form(text);
+                if form.is_empty() {
+                    return Err(ApiError::invalid_parameter(
+                        "q",
+                        "must contain a letter or a digit (it is matched against names, aliases and slugs)",
+                    ));
+                }
+                Some(form)
+            }
         };
         Ok(ListQuery {
             limit,
@@ -110,6 +134,7 @@ impl<'a> ListQuery<'a> {
             sector: params.get("sector"),
             status,
             sort,
+            search,
         })
     }
 }
@@ -144,7 +169,25 @@ mod tests {
     fn list(query: &str) -> Result<(u32, u8, u8), String> {
         let params = Params::parse(Some(query), LIST_PARAMS).map_err(|e| e.code().to_string())?;
         let q = ListQuery::from_params(&params).map_err(|e| e.code().to_string())?;
-        Ok((q.limit, q.status, q.sort))
+        Ok((q.limit, q.status, q.sort.unwrap_or(0)))
+    }
+
+    #[test]
+    fn a_search_is_read_in_search_form_and_bounded() {
+        let search = |query: &str| {
+            let params = Params::parse(Some(query), LIST_PARAMS).map_err(|e| e.code().to_string())?;
+            ListQuery::from_params(&params)
+                .map(|q| q.search)
+                .map_err(|e| e.code().to_string())
+        };
+        assert_eq!(search("q=Soci%C3%A9t%C3%A9+G"), Ok(Some("societe g".into())));
+        assert_eq!(search("q="), Err("invalid_parameter".into()));
+        assert_eq!(search("q=%2D%2D"), Err("invalid_parameter".into()));
+        assert_eq!(
+            search(&format!("q={}", "a".repeat(101))),
+            Err("invalid_parameter".into())
+        );
+        assert_eq!(search("sort=name"), Ok(None));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Operation {
     ListCompanies,
+    ListSectors,
     GetCompany,
     GetMarkSeries,
     GetMarkEvents,
@@ -33,8 +34,9 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 23] = [
+    pub const ALL: [Operation; 24] = [
         Operation::ListCompanies,
+        Operation::ListSectors,
         Operation::GetCompany,
         Operation::GetMarkSeries,
         Operation::GetMarkEvents,
@@ -63,6 +65,7 @@ impl Operation {
     pub fn name(self) -> &'static str {
         match self {
             Operation::ListCompanies => "listCompanies",
+            Operation::ListSectors => "listSectors",
             Operation::GetCompany => "getCompany",
             Operation::GetMarkSeries => "getMarkSeries",
             Operation::GetMarkEvents => "getMarkEvents",
@@ -104,6 +107,7 @@ pub fn route(path: &str) -> Route<'_> {
     let plain = |operation| Route { operation, slug: None };
     match path {
         "/v1/companies" => return plain(Operation::ListCompanies),
+        "/v1/sectors" => return plain(Operation::ListSectors),
         "/v1/usage" => return plain(Operation::GetUsage),
         "/v1/changes" => return plain(Operation::GetChanges),
         "/v1/export" => return plain(Operation::GetExport),

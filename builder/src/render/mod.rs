@@ -93,6 +93,7 @@ pub fn list_item(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>
     struct ListItem<'a> {
         slug: &'a str,
         name: &'a str,
+        aliases: &'a [String],
         sector: Sector,
         status: Status,
         latest_mark: Option<MarkPoint>,
@@ -103,6 +104,7 @@ pub fn list_item(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>
     to_json(&ListItem {
         slug: &company.slug,
         name: &company.name,
+        aliases: &company.aliases,
         sector: company.sector,
         status: company.status,
         latest_mark: MarkPoint::latest(marks, facts),
@@ -120,6 +122,7 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks, facts: &Eve
         meta: &'a RawValue,
         slug: &'a str,
         name: &'a str,
+        aliases: &'a [String],
         sector: Sector,
         status: Status,
         latest_mark: Option<MarkPoint>,
@@ -132,6 +135,7 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks, facts: &Eve
         meta: raw(meta),
         slug: &company.slug,
         name: &company.name,
+        aliases: &company.aliases,
         sector: company.sector,
         status: company.status,
         latest_mark: MarkPoint::latest(marks, facts),
@@ -398,6 +402,28 @@ pub fn events(meta: &[u8], company: &Company) -> Vec<u8> {
     })
 }
 
+/// How many companies of a list's universe are in one sector.
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct SectorCount {
+    pub sector: &'static str,
+    pub companies: usize,
+    pub private: usize,
+}
+
+/// SectorsResponse: the sectors a list can be filtered by, with how many companies (and how
+/// many still private) each has in the caller's universe.
+pub fn sectors(meta: &[u8], sectors: &[SectorCount]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Sectors<'a> {
+        meta: &'a RawValue,
+        sectors: &'a [SectorCount],
+    }
+    to_json(&Sectors {
+        meta: raw(meta),
+        sectors,
+    })
+}
+
 /// The first line of an export document: `meta`, which document it is, and how many company
 /// lines follow.
 pub fn export_header(meta: &[u8], export: &str, coverage: Option<Coverage>, companies: usize) -> Vec<u8> {
@@ -438,6 +464,7 @@ pub fn export_company(company: &Company, marks: &CompanyMarks, facts: &EventFact
     struct Line<'a> {
         slug: &'a str,
         name: &'a str,
+        aliases: &'a [String],
         sector: Sector,
         status: Status,
         latest_mark: Option<LatestMark>,
@@ -460,6 +487,7 @@ pub fn export_company(company: &Company, marks: &CompanyMarks, facts: &EventFact
     let mut line = to_json(&Line {
         slug: &company.slug,
         name: &company.name,
+        aliases: &company.aliases,
         sector: company.sector,
         status: company.status,
         latest_mark,
