@@ -37,7 +37,7 @@ async fn the_export_is_every_company_with_its_mark_bands_events_and_signed_recor
     assert_eq!(reply.status, 200);
     assert_eq!(reply.header("content-type"), Some("application/x-ndjson"));
     assert_eq!(reply.header("content-encoding"), Some("gzip"));
-    assert_eq!(reply.header("vary"), Some("X-API-Key, Accept-Encoding"));
+    assert_eq!(reply.header("vary"), Some("X-API-Key, Accept, Accept-Encoding"));
     assert_eq!(reply.header("accept-ranges"), Some("bytes"));
     assert_eq!(reply.header("cache-control"), Some("private, no-cache"));
     assert!(reply.header("etag").is_some_and(|t| t.starts_with('"')));

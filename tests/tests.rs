@@ -19,3 +19,4 @@ mod protocol;
 mod resilience;
 mod search;
 mod sync;
+mod tables;

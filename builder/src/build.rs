@@ -124,18 +124,24 @@ type WithGzip = (Vec<u8>, Option<Vec<u8>>);
 /// Every body of one company, rendered, and its lines of the exports, deflated.
 struct Rendered {
     list_item: Vec<u8>,
+    list_row_csv: Vec<u8>,
     /// The days of the last event and of the outcome, for their sorts.
     sort_days: (i32, Option<i32>),
-    bodies: [WithGzip; 7],
+    /// profile, marks 80, marks 95, events, resolution, backtest, backtest in full, and the
+    /// CSV marks 80, marks 95 and events.
+    bodies: [WithGzip; 10],
     value_usd: u64,
     latest_bands: LatestBands,
     delta_30d_pct: Option<f64>,
     series_points: usize,
-    /// The companies export's line.
+    /// The companies export's line, and its CSV row.
     export_line: (Vec<u8>, Piece),
+    export_row_csv: (Vec<u8>, Piece),
     /// The series bodies past their `meta` (`render::series_prefix`), deflated: the same text
     /// makes each series body's gzip variant and its line of a series export.
     series_rest: [Piece; 2],
+    /// The same for the CSV series past their header row.
+    series_csv_rest: [Piece; 2],
 }
 
 /// A body's gzip variant, or none when `level` is 0 or the body too small for it to pay.
@@ -156,19 +162,31 @@ struct Deflating {
     /// What a series export line adds around a series body's rest: `{` before, a newline after.
     open: Piece,
     newline: Piece,
+    /// The CSV series' header row, as text and deflated.
+    series_csv_header: (Vec<u8>, Piece),
 }
 
 impl Deflating {
     fn new(meta: &[u8], gzip_level: u32) -> std::io::Result<Deflating> {
         let export_level = gzip_level.max(1);
         let prefix = render::series_prefix(meta);
+        let csv_header = marks_format::table::header(marks_format::table::SERIES_COLUMNS);
         Ok(Deflating {
             gzip_level,
             export_level,
             series_prefix: (prefix.clone(), Piece::of(&prefix, export_level)?),
             open: Piece::of(b"{", export_level)?,
             newline: Piece::of(b"\n", export_level)?,
+            series_csv_header: (csv_header.clone(), Piece::of(&csv_header, export_level)?),
         })
+    }
+
+    /// A CSV series body, its gzip variant, and its rows deflated.
+    fn series_csv(&self, body: Vec<u8>) -> std::io::Result<(WithGzip, Piece)> {
+        let rest = Piece::of(&body[self.series_csv_header.0.len()..], self.export_level)?;
+        let gzip = (self.gzip_level > 0 && body.len() >= GZIP_MIN_BYTES)
+            .then(|| gzip::member(&[&self.series_csv_header.1, &rest]));
+        Ok(((body, gzip), rest))
     }
 
     /// A series body, its gzip variant, and its text past the prefix deflated.
@@ -203,6 +221,12 @@ fn render_company(
     let series = |coverage| deflating.series(render::series(meta, &company.slug, coverage, &marks.series, &dates));
     let (marks_80, rest_80) = series(Coverage::C80)?;
     let (marks_95, rest_95) = series(Coverage::C95)?;
+    let series_csv =
+        |coverage| deflating.series_csv(render::table::series(&company.slug, coverage, &marks.series, &dates));
+    let (marks_80_csv, csv_rest_80) = series_csv(Coverage::C80)?;
+    let (marks_95_csv, csv_rest_95) = series_csv(Coverage::C95)?;
+    let export_row_csv = render::table::company_row(company, &marks, &facts, true);
+    let export_row_piece = Piece::of(&export_row_csv, deflating.export_level)?;
     let resolution = signing::sign_record(record, key)?;
     let export_line = render::export_company(company, &marks, &facts, &resolution);
     let export_piece = Piece::of(&export_line, deflating.export_level)?;
@@ -211,6 +235,7 @@ fn render_company(
     let (band_80, band_95) = (band(Coverage::C80), band(Coverage::C95));
     Ok(Rendered {
         list_item: render::list_item(company, &marks, &facts),
+        list_row_csv: render::table::company_row(company, &marks, &facts, false),
         sort_days: facts.sort_days(),
         bodies: [
             with_gzip(render::profile(meta, company, &marks, &facts)),
@@ -230,6 +255,9 @@ fn render_company(
                 fit.scorecard.targets_of(position),
                 Disclosure::Full,
             )),
+            marks_80_csv,
+            marks_95_csv,
+            with_gzip(render::table::events(company)),
         ],
         value_usd: latest.map_or(0, |m| usd(m.mark)),
         latest_bands: LatestBands {
@@ -241,28 +269,36 @@ fn render_company(
         delta_30d_pct: marks.delta_30d_pct,
         series_points: marks.series.len(),
         export_line: (export_line, export_piece),
+        export_row_csv: (export_row_csv, export_row_piece),
         series_rest: [rest_80, rest_95],
+        series_csv_rest: [csv_rest_80, csv_rest_95],
     })
 }
 
-/// The three export documents being spooled: companies, series at 80%, series at 95%.
-struct Spools([Spool; 3]);
+/// The export documents being spooled: companies, series at 80%, series at 95%, as NDJSON
+/// and as CSV.
+struct Spools([Spool; 6]);
 
 impl Spools {
     fn create(dir: &Path, meta: &[u8], companies: usize, level: u32) -> std::io::Result<Spools> {
-        let header = |export, coverage| render::export_header(meta, export, coverage, companies);
+        use marks_format::table::{header, EXPORT_COMPANY_COLUMNS, SERIES_COLUMNS};
+        let json = |export, coverage| render::export_header(meta, export, coverage, companies);
         Ok(Spools([
-            Spool::create(dir, &header("companies", None), level)?,
-            Spool::create(dir, &header("series", Some(Coverage::C80)), level)?,
-            Spool::create(dir, &header("series", Some(Coverage::C95)), level)?,
+            Spool::create(dir, &json("companies", None), level)?,
+            Spool::create(dir, &json("series", Some(Coverage::C80)), level)?,
+            Spool::create(dir, &json("series", Some(Coverage::C95)), level)?,
+            Spool::create(dir, &header(EXPORT_COMPANY_COLUMNS), level)?,
+            Spool::create(dir, &header(SERIES_COLUMNS), level)?,
+            Spool::create(dir, &header(SERIES_COLUMNS), level)?,
         ]))
     }
 
     /// A company's lines: as rendered for the companies export; for the series, its series
-    /// bodies past their prefix, between `{` and a newline.
+    /// bodies past their prefix, between `{` and a newline; for the CSV series, its rows.
     fn push(&mut self, rendered: &Rendered, deflating: &Deflating) -> std::io::Result<()> {
-        let [companies, series_80, series_95] = &mut self.0;
+        let [companies, series_80, series_95, companies_csv, series_80_csv, series_95_csv] = &mut self.0;
         companies.push(&rendered.export_line.0, &rendered.export_line.1)?;
+        companies_csv.push(&rendered.export_row_csv.0, &rendered.export_row_csv.1)?;
         let prefix = deflating.series_prefix.0.len();
         for (spool, (body, rest)) in [series_80, series_95].into_iter().zip(
             [&rendered.bodies[1].0, &rendered.bodies[2].0]
@@ -273,15 +309,26 @@ impl Spools {
             spool.push(&body[prefix..], rest)?;
             spool.push(b"\n", &deflating.newline)?;
         }
+        let header = deflating.series_csv_header.0.len();
+        for (spool, (body, rest)) in [series_80_csv, series_95_csv].into_iter().zip(
+            [&rendered.bodies[7].0, &rendered.bodies[8].0]
+                .into_iter()
+                .zip(&rendered.series_csv_rest),
+        ) {
+            spool.push(&body[header..], rest)?;
+        }
         Ok(())
     }
 
     fn finish(self, writer: &mut SnapshotWriter, target: &Path) -> Result<Exports, WriteError> {
-        let [companies, series_80, series_95] = self.0;
+        let [companies, series_80, series_95, companies_csv, series_80_csv, series_95_csv] = self.0;
         Ok(Exports {
             companies: companies.finish(writer, target)?,
             series_80: series_80.finish(writer, target)?,
             series_95: series_95.finish(writer, target)?,
+            companies_csv: companies_csv.finish(writer, target)?,
+            series_80_csv: series_80_csv.finish(writer, target)?,
+            series_95_csv: series_95_csv.finish(writer, target)?,
         })
     }
 }
@@ -439,7 +486,8 @@ fn write_company(
     sectors: &[&str],
     rendered: Rendered,
 ) -> Result<CompanyEntry, WriteError> {
-    let [profile, marks_80, marks_95, events, resolution, backtest, backtest_full] = rendered.bodies;
+    let [profile, marks_80, marks_95, events, resolution, backtest, backtest_full, marks_80_csv, marks_95_csv, events_csv] =
+        rendered.bodies;
     let mut body = |(identity, gzip): WithGzip| writer.append_body(&identity, gzip.as_deref());
     Ok(CompanyEntry {
         slug: company.slug.clone(),
@@ -466,7 +514,11 @@ fn write_company(
         resolution: body(resolution)?,
         backtest: body(backtest)?,
         backtest_full: body(backtest_full)?,
+        marks_80_csv: body(marks_80_csv)?,
+        marks_95_csv: body(marks_95_csv)?,
+        events_csv: body(events_csv)?,
         list_item: writer.append(&rendered.list_item)?,
+        list_row_csv: writer.append(&rendered.list_row_csv)?,
     })
 }
 

@@ -30,7 +30,7 @@ pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// signature (version 1 signed only the XXH3 checksum); version 3 added the bulk exports, the
 /// change log and each company's latest bands; version 4 added the scorecard's scored targets
 /// and the home and scorecard pages; version 5 the scorecard's two disclosures; version 6 the
-/// search index and the sector lists.
+/// search index, the sector lists and the CSV bodies.
 pub const FORMAT_VERSION: u32 = 6;
 /// The oldest format this code still reads. Versions 3 to 6 changed the index's layout, so
 /// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
@@ -230,6 +230,11 @@ pub struct CompanyEntry {
     /// values, and whole for Pro and above.
     pub backtest: Body,
     pub backtest_full: Body,
+    /// The CSV forms (`table`): the company's row of a list page, its series and its events.
+    pub list_row_csv: BodyRef,
+    pub marks_80_csv: Body,
+    pub marks_95_csv: Body,
+    pub events_csv: Body,
 }
 
 /// A row of a stored list: the position of a company in `Index::companies`.
@@ -396,6 +401,10 @@ pub struct Exports {
     pub companies: Export,
     pub series_80: Export,
     pub series_95: Export,
+    /// The same three as CSV (`table`).
+    pub companies_csv: Export,
+    pub series_80_csv: Export,
+    pub series_95_csv: Export,
 }
 
 /// What changed for a company, as bits of `ChangeRow::kinds`.
@@ -531,6 +540,10 @@ impl ArchivedIndex {
                 .chain(of(&c.resolution))
                 .chain(of(&c.backtest))
                 .chain(of(&c.backtest_full))
+                .chain(std::iter::once(&c.list_row_csv))
+                .chain(of(&c.marks_80_csv))
+                .chain(of(&c.marks_95_csv))
+                .chain(of(&c.events_csv))
         });
         let exports = &self.exports;
         std::iter::once(&self.meta_json)
@@ -548,6 +561,9 @@ impl ArchivedIndex {
                 &exports.companies.gzip,
                 &exports.series_80.gzip,
                 &exports.series_95.gzip,
+                &exports.companies_csv.gzip,
+                &exports.series_80_csv.gzip,
+                &exports.series_95_csv.gzip,
             ])
     }
 

@@ -9,11 +9,14 @@
 //! - [`etag`], [`gzip`]: the ETag of a body, and gzip members built from deflated pieces;
 //! - [`day`], [`names`]: the calendar day and the slug and name grammar; [`search`]: how a
 //!   query finds a company by name, alias or slug;
+//! - [`table`]: the CSV form of the data routes (columns, cells safe in a spreadsheet);
+//!   [`dated`]: the records of a date range inside a stored series, by binary search;
 //! - [`frame`]: the page frame every page is drawn in (`web/frame.html`);
 //! - [`regular_file`], [`atomic_file`]: opening an operator's file without ever waiting on one,
 //!   and replacing a file atomically.
 
 pub mod atomic_file;
+pub mod dated;
 pub mod day;
 pub mod etag;
 pub mod frame;
@@ -24,6 +27,7 @@ pub mod reader;
 pub mod regular_file;
 pub mod search;
 pub mod signatures;
+pub mod table;
 pub mod tiers;
 
 pub use reader::{OpenOptions, Snapshot, SnapshotError};

@@ -357,8 +357,22 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
     }
     let tags = companies
         .iter()
-        .flat_map(|c| [&c.profile, &c.marks_80, &c.marks_95, &c.events, &c.resolution])
+        .flat_map(|c| {
+            [
+                &c.profile,
+                &c.marks_80,
+                &c.marks_95,
+                &c.events,
+                &c.resolution,
+                &c.backtest,
+                &c.backtest_full,
+                &c.marks_80_csv,
+                &c.marks_95_csv,
+                &c.events_csv,
+            ]
+        })
         .chain(index.usage.iter())
+        .chain(index.sector_lists.iter())
         .chain([&index.signing_keys, &index.scorecard]);
     let valid = |tag: &str| tag.len() >= 2 && tag.bytes().all(|b| (0x21..0x7f).contains(&b));
     for body in tags {
@@ -367,7 +381,14 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
         }
     }
     let exports = &index.exports;
-    for export in [&exports.companies, &exports.series_80, &exports.series_95] {
+    for export in [
+        &exports.companies,
+        &exports.series_80,
+        &exports.series_95,
+        &exports.companies_csv,
+        &exports.series_80_csv,
+        &exports.series_95_csv,
+    ] {
         if !valid(export.gzip_etag.as_str()) || !valid(export.identity_etag.as_str()) {
             return fail("an export's ETag is not a valid header value".into());
         }

@@ -6,12 +6,14 @@
 use std::cmp::Ordering;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use http::header::{HeaderName, HeaderValue};
 use marks_format::layout::{compare_rows, ArchivedCompanyEntry, ArchivedIndex, RowKey, UNIVERSE_FREE};
 use marks_format::search;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::cursor::{Cursor, CursorKey, SortKey};
 use crate::api::query::ListQuery;
+use crate::response::headers::{X_NEXT_CURSOR, X_UNIVERSE_NOTE};
 use crate::response::problem::ApiError;
 use crate::snapshot::LoadedSnapshot;
 
@@ -211,11 +213,10 @@ impl<'a> Page<'a> {
         })
     }
 
-    /// The CompaniesResponse body: meta, the pre-rendered items, and the page info.
-    pub fn render(&self, cursor_key: &CursorKey, universe_note: Option<&str>) -> Bytes {
-        let loaded = self.loaded;
-        let companies = loaded.snapshot.index().companies.as_slice();
-        let next_cursor = match self.rows.last() {
+    /// The cursor of the next page, if there is one.
+    fn next_cursor(&self, cursor_key: &CursorKey) -> Option<String> {
+        let companies = self.loaded.snapshot.index().companies.as_slice();
+        match self.rows.last() {
             Some(&(last, rank)) if self.has_more => {
                 let company = &companies[last as usize];
                 Some(
@@ -228,7 +229,47 @@ impl<'a> Page<'a> {
                 )
             }
             _ => None,
-        };
+        }
+    }
+
+    /// The page as CSV: the header row and the stored row of each company.
+    pub fn render_csv(&self) -> Bytes {
+        let loaded = self.loaded;
+        let companies = loaded.snapshot.index().companies.as_slice();
+        let header = marks_format::table::header(marks_format::table::COMPANY_COLUMNS);
+        let rows: usize = self
+            .rows
+            .iter()
+            .map(|&(row, _)| companies[row as usize].list_row_csv.len.to_native() as usize)
+            .sum();
+        let mut body = BytesMut::with_capacity(header.len() + rows);
+        body.put_slice(&header);
+        for &(row, _) in &self.rows {
+            body.put_slice(loaded.snapshot.body_slice(&companies[row as usize].list_row_csv));
+        }
+        body.freeze()
+    }
+
+    /// What a CSV page says beyond its rows, as headers: `X-Next-Cursor` (the `cursor` of the
+    /// next page; absent on the last) and, for the free tier, `X-Universe-Note`.
+    pub fn csv_headers(&self, cursor_key: &CursorKey, universe_note: Option<&str>) -> Vec<(HeaderName, HeaderValue)> {
+        let mut headers = Vec::new();
+        if let Some(cursor) = self.next_cursor(cursor_key) {
+            if let Ok(value) = HeaderValue::from_str(&cursor) {
+                headers.push((X_NEXT_CURSOR, value));
+            }
+        }
+        if let Some(value) = universe_note.and_then(|note| HeaderValue::from_str(note).ok()) {
+            headers.push((X_UNIVERSE_NOTE, value));
+        }
+        headers
+    }
+
+    /// The CompaniesResponse body: meta, the pre-rendered items, and the page info.
+    pub fn render(&self, cursor_key: &CursorKey, universe_note: Option<&str>) -> Bytes {
+        let loaded = self.loaded;
+        let companies = loaded.snapshot.index().companies.as_slice();
+        let next_cursor = self.next_cursor(cursor_key);
 
         let items: usize = self
             .rows

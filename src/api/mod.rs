@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod operations;
 pub mod query;
 pub mod routes;
+pub mod rows;
 pub mod state;
 
 use std::net::IpAddr;
@@ -63,6 +64,7 @@ struct RequestHeaders<'r> {
     request_id: Option<&'r HeaderValue>,
     if_none_match: bool,
     accept_encoding: bool,
+    accept: bool,
 }
 
 impl<'r> RequestHeaders<'r> {
@@ -73,6 +75,8 @@ impl<'r> RequestHeaders<'r> {
                 asked.if_none_match = true;
             } else if name == header::ACCEPT_ENCODING {
                 asked.accept_encoding = true;
+            } else if name == header::ACCEPT {
+                asked.accept = true;
             } else if name == X_API_KEY {
                 asked.api_key = match asked.api_key {
                     PresentedKey::Missing => PresentedKey::One(value),
@@ -274,6 +278,7 @@ impl<'a, B> Exchange<'a, B> {
             headers: request.headers(),
             if_none_match: self.asked.if_none_match,
             accept_encoding: self.asked.accept_encoding,
+            accept: self.asked.accept,
             head: method == Method::HEAD,
         };
         let query = request.uri().query();

@@ -22,6 +22,7 @@ use crate::api::cursor::CursorKey;
 use crate::api::list;
 use crate::api::query::{self, ListQuery, Params, LIST_PARAMS};
 use crate::api::routes::Operation;
+use crate::api::rows::{self, Form};
 use crate::api::state::State;
 use crate::keys::ring::Caller;
 use crate::response::headers::{DOCS_CSP, HTML, JSON, PAGE_CSP};
@@ -69,20 +70,37 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
         }
         Operation::GetMarkSeries => {
             require(call.caller, Scope::Marks80)?;
-            let coverage = coverage(call)?;
+            let params = Params::parse(call.query, SERIES_PARAMS)?;
+            let coverage = coverage(call, &params)?;
+            let range = rows::date_range(&params)?;
             let company = company(call)?;
+            let form = Form::of(call.negotiation);
             let body = if coverage == 95 {
-                &company.marks_95
+                form.pick(&company.marks_95, &company.marks_95_csv)
             } else {
-                &company.marks_80
+                form.pick(&company.marks_80, &company.marks_80_csv)
             };
-            Ok(call.negotiation.stored(call.loaded, body, Cache::Private))
+            if !range.is_whole() {
+                return Ok(rows::series_range(
+                    call.loaded,
+                    call.negotiation,
+                    company,
+                    body,
+                    form,
+                    &range,
+                ));
+            }
+            let stored = call.negotiation.stored(call.loaded, body, Cache::Private);
+            Ok(form.dress(call.loaded, stored))
         }
         Operation::GetMarkEvents => {
             require(call.caller, Scope::EventsRead)?;
             no_parameters(call.query)?;
             let company = company(call)?;
-            Ok(call.negotiation.stored(call.loaded, &company.events, Cache::Private))
+            let form = Form::of(call.negotiation);
+            let body = form.pick(&company.events, &company.events_csv);
+            let stored = call.negotiation.stored(call.loaded, body, Cache::Private);
+            Ok(form.dress(call.loaded, stored))
         }
         Operation::GetResolution => {
             require(call.caller, Scope::ResolutionRead)?;
@@ -123,24 +141,43 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
             require(call.caller, Scope::ExportRead)?;
             no_parameters(call.query)?;
             let exports = &call.loaded.snapshot.index().exports;
-            call.negotiation.export(
-                call.loaded,
-                &exports.companies,
-                &call.state.budgets.decoders,
-                &call.caller.key_id,
-            )
+            let form = Form::of(call.negotiation);
+            let export = if form == Form::Csv {
+                &exports.companies_csv
+            } else {
+                &exports.companies
+            };
+            let decoded =
+                call.negotiation
+                    .export(call.loaded, export, &call.state.budgets.decoders, &call.caller.key_id)?;
+            Ok(form.dress(call.loaded, decoded))
         }
         Operation::GetSeriesExport => {
             require(call.caller, Scope::ExportRead)?;
-            let coverage = coverage(call)?;
+            let params = Params::parse(call.query, SERIES_PARAMS)?;
+            let coverage = coverage(call, &params)?;
+            let range = rows::date_range(&params)?;
+            let form = Form::of(call.negotiation);
+            if !range.is_whole() {
+                return Ok(rows::series_export_range(
+                    call.loaded,
+                    call.negotiation,
+                    coverage,
+                    form,
+                    &range,
+                ));
+            }
             let exports = &call.loaded.snapshot.index().exports;
-            let export = if coverage == 95 {
-                &exports.series_95
-            } else {
-                &exports.series_80
+            let export = match (coverage, form) {
+                (95, Form::Json) => &exports.series_95,
+                (95, Form::Csv) => &exports.series_95_csv,
+                (_, Form::Json) => &exports.series_80,
+                (_, Form::Csv) => &exports.series_80_csv,
             };
-            call.negotiation
-                .export(call.loaded, export, &call.state.budgets.decoders, &call.caller.key_id)
+            let decoded =
+                call.negotiation
+                    .export(call.loaded, export, &call.state.budgets.decoders, &call.caller.key_id)?;
+            Ok(form.dress(call.loaded, decoded))
         }
         _ => Err(ApiError::Internal),
     }
@@ -175,12 +212,28 @@ fn list_companies(call: &Call<'_>) -> Result<Representation, ApiError> {
     };
     let cursor_key = &call.state.cursor_key;
     let page = list::Page::place(call.loaded, &query, universe, cursor_key)?;
-    let etag = page_etag(call.loaded, cursor_key, &[universe], call.query.unwrap_or(""));
-    Ok(call
-        .negotiation
-        .conditional(&etag, header_value(&etag), Cache::Private, || {
-            page.render(cursor_key, note.as_deref())
-        }))
+    let form = Form::of(call.negotiation);
+    let etag = page_etag(
+        call.loaded,
+        cursor_key,
+        &[universe, form as u8],
+        call.query.unwrap_or(""),
+    );
+    let representation = match form {
+        Form::Json => call
+            .negotiation
+            .conditional(&etag, header_value(&etag), Cache::Private, || {
+                page.render(cursor_key, note.as_deref())
+            }),
+        Form::Csv => {
+            let mut representation = call
+                .negotiation
+                .conditional(&etag, header_value(&etag), Cache::Private, || page.render_csv());
+            representation.extra_headers = page.csv_headers(cursor_key, note.as_deref());
+            representation
+        }
+    };
+    Ok(form.dress(call.loaded, representation))
 }
 
 fn usage(call: &Call<'_>) -> Result<Representation, ApiError> {
@@ -230,11 +283,13 @@ fn company<'s>(call: &Call<'s>) -> Result<&'s ArchivedCompanyEntry, ApiError> {
     Ok(company)
 }
 
-/// The one parameter of a series operation, `coverage` (80 unless 95 is asked for), and 95
-/// only for a tier that has it.
-fn coverage(call: &Call<'_>) -> Result<u32, ApiError> {
-    let params = Params::parse(call.query, &["coverage"])?;
-    let coverage = query::coverage(&params)?;
+/// The parameters of the series operations: the coverage and an inclusive date range.
+const SERIES_PARAMS: &[&str] = &["coverage", "from", "to"];
+
+/// The coverage of a series operation (80 unless 95 is asked for), and 95 only for a tier that
+/// has it.
+fn coverage(call: &Call<'_>, params: &Params<'_>) -> Result<u32, ApiError> {
+    let coverage = query::coverage(params)?;
     if coverage == 95 {
         require(call.caller, Scope::Marks95)?;
     }

@@ -154,9 +154,12 @@ pub fn verify_snapshot(path: &Path, publisher_key: Option<&Path>) -> Result<()> 
         ("companies", &exports.companies),
         ("series 80", &exports.series_80),
         ("series 95", &exports.series_95),
+        ("companies CSV", &exports.companies_csv),
+        ("series 80 CSV", &exports.series_80_csv),
+        ("series 95 CSV", &exports.series_95_csv),
     ] {
         println!(
-            "  export {name}: {} bytes gzip, {} bytes of NDJSON",
+            "  export {name}: {} bytes gzip, {} bytes of text",
             export.gzip.len, export.identity_len
         );
     }

@@ -54,6 +54,12 @@ const DECODED_CHUNK: usize = 64 * 1024;
 #[derive(Debug)]
 pub enum Payload {
     Bytes(Bytes),
+    /// Slices sent one after the other (a ranged series export, assembled from the stored
+    /// series of every company without a copy), `len` bytes in all.
+    Pieces {
+        pieces: Vec<Bytes>,
+        len: u64,
+    },
     /// A gzip member whose text is sent from byte `skip`, `len` bytes of it; the permit is
     /// the decoder's place (none for a HEAD, which decodes nothing).
     Gunzip {
@@ -69,7 +75,7 @@ impl Payload {
     pub fn len(&self) -> u64 {
         match self {
             Payload::Bytes(bytes) => bytes.len() as u64,
-            Payload::Gunzip { len, .. } => *len,
+            Payload::Pieces { len, .. } | Payload::Gunzip { len, .. } => *len,
         }
     }
 
@@ -327,6 +333,12 @@ pub struct ResponseBody {
 #[derive(Debug)]
 enum State {
     Bytes(Option<Bytes>),
+    /// What is left to send, in order (reversed, so the next is popped from the end), and
+    /// how many bytes that is.
+    Pieces {
+        rest: Vec<Bytes>,
+        left: u64,
+    },
     Gunzip(Box<Decoding>),
 }
 
@@ -372,7 +384,15 @@ impl ResponseBody {
     pub fn new(payload: Payload) -> ResponseBody {
         let state = match payload {
             Payload::Bytes(bytes) => State::Bytes((!bytes.is_empty()).then_some(bytes)),
-            Payload::Gunzip { len: 0, .. } => State::Bytes(None),
+            Payload::Pieces { len: 0, .. } | Payload::Gunzip { len: 0, .. } => State::Bytes(None),
+            Payload::Pieces { mut pieces, len } => {
+                pieces.retain(|piece| !piece.is_empty());
+                pieces.reverse();
+                State::Pieces {
+                    rest: pieces,
+                    left: len,
+                }
+            }
             Payload::Gunzip {
                 gzip,
                 skip,
@@ -473,6 +493,21 @@ impl hyper::body::Body for ResponseBody {
                 Ok(bytes.split_to(next_piece(paced, bytes.len())))
             }
             State::Bytes(last) => Ok(last.take().unwrap_or_default()),
+            State::Pieces { rest, left } => {
+                let Some(mut next) = rest.pop() else {
+                    this.state = State::Bytes(None);
+                    return Poll::Ready(None);
+                };
+                let take = next_piece(paced, next.len());
+                if take < next.len() {
+                    rest.push(next.split_off(take));
+                }
+                *left = left.saturating_sub(next.len() as u64);
+                if rest.is_empty() {
+                    this.state = State::Bytes(None);
+                }
+                Ok(next)
+            }
             State::Gunzip(decoding) if decoding.is_cut() => {
                 this.state = State::Bytes(None);
                 return Poll::Ready(Some(Err(io::Error::new(
@@ -517,6 +552,7 @@ impl hyper::body::Body for ResponseBody {
     fn size_hint(&self) -> SizeHint {
         match &self.state {
             State::Bytes(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
+            State::Pieces { left, .. } => SizeHint::with_exact(*left),
             State::Gunzip(decoding) => SizeHint::with_exact(decoding.left),
         }
     }

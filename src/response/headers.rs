@@ -57,6 +57,12 @@ pub const PAGE_CSP: HeaderValue = HeaderValue::from_static(
 pub const VARY_KEY: HeaderValue = HeaderValue::from_static("X-API-Key");
 pub const VARY_KEY_ENCODING: HeaderValue = HeaderValue::from_static("X-API-Key, Accept-Encoding");
 pub const VARY_ENCODING: HeaderValue = HeaderValue::from_static("Accept-Encoding");
+pub const VARY_KEY_ACCEPT: HeaderValue = HeaderValue::from_static("X-API-Key, Accept");
+pub const VARY_KEY_ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("X-API-Key, Accept, Accept-Encoding");
+pub const CSV: HeaderValue = HeaderValue::from_static(marks_format::table::MEDIA_TYPE);
+pub const LINK: HeaderName = header::LINK;
+pub const X_NEXT_CURSOR: HeaderName = HeaderName::from_static("x-next-cursor");
+pub const X_UNIVERSE_NOTE: HeaderName = HeaderName::from_static("x-universe-note");
 
 /// The header values a request composes for itself (its id, remaining budget, reset time,
 /// `RateLimit`), written into one buffer and handed out as slices of it: one allocation per
@@ -121,6 +127,26 @@ impl Default for Composed {
     }
 }
 
+/// What an answer varies on besides the key: the client's codings (it has a gzip variant) and
+/// its `Accept` (it has a CSV form).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Vary {
+    pub encoding: bool,
+    pub accept: bool,
+}
+
+impl Vary {
+    /// The `Vary` value of a per-key answer.
+    pub fn keyed(self) -> HeaderValue {
+        match (self.accept, self.encoding) {
+            (false, false) => VARY_KEY,
+            (false, true) => VARY_KEY_ENCODING,
+            (true, false) => VARY_KEY_ACCEPT,
+            (true, true) => VARY_KEY_ACCEPT_ENCODING,
+        }
+    }
+}
+
 /// The values of a metered answer that change from one request to the next.
 #[derive(Debug)]
 pub struct MeteredValues {
@@ -143,8 +169,9 @@ const PER_REQUEST: [HeaderName; 5] = [
 /// One budget's header blocks for metered answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MeteredHead {
-    /// Indexed by whether `Vary` names `Accept-Encoding` (the body has a gzip variant).
-    blocks: [Block; 2],
+    /// Indexed by what `Vary` names besides `X-API-Key`: `Accept` (the route answers CSV too)
+    /// times two, plus `Accept-Encoding` (the body has a gzip variant).
+    blocks: [Block; 4],
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -178,13 +205,18 @@ impl MeteredHead {
             Block { headers, per_request }
         };
         MeteredHead {
-            blocks: [block(VARY_KEY), block(VARY_KEY_ENCODING)],
+            blocks: [
+                block(VARY_KEY),
+                block(VARY_KEY_ENCODING),
+                block(VARY_KEY_ACCEPT),
+                block(VARY_KEY_ACCEPT_ENCODING),
+            ],
         }
     }
 
     /// The eleven headers of one metered answer.
-    pub fn fill(&self, vary_encoding: bool, values: MeteredValues) -> HeaderMap {
-        let block = &self.blocks[usize::from(vary_encoding)];
+    pub fn fill(&self, vary: Vary, values: MeteredValues) -> HeaderMap {
+        let block = &self.blocks[usize::from(vary.encoding) + 2 * usize::from(vary.accept)];
         let mut headers = block.headers.clone();
         let MeteredValues {
             etag,
@@ -242,9 +274,10 @@ mod tests {
             &HeaderValue::from_static("\"minute\";q=6000;w=60"),
         );
         let value = |text: &'static str| HeaderValue::from_static(text);
-        for vary_encoding in [false, true] {
+        for (encoding, accept) in [(false, false), (true, false), (false, true), (true, true)] {
+            let vary = Vary { encoding, accept };
             let headers = head.fill(
-                vary_encoding,
+                vary,
                 MeteredValues {
                     etag: value("\"e\""),
                     request_id: value("req_1"),
@@ -259,12 +292,13 @@ mod tests {
             assert_eq!(get(header::X_CONTENT_TYPE_OPTIONS), "nosniff");
             assert_eq!(get(header::ETAG), "\"e\"");
             assert_eq!(get(header::CACHE_CONTROL), "private, no-cache");
-            let vary = if vary_encoding {
-                "X-API-Key, Accept-Encoding"
-            } else {
-                "X-API-Key"
+            let expected = match (accept, encoding) {
+                (false, false) => "X-API-Key",
+                (false, true) => "X-API-Key, Accept-Encoding",
+                (true, false) => "X-API-Key, Accept",
+                (true, true) => "X-API-Key, Accept, Accept-Encoding",
             };
-            assert_eq!(get(header::VARY), vary);
+            assert_eq!(get(header::VARY), expected);
             assert_eq!(get(X_REQUEST_ID), "req_1");
             assert_eq!(get(X_RATELIMIT_LIMIT), "6000");
             assert_eq!(get(X_RATELIMIT_REMAINING), "5999");

@@ -16,15 +16,15 @@ pub mod ranges;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{self, HeaderValue};
+use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, StatusCode};
 use marks_format::layout::{ArchivedBody, ArchivedExport};
 
 use crate::response::body::{DecodeRefused, Decoders, Payload, ResponseBody};
 use crate::response::headers::{
-    BudgetHeaders, MeteredValues, BYTES, GZIP, IMMUTABLE, JSON, NDJSON, NOSNIFF, NO_REFERRER, NO_STORE,
-    PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, PUBLIC_NO_CACHE, RATELIMIT, RATELIMIT_POLICY, VARY_ENCODING, VARY_KEY,
-    VARY_KEY_ENCODING, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET, X_REQUEST_ID,
+    BudgetHeaders, MeteredValues, Vary, BYTES, GZIP, IMMUTABLE, JSON, NDJSON, NOSNIFF, NO_REFERRER, NO_STORE,
+    PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, PUBLIC_NO_CACHE, RATELIMIT, RATELIMIT_POLICY, VARY_ENCODING,
+    X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET, X_REQUEST_ID,
 };
 use crate::response::problem::ApiError;
 use crate::response::ranges::RangeRequest;
@@ -62,6 +62,10 @@ pub struct Representation {
     pub cache: Cache,
     /// The body has a gzip variant, so caches must key on `Accept-Encoding` too.
     pub vary_encoding: bool,
+    /// The route answers CSV too, so caches must key on `Accept` too.
+    pub vary_accept: bool,
+    /// Headers this answer adds: a CSV answer's `meta` and paging.
+    pub extra_headers: Vec<(HeaderName, HeaderValue)>,
     /// The body is the gzip variant.
     pub gzip: bool,
     /// Ranges of it may be asked for (`Accept-Ranges: bytes`).
@@ -83,6 +87,8 @@ impl Representation {
             etag: None,
             cache: Cache::NoStore,
             vary_encoding: false,
+            vary_accept: false,
+            extra_headers: Vec::new(),
             gzip: false,
             ranges: false,
             content_range: None,
@@ -124,11 +130,17 @@ impl Representation {
             etag,
             cache,
             vary_encoding,
+            vary_accept,
+            extra_headers,
             gzip,
             ranges,
             content_range,
             page_policy,
         } = self;
+        let vary_on = Vary {
+            encoding: vary_encoding,
+            accept: vary_accept,
+        };
         let length = body.len();
         let with_body = status != StatusCode::NOT_MODIFIED && !head;
         let mut response = Response::new(if with_body {
@@ -146,7 +158,9 @@ impl Representation {
         match (budget_headers, budget, etag) {
             // A metered answer from the snapshot, nearly every request: the budget's prebuilt
             // block, cloned and five values written by position (`headers::MeteredHead`).
-            (Some(shared), Some(budget), Some(etag)) if cache == Cache::Private && content_type == JSON => {
+            (Some(shared), Some(budget), Some(etag))
+                if cache == Cache::Private && content_type == JSON && extra_headers.is_empty() =>
+            {
                 let values = MeteredValues {
                     etag,
                     request_id,
@@ -154,14 +168,14 @@ impl Representation {
                     reset: budget.reset,
                     ratelimit: budget.ratelimit,
                 };
-                *headers = shared.head.fill(vary_encoding, values);
+                *headers = shared.head.fill(vary_on, values);
                 if status == StatusCode::NOT_MODIFIED {
                     headers.remove(header::CONTENT_TYPE);
                 }
             }
             (shared, budget, etag) => {
                 // Room for every header, so the map never grows and rehashes.
-                headers.reserve(13);
+                headers.reserve(13 + extra_headers.len());
                 if status != StatusCode::NOT_MODIFIED {
                     headers.insert(header::CONTENT_TYPE, content_type);
                 }
@@ -169,12 +183,10 @@ impl Representation {
                     headers.insert(header::ETAG, etag);
                 }
                 let (cache_control, vary) = match (cache, vary_encoding) {
-                    (Cache::Private, false) => (PRIVATE_NO_CACHE, Some(VARY_KEY)),
-                    (Cache::Private, true) => (PRIVATE_NO_CACHE, Some(VARY_KEY_ENCODING)),
+                    (Cache::Private, _) => (PRIVATE_NO_CACHE, Some(vary_on.keyed())),
                     (Cache::Public, false) => (PUBLIC_MAX_AGE_60, None),
                     (Cache::Public, true) => (PUBLIC_MAX_AGE_60, Some(VARY_ENCODING)),
-                    (Cache::Keyless, false) => (PUBLIC_MAX_AGE_60, Some(VARY_KEY)),
-                    (Cache::Keyless, true) => (PUBLIC_MAX_AGE_60, Some(VARY_KEY_ENCODING)),
+                    (Cache::Keyless, _) => (PUBLIC_MAX_AGE_60, Some(vary_on.keyed())),
                     (Cache::NoStore, _) => (NO_STORE, None),
                     (Cache::Revalidate, false) => (PUBLIC_NO_CACHE, None),
                     (Cache::Revalidate, true) => (PUBLIC_NO_CACHE, Some(VARY_ENCODING)),
@@ -191,6 +203,9 @@ impl Representation {
                 if let Some(policy) = page_policy {
                     headers.insert(header::CONTENT_SECURITY_POLICY, policy);
                     headers.insert(header::REFERRER_POLICY, NO_REFERRER);
+                }
+                for (name, value) in extra_headers {
+                    headers.insert(name, value);
                 }
                 if let Some(budget) = budget {
                     let limits = budget
@@ -231,6 +246,8 @@ pub struct Negotiation<'r> {
     pub headers: &'r HeaderMap,
     pub if_none_match: bool,
     pub accept_encoding: bool,
+    /// An `Accept` header is there (read only by routes with a CSV form).
+    pub accept: bool,
     /// A HEAD request: no body will be sent, and ranges apply to GET only (RFC 9110 14.2).
     pub head: bool,
 }
@@ -250,6 +267,17 @@ impl Negotiation<'_> {
         representation.vary_encoding = file.gzip.is_some();
         representation.gzip = gzip.is_some();
         representation
+    }
+
+    /// Whether the client prefers CSV to JSON (`prefers_csv`).
+    pub fn prefers_csv(&self) -> bool {
+        self.accept
+            && self
+                .headers
+                .get_all(header::ACCEPT)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .any(prefers_csv)
     }
 
     /// Whether the response may be gzip: the client accepts it and the route allows encodings.
@@ -369,12 +397,65 @@ impl Negotiation<'_> {
             etag: Some(etag_value),
             cache,
             vary_encoding: false,
+            vary_accept: false,
+            extra_headers: Vec::new(),
             gzip: false,
             ranges: false,
             content_range: None,
             page_policy: None,
         }
     }
+}
+
+/// The response headers that carry `meta` on a CSV answer, whose rows have no room for it:
+/// `X-Dataset-Version`, `X-Methodology-Version`, `X-As-Of`, `X-Data-Mode`, `X-Provenance` and
+/// `X-Disclaimer` (its characters outside visible ASCII as `?`; the JSON forms carry it exact).
+pub fn csv_meta(meta: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
+    let Ok(serde_json::Value::Object(meta)) = serde_json::from_slice::<serde_json::Value>(meta) else {
+        return Vec::new();
+    };
+    let fields = [
+        ("dataset_version", "x-dataset-version"),
+        ("methodology_version", "x-methodology-version"),
+        ("as_of", "x-as-of"),
+        ("data_mode", "x-data-mode"),
+        ("provenance", "x-provenance"),
+        ("disclaimer", "x-disclaimer"),
+    ];
+    fields
+        .iter()
+        .filter_map(|(field, name)| {
+            let text = meta.get(*field)?.as_str()?;
+            let visible: String = text
+                .chars()
+                .map(|c| if (' '..='~').contains(&c) { c } else { '?' })
+                .collect();
+            Some((HeaderName::from_static(name), HeaderValue::from_str(&visible).ok()?))
+        })
+        .collect()
+}
+
+/// Whether an `Accept` value prefers CSV to JSON: `text/csv` (or `text/*`) with a higher
+/// quality than `application/json` (or `application/*`, `*/*`); a tie is JSON.
+pub fn prefers_csv(accept: &str) -> bool {
+    let (mut csv, mut json) = (0.0f32, 0.0f32);
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let quality = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0)
+            .clamp(0.0, 1.0);
+        match media.as_str() {
+            "text/csv" | "text/*" => csv = csv.max(quality),
+            "application/json" | "application/*" => json = json.max(quality),
+            // Covers JSON as much as CSV, and a tie is JSON.
+            "*/*" => json = json.max(quality),
+            _ => {}
+        }
+    }
+    csv > json
 }
 
 /// The header value of text inside the mapped snapshot (a stored ETag): it borrows the bytes,
@@ -423,4 +504,22 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
         }
     }
     gzip.or(any).is_some_and(|q| q > 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefers_csv;
+
+    #[test]
+    fn csv_is_chosen_only_when_preferred() {
+        assert!(prefers_csv("text/csv"));
+        assert!(prefers_csv("text/csv, application/json;q=0.5"));
+        assert!(prefers_csv("TEXT/CSV; charset=utf-8"));
+        assert!(!prefers_csv("application/json"));
+        assert!(!prefers_csv("*/*"));
+        assert!(!prefers_csv("text/csv;q=0.5, */*"));
+        assert!(!prefers_csv("text/csv, application/json"));
+        assert!(!prefers_csv("text/html"));
+        assert!(!prefers_csv("text/csv;q=0"));
+    }
 }

@@ -93,6 +93,7 @@ impl SnapshotInForce {
                     path: path.to_owned(),
                     identity: before,
                     loaded_at: SystemTime::now(),
+                    csv_meta: crate::response::csv_meta(&meta),
                     meta,
                     etag_seed,
                 });

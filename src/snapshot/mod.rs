@@ -26,6 +26,8 @@ pub struct LoadedSnapshot {
     pub meta: Bytes,
     /// Seeds list-page ETags: a page's bytes are a function of the snapshot and the query.
     pub etag_seed: u64,
+    /// What `meta` says, as the response headers of a CSV answer (`response::csv_meta`).
+    pub csv_meta: Vec<(http::HeaderName, http::HeaderValue)>,
 }
 
 /// Why a file was last refused, for `/readyz` and the logs.

@@ -8,6 +8,7 @@ pub mod changes;
 pub mod export;
 pub mod facts;
 pub mod signing;
+pub mod table;
 
 use serde::Serialize;
 use serde_json::value::RawValue;

@@ -1,0 +1,173 @@
+//! The CSV form of the data routes (`Accept: text/csv`): the one definition of their columns,
+//! written by the builder into the snapshot and read by the server, which assembles list pages
+//! from stored rows.
+//!
+//! RFC 4180: a header row, CRLF line ends, text cells in double quotes (a quote inside doubled),
+//! numbers bare, a missing value an empty cell. Dates are `YYYY-MM-DD`, dollars whole numbers.
+//! The `meta` object is not in the rows, so a table stays one table for every CSV reader: it
+//! goes in response headers (`X-Dataset-Version` ...; `response::csv_meta` on the server).
+//!
+//! A text cell a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or
+//! a carriage return) is neutralised as OWASP's CSV-injection guidance says: a leading `'` and
+//! the cell quoted. Numbers are never altered: a negative percent is a number, not a formula.
+
+use std::borrow::Cow;
+
+/// The media type of every CSV answer (RFC 4180 section 3, with RFC 7111's `header`).
+pub const MEDIA_TYPE: &str = "text/csv; charset=utf-8; header=present";
+
+/// listCompanies: one row per CompanyListItem, the latest mark's 80% band.
+pub const COMPANY_COLUMNS: &[&str] = &[
+    "slug",
+    "name",
+    "aliases",
+    "sector",
+    "status",
+    "as_of_date",
+    "value_usd",
+    "lower_80_usd",
+    "upper_80_usd",
+    "confidence",
+    "vs_last_event_pct",
+    "delta_30d_pct",
+    "last_event_id",
+    "last_event_on",
+    "last_event_type",
+    "last_event_usd",
+    "days_since_last_event",
+    "outcome_type",
+    "outcome_on",
+    "outcome_usd",
+];
+
+/// The companies export: a list row and the 95% band.
+pub const EXPORT_COMPANY_COLUMNS: &[&str] = &[
+    "slug",
+    "name",
+    "aliases",
+    "sector",
+    "status",
+    "as_of_date",
+    "value_usd",
+    "lower_80_usd",
+    "upper_80_usd",
+    "lower_95_usd",
+    "upper_95_usd",
+    "confidence",
+    "vs_last_event_pct",
+    "delta_30d_pct",
+    "last_event_id",
+    "last_event_on",
+    "last_event_type",
+    "last_event_usd",
+    "days_since_last_event",
+    "outcome_type",
+    "outcome_on",
+    "outcome_usd",
+];
+
+/// getMarkSeries and the series export: one row per day; the band of the coverage asked for.
+pub const SERIES_COLUMNS: &[&str] = &["slug", "date", "mark_usd", "lower_usd", "upper_usd"];
+
+/// getMarkEvents: one row per event, oldest first.
+pub const EVENT_COLUMNS: &[&str] = &[
+    "slug",
+    "event_id",
+    "occurred_on",
+    "event_type",
+    "valuation_usd",
+    "source_url",
+    "note",
+];
+
+/// One cell of a row.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cell<'a> {
+    Text(&'a str),
+    Whole(u64),
+    Int(i64),
+    /// Written as the JSON bodies write it: the shortest text that reads back as the same number.
+    Decimal(f64),
+    Empty,
+}
+
+impl<'a> From<Option<&'a str>> for Cell<'a> {
+    fn from(text: Option<&'a str>) -> Cell<'a> {
+        text.map_or(Cell::Empty, Cell::Text)
+    }
+}
+
+/// A text cell as a spreadsheet may safely open it: one that would start a formula gets `'`
+/// before it.
+pub fn neutralised(text: &str) -> Cow<'_, str> {
+    match text.as_bytes().first() {
+        Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') => Cow::Owned(format!("'{text}")),
+        _ => Cow::Borrowed(text),
+    }
+}
+
+/// Appends one record, CRLF-terminated.
+pub fn put_row(out: &mut Vec<u8>, cells: &[Cell<'_>]) {
+    for (i, cell) in cells.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match *cell {
+            Cell::Text(text) => {
+                out.push(b'"');
+                for piece in neutralised(text).split_inclusive('"') {
+                    out.extend_from_slice(piece.as_bytes());
+                    if piece.ends_with('"') {
+                        out.push(b'"');
+                    }
+                }
+                out.push(b'"');
+            }
+            Cell::Whole(n) => out.extend_from_slice(n.to_string().as_bytes()),
+            Cell::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
+            // As the JSON bodies write it (serde_json), so a cell reads as its JSON number does.
+            Cell::Decimal(x) if x.is_finite() => {
+                out.extend_from_slice(serde_json::to_string(&x).unwrap_or_default().as_bytes())
+            }
+            Cell::Decimal(_) | Cell::Empty => {}
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The header row of a table.
+pub fn header(columns: &[&str]) -> Vec<u8> {
+    let mut out = columns.join(",").into_bytes();
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(cells: &[Cell<'_>]) -> String {
+        let mut out = Vec::new();
+        put_row(&mut out, cells);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn cells_are_quoted_numbers_bare_and_formulas_neutralised() {
+        assert_eq!(
+            row(&[
+                Cell::Text("Byju's \"Think\", Learn"),
+                Cell::Whole(12),
+                Cell::Decimal(-3.25),
+                Cell::Empty
+            ]),
+            "\"Byju's \"\"Think\"\", Learn\",12,-3.25,\r\n"
+        );
+        for formula in ["=HYPERLINK(\"x\")", "+1", "-2+3", "@SUM(A1)", "\tx", "\rx"] {
+            let text = row(&[Cell::Text(formula)]);
+            assert!(text.starts_with("\"'"), "{formula:?} -> {text:?}");
+        }
+        assert_eq!(row(&[Cell::Int(-7), Cell::Text("a-b")]), "-7,\"a-b\"\r\n");
+        assert_eq!(header(SERIES_COLUMNS), b"slug,date,mark_usd,lower_usd,upper_usd\r\n");
+    }
+}

@@ -1,0 +1,216 @@
+//! The other forms of the routes that answer rows (list, series, events, exports): CSV for a
+//! client that prefers it (`Accept: text/csv`), and a date range of a series (`from`, `to`).
+//!
+//! Every CSV body but a list page is stored in the snapshot like its JSON; a list page is
+//! assembled from stored rows. A range is cut out of the stored body by binary search over its
+//! bytes (`marks_format::dated`), and a ranged series export is the ranges of every company's
+//! stored series sent one after the other, with no copy and no decoding.
+
+use bytes::Bytes;
+use marks_format::dated::{self, DateRange, JSON_POINT};
+use marks_format::day::Day;
+use marks_format::layout::{ArchivedBody, ArchivedCompanyEntry};
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::api::query::Params;
+use crate::response::body::Payload;
+use crate::response::headers::{CSV, NDJSON};
+use crate::response::problem::ApiError;
+use crate::response::{header_value, Cache, Negotiation, Representation};
+use crate::snapshot::LoadedSnapshot;
+
+/// JSON or CSV, as the client's `Accept` prefers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Json,
+    Csv,
+}
+
+impl Form {
+    pub fn of(negotiation: &Negotiation<'_>) -> Form {
+        if negotiation.prefers_csv() {
+            Form::Csv
+        } else {
+            Form::Json
+        }
+    }
+
+    /// One of a stored body's two forms.
+    pub fn pick<'b>(self, json: &'b ArchivedBody, csv: &'b ArchivedBody) -> &'b ArchivedBody {
+        match self {
+            Form::Json => json,
+            Form::Csv => csv,
+        }
+    }
+
+    /// Marks a representation as this form of a route that has both: its media type, the
+    /// `meta` headers of a CSV answer, and `Vary: Accept`.
+    pub fn dress(self, loaded: &LoadedSnapshot, mut representation: Representation) -> Representation {
+        representation.vary_accept = true;
+        if self == Form::Csv {
+            representation.content_type = CSV;
+            representation.extra_headers.extend(loaded.csv_meta.iter().cloned());
+        }
+        representation
+    }
+}
+
+/// The `from` and `to` of a series, validated: dates `YYYY-MM-DD`, `from` not after `to`.
+pub fn date_range(params: &Params<'_>) -> Result<DateRange, ApiError> {
+    let day = |name: &str| -> Result<Option<Day>, ApiError> {
+        params
+            .get(name)
+            .map(|text| {
+                Day::parse(text).ok_or_else(|| {
+                    ApiError::invalid_parameter(name, "must be a date written YYYY-MM-DD (an inclusive bound)")
+                })
+            })
+            .transpose()
+    };
+    let (from, to) = (day("from")?, day("to")?);
+    if let (Some(from), Some(to)) = (from, to) {
+        if from > to {
+            return Err(ApiError::invalid_parameter(
+                "from",
+                &format!("({from}) is after to ({to}); the range is inclusive, from <= to"),
+            ));
+        }
+    }
+    Ok(DateRange {
+        from: from.map(Day::iso),
+        to: to.map(Day::iso),
+    })
+}
+
+/// The ETag of a body's range: a function of the stored body's ETag and the range.
+fn range_etag(loaded: &LoadedSnapshot, stored_etag: &str, range: &DateRange, what: &[u8]) -> String {
+    let mut hasher = Xxh3::with_seed(loaded.etag_seed);
+    hasher.update(stored_etag.as_bytes());
+    hasher.update(what);
+    for end in [&range.from, &range.to] {
+        match end {
+            Some(day) => hasher.update(day),
+            None => hasher.update(b"-"),
+        }
+    }
+    format!("\"r{:016x}\"", hasher.digest())
+}
+
+/// The stored series body of one form cut to `range`: for JSON, its text before and after the
+/// points kept whole; for CSV, its header row.
+fn cut_series(
+    loaded: &LoadedSnapshot,
+    company: &ArchivedCompanyEntry,
+    body: &ArchivedBody,
+    form: Form,
+    range: &DateRange,
+) -> Vec<Bytes> {
+    let stored = loaded.snapshot.body(&body.identity);
+    match form {
+        Form::Json => {
+            let Some(points) = dated::json_points(&stored) else {
+                return vec![stored];
+            };
+            let kept = dated::records(&stored, points.clone(), JSON_POINT, range);
+            vec![
+                stored.slice(..points.start),
+                stored.slice(kept),
+                stored.slice(points.end..),
+            ]
+        }
+        Form::Csv => {
+            let rows = dated::csv_rows(&stored);
+            let marker = dated::csv_row_marker(company.slug.as_str());
+            let kept = dated::records(&stored, rows.clone(), &marker, range);
+            vec![stored.slice(..rows.start), stored.slice(kept)]
+        }
+    }
+}
+
+/// getMarkSeries with `from` or `to`: the stored series of the coverage asked for, cut.
+pub fn series_range(
+    loaded: &LoadedSnapshot,
+    negotiation: &Negotiation<'_>,
+    company: &ArchivedCompanyEntry,
+    body: &ArchivedBody,
+    form: Form,
+    range: &DateRange,
+) -> Representation {
+    let etag = range_etag(loaded, body.etag.as_str(), range, b"series");
+    let representation = negotiation.conditional(&etag, header_value(&etag), Cache::Private, || {
+        Bytes::from(cut_series(loaded, company, body, form, range).concat())
+    });
+    form.dress(loaded, representation)
+}
+
+/// The series export with `from` or `to`: a first line (JSON: `meta`, the export, its coverage,
+/// the count of companies and the range; CSV: the header row), then every company's series
+/// cut to the range, as stored.
+pub fn series_export_range(
+    loaded: &LoadedSnapshot,
+    negotiation: &Negotiation<'_>,
+    coverage: u32,
+    form: Form,
+    range: &DateRange,
+) -> Representation {
+    let index = loaded.snapshot.index();
+    let exports = &index.exports;
+    let export = match (coverage, form) {
+        (95, Form::Json) => &exports.series_95,
+        (95, Form::Csv) => &exports.series_95_csv,
+        (_, Form::Json) => &exports.series_80,
+        (_, Form::Csv) => &exports.series_80_csv,
+    };
+    let etag = range_etag(loaded, export.identity_etag.as_str(), range, b"series export");
+    let mut representation = negotiation.conditional(&etag, header_value(&etag), Cache::Private, Bytes::new);
+    if representation.status == http::StatusCode::OK {
+        let text = |day: &Option<[u8; 10]>| day.map(|d| String::from_utf8_lossy(&d).into_owned());
+        let mut pieces = Vec::with_capacity(1 + index.companies.len() * 4);
+        pieces.push(match form {
+            Form::Json => {
+                let meta: serde_json::Value = serde_json::from_slice(&loaded.meta).unwrap_or_default();
+                let mut line = serde_json::to_vec(&serde_json::json!({
+                    "meta": meta,
+                    "export": "series",
+                    "coverage": coverage,
+                    "companies": index.companies.len(),
+                    "from": text(&range.from),
+                    "to": text(&range.to),
+                }))
+                .unwrap_or_default();
+                line.push(b'\n');
+                Bytes::from(line)
+            }
+            Form::Csv => Bytes::from(marks_format::table::header(marks_format::table::SERIES_COLUMNS)),
+        });
+        let prefix = loaded.meta.len() + b"{\"meta\":,".len();
+        for company in index.companies.iter() {
+            let body = if coverage == 95 {
+                form.pick(&company.marks_95, &company.marks_95_csv)
+            } else {
+                form.pick(&company.marks_80, &company.marks_80_csv)
+            };
+            let cut = cut_series(loaded, company, body, form, range);
+            match form {
+                // `{` and the body past its `meta`, as a line.
+                Form::Json => {
+                    pieces.push(Bytes::from_static(b"{"));
+                    pieces.extend(cut.into_iter().enumerate().map(|(i, piece)| {
+                        if i == 0 {
+                            piece.slice(prefix.min(piece.len())..)
+                        } else {
+                            piece
+                        }
+                    }));
+                    pieces.push(Bytes::from_static(b"\n"));
+                }
+                // The rows past the header.
+                Form::Csv => pieces.extend(cut.into_iter().skip(1)),
+            }
+        }
+        let len = pieces.iter().map(|p| p.len() as u64).sum();
+        representation.body = Payload::Pieces { pieces, len };
+    }
+    representation.content_type = NDJSON;
+    form.dress(loaded, representation)
+}
