@@ -11,6 +11,7 @@ mod access;
 mod cli;
 mod disclosure;
 mod endpoints;
+mod indices;
 mod logs;
 mod operations;
 mod pages;

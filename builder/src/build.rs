@@ -14,18 +14,20 @@ use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::dataset::{Company, Dataset, DatasetError, Status};
+use crate::methodology::indices::{IndexBuilder, IndexDay, Membership};
 use crate::methodology::scorecard::disclosure::Disclosure;
-use crate::methodology::{usd, Band, Coverage, Fit, Params, METHODOLOGY_VERSION};
+use crate::methodology::{usd, Band, Coverage, Fit, MarkDay, Params, METHODOLOGY_VERSION};
 use crate::render;
 use crate::render::changes;
 use crate::render::export::Spool;
 use crate::render::facts::EventFacts;
+use crate::render::indices::IndexInfo;
 use crate::render::signing::{self, KeyError};
 use crate::writer::{SnapshotWriter, WriteError};
 use marks_format::gzip::{self, Piece};
 use marks_format::layout::{
-    compare_rows, ArchivedIndex, CompanyEntry, EventFingerprint, Exports, Index, LatestBands, ListEntry, RowKey,
-    FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
+    compare_rows, ArchivedIndex, CompanyEntry, EventFingerprint, Exports, Index, IndexEntry, LatestBands, ListEntry,
+    RowKey, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
 };
 use marks_format::reader::{OpenOptions, Snapshot, SnapshotError};
 use marks_format::tiers::Tier;
@@ -142,6 +144,9 @@ struct Rendered {
     series_rest: [Piece; 2],
     /// The same for the CSV series past their header row.
     series_csv_rest: [Piece; 2],
+    /// The published series and the days it counts in the indices, for the indices.
+    series: Vec<MarkDay>,
+    membership: Option<Membership>,
 }
 
 /// A body's gzip variant, or none when `level` is 0 or the body too small for it to pay.
@@ -272,6 +277,8 @@ fn render_company(
         export_row_csv: (export_row_csv, export_row_piece),
         series_rest: [rest_80, rest_95],
         series_csv_rest: [csv_rest_80, csv_rest_95],
+        membership: Membership::of(&marks.series, facts.outcome.as_ref().map(|o| o.occurred_on)),
+        series: marks.series,
     })
 }
 
@@ -372,9 +379,11 @@ fn write_snapshot(
     // Rendering (parallel) and writing (sequential, in slug order) overlap: a writer thread
     // takes rendered chunks through a short queue while the next chunk renders.
     let (chunks, queue) = std::sync::mpsc::sync_channel::<(usize, Vec<Rendered>)>(2);
+    let mut index_builder = IndexBuilder::new(first_event_day(dataset), dataset.info.as_of, 1 + sectors.len());
     let (companies, series_points, mut writer, spools) = std::thread::scope(|scope| {
         let sectors = &sectors;
         let deflating = &deflating;
+        let index_builder = &mut index_builder;
         let consumer = scope.spawn(move || -> Result<_, BuildError> {
             let mut companies = Vec::with_capacity(dataset.companies.len());
             let mut series_points = 0;
@@ -382,6 +391,11 @@ fn write_snapshot(
                 for (company, r) in dataset.companies[start..].iter().zip(rendered) {
                     series_points += r.series_points;
                     spools.push(&r, deflating)?;
+                    if let Some(membership) = r.membership {
+                        // Index 0 is every company's; a sector's is its code.
+                        let sector = usize::from(sector_code(sectors, company));
+                        index_builder.add(&[0, sector], &r.series, membership);
+                    }
                     companies.push(write_company(&mut writer, company, sectors, r)?);
                 }
             }
@@ -424,6 +438,8 @@ fn write_snapshot(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let search_words = marks_format::search::word_index(companies.iter().map(|c| c.search_names.as_slice()));
+    let (indices, index_list) =
+        write_indices(&mut writer, &meta, &sectors, index_builder.finish(), options.gzip_level)?;
     let usage = Tier::ALL
         .iter()
         .map(|&tier| writer.append_body(&marks_format::tiers::usage_body(&meta, tier, tier.rate_per_min()), None))
@@ -450,6 +466,8 @@ fn write_snapshot(
         sectors: sectors.iter().map(|s| s.to_string()).collect(),
         sector_lists,
         search_words,
+        indices,
+        index_list,
         lists,
         list_rows,
         usage,
@@ -505,6 +523,8 @@ fn write_company(
         value_usd: rendered.value_usd,
         latest_bands: rendered.latest_bands,
         delta_30d_pct: rendered.delta_30d_pct,
+        index_from: rendered.membership.map_or(0, |m| m.first.0),
+        index_until: rendered.membership.map_or(0, |m| m.until.0),
         last_event_on: rendered.sort_days.0,
         outcome_on: rendered.sort_days.1,
         profile: body(profile)?,
@@ -590,6 +610,65 @@ fn list_indexes(dataset: &Dataset, companies: &[CompanyEntry], sectors: &[&str])
         }
     }
     (lists, rows)
+}
+
+/// The first day any company has an event: where the indices' days start.
+fn first_event_day(dataset: &Dataset) -> marks_format::day::Day {
+    dataset
+        .companies
+        .iter()
+        .filter_map(|c| c.events.first().map(|e| e.occurred_on))
+        .min()
+        .unwrap_or(dataset.info.as_of)
+}
+
+/// Appends every index's series (`all` first, then each sector's) and their list.
+fn write_indices(
+    writer: &mut SnapshotWriter,
+    meta: &[u8],
+    sectors: &[&'static str],
+    days: Vec<Vec<IndexDay>>,
+    gzip_level: u32,
+) -> Result<(Vec<IndexEntry>, marks_format::layout::Body), WriteError> {
+    let infos: Vec<(IndexInfo<'_>, u16)> = std::iter::once((
+        IndexInfo {
+            id: "all",
+            name: "All companies".to_string(),
+            sector: None,
+        },
+        0,
+    ))
+    .chain(sectors.iter().enumerate().map(|(i, &sector)| {
+        (
+            IndexInfo {
+                id: sector,
+                name: format!("Sector: {sector}"),
+                sector: Some(sector),
+            },
+            u16::try_from(i + 1).unwrap_or(u16::MAX),
+        )
+    }))
+    .collect();
+    let mut body = |bytes: Vec<u8>| writer.append_body(&bytes, gzip(&bytes, gzip_level).as_deref());
+    let mut entries = Vec::with_capacity(infos.len());
+    for ((info, code), days) in infos.iter().zip(&days) {
+        entries.push(IndexEntry {
+            id: info.id.to_string(),
+            name: info.name.clone(),
+            sector: *code,
+            series_80: body(render::indices::series(meta, info, Coverage::C80, days))?,
+            series_95: body(render::indices::series(meta, info, Coverage::C95, days))?,
+            series_80_csv: body(render::indices::series_csv(info, Coverage::C80, days))?,
+            series_95_csv: body(render::indices::series_csv(info, Coverage::C95, days))?,
+        });
+    }
+    let listed: Vec<(IndexInfo<'_>, &[IndexDay])> = infos
+        .into_iter()
+        .zip(&days)
+        .map(|((info, _), days)| (info, days.as_slice()))
+        .collect();
+    let list = body(render::indices::list(meta, &listed))?;
+    Ok((entries, list))
 }
 
 /// Each sector's companies (and how many are private) within a universe, from its lists

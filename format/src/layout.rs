@@ -230,6 +230,10 @@ pub struct CompanyEntry {
     /// values, and whole for Pro and above.
     pub backtest: Body,
     pub backtest_full: Body,
+    /// The days (Julian day numbers) it counts in the indices: from `index_from` up to, not
+    /// including, `index_until` (both 0: never).
+    pub index_from: i32,
+    pub index_until: i32,
     /// The CSV forms (`table`): the company's row of a list page, its series and its events.
     pub list_row_csv: BodyRef,
     pub marks_80_csv: Body,
@@ -363,6 +367,21 @@ pub struct ListEntry {
     pub len: u32,
 }
 
+/// One private-market index: over every company (`sector` 0) or one sector.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct IndexEntry {
+    /// `all`, or the sector's name.
+    pub id: String,
+    pub name: String,
+    /// A sector code (as `Index::sector_code`), or 0 for every company.
+    pub sector: u16,
+    /// IndexSeriesResponse at each coverage, as JSON and CSV.
+    pub series_80: Body,
+    pub series_95: Body,
+    pub series_80_csv: Body,
+    pub series_95_csv: Body,
+}
+
 /// One word of a company's search names, for finding the companies a query's word starts.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SearchWord {
@@ -460,6 +479,9 @@ pub struct Index {
     pub sector_lists: Vec<Body>,
     /// Every word of every company's search names, sorted (byte order, then company).
     pub search_words: Vec<SearchWord>,
+    /// The indices, `all` first then by sector name, and the IndicesResponse that lists them.
+    pub indices: Vec<IndexEntry>,
+    pub index_list: Body,
     /// Sorted by (sort, universe, sector, status) for binary search.
     pub lists: Vec<ListEntry>,
     /// Company indexes (into `companies`) of every list, back to back.
@@ -491,6 +513,11 @@ impl ArchivedIndex {
             .binary_search_by(|c| c.slug.as_str().cmp(slug))
             .ok()
             .map(|i| (i, &companies[i]))
+    }
+
+    /// An index by its id.
+    pub fn index_named(&self, id: &str) -> Option<&ArchivedIndexEntry> {
+        self.indices.iter().find(|i| i.id.as_str() == id)
     }
 
     /// Index of a sector name in `sectors`, plus one (0 is "any sector"). Sectors are lowercase
@@ -550,6 +577,13 @@ impl ArchivedIndex {
             .chain(companies)
             .chain(self.usage.iter().flat_map(of))
             .chain(self.sector_lists.iter().flat_map(of))
+            .chain(self.indices.iter().flat_map(|i| {
+                of(&i.series_80)
+                    .chain(of(&i.series_95))
+                    .chain(of(&i.series_80_csv))
+                    .chain(of(&i.series_95_csv))
+            }))
+            .chain(of(&self.index_list))
             .chain(of(&self.signing_keys))
             .chain(of(&self.scorecard))
             .chain(of(&self.scorecard_targets))

@@ -80,6 +80,21 @@ pub const EVENT_COLUMNS: &[&str] = &[
     "note",
 ];
 
+/// An index's series: one row per day; the band of the coverage asked for.
+pub const INDEX_COLUMNS: &[&str] = &["index", "date", "level", "lower", "upper", "constituents"];
+
+/// An index's constituents on one day.
+pub const CONSTITUENT_COLUMNS: &[&str] = &[
+    "index",
+    "date",
+    "slug",
+    "name",
+    "weight",
+    "mark_usd",
+    "lower_usd",
+    "upper_usd",
+];
+
 /// One cell of a row.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Cell<'a> {

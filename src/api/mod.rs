@@ -21,6 +21,7 @@
 pub mod access;
 pub mod changes;
 pub mod cursor;
+pub mod indices;
 pub mod list;
 pub mod metrics;
 pub mod operations;

@@ -19,6 +19,7 @@ use marks_format::tiers::{Scope, Tier};
 
 use crate::api::changes::{self, ChangesQuery, CHANGES_PARAMS};
 use crate::api::cursor::CursorKey;
+use crate::api::indices;
 use crate::api::list;
 use crate::api::query::{self, ListQuery, Params, LIST_PARAMS};
 use crate::api::routes::Operation;
@@ -84,7 +85,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                 return Ok(rows::series_range(
                     call.loaded,
                     call.negotiation,
-                    company,
+                    company.slug.as_str(),
                     body,
                     form,
                     &range,
@@ -122,6 +123,9 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
             };
             Ok(call.negotiation.stored(call.loaded, body, Cache::Private))
         }
+        Operation::ListIndices => indices::list(call),
+        Operation::GetIndex => indices::series(call),
+        Operation::GetIndexConstituents => indices::constituents(call),
         Operation::GetUsage => usage(call),
         Operation::Scorecard | Operation::ScorecardTargets => {
             no_parameters(call.query)?;
@@ -288,7 +292,7 @@ const SERIES_PARAMS: &[&str] = &["coverage", "from", "to"];
 
 /// The coverage of a series operation (80 unless 95 is asked for), and 95 only for a tier that
 /// has it.
-fn coverage(call: &Call<'_>, params: &Params<'_>) -> Result<u32, ApiError> {
+pub(crate) fn coverage(call: &Call<'_>, params: &Params<'_>) -> Result<u32, ApiError> {
     let coverage = query::coverage(params)?;
     if coverage == 95 {
         require(call.caller, Scope::Marks95)?;
@@ -296,7 +300,7 @@ fn coverage(call: &Call<'_>, params: &Params<'_>) -> Result<u32, ApiError> {
     Ok(coverage)
 }
 
-fn require(caller: &Caller, scope: Scope) -> Result<(), ApiError> {
+pub(crate) fn require(caller: &Caller, scope: Scope) -> Result<(), ApiError> {
     if caller.tier.allows(scope) {
         return Ok(());
     }

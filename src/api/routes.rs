@@ -11,6 +11,9 @@ pub enum Operation {
     GetMarkEvents,
     GetResolution,
     GetBacktest,
+    ListIndices,
+    GetIndex,
+    GetIndexConstituents,
     GetUsage,
     GetChanges,
     GetExport,
@@ -34,7 +37,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 24] = [
+    pub const ALL: [Operation; 27] = [
         Operation::ListCompanies,
         Operation::ListSectors,
         Operation::GetCompany,
@@ -42,6 +45,9 @@ impl Operation {
         Operation::GetMarkEvents,
         Operation::GetResolution,
         Operation::GetBacktest,
+        Operation::ListIndices,
+        Operation::GetIndex,
+        Operation::GetIndexConstituents,
         Operation::GetUsage,
         Operation::GetChanges,
         Operation::GetExport,
@@ -71,6 +77,9 @@ impl Operation {
             Operation::GetMarkEvents => "getMarkEvents",
             Operation::GetResolution => "getResolution",
             Operation::GetBacktest => "getBacktest",
+            Operation::ListIndices => "listIndices",
+            Operation::GetIndex => "getIndex",
+            Operation::GetIndexConstituents => "getIndexConstituents",
             Operation::GetUsage => "getUsage",
             Operation::GetChanges => "getChanges",
             Operation::GetExport => "getExport",
@@ -108,6 +117,7 @@ pub fn route(path: &str) -> Route<'_> {
     match path {
         "/v1/companies" => return plain(Operation::ListCompanies),
         "/v1/sectors" => return plain(Operation::ListSectors),
+        "/v1/indices" => return plain(Operation::ListIndices),
         "/v1/usage" => return plain(Operation::GetUsage),
         "/v1/changes" => return plain(Operation::GetChanges),
         "/v1/export" => return plain(Operation::GetExport),
@@ -138,6 +148,21 @@ pub fn route(path: &str) -> Route<'_> {
         return Route {
             operation: Operation::Asset,
             slug: Some(rest),
+        };
+    }
+    if let Some(rest) = path.strip_prefix("/v1/indices/") {
+        // `{id}` or `{id}/constituents`; the id travels in `slug`.
+        let (id, operation) = match rest.split_once('/') {
+            None => (rest, Operation::GetIndex),
+            Some((id, "constituents")) => (id, Operation::GetIndexConstituents),
+            Some(_) => return plain(Operation::Unknown),
+        };
+        if id.is_empty() {
+            return plain(Operation::Unknown);
+        }
+        return Route {
+            operation,
+            slug: Some(id),
         };
     }
     let Some(rest) = path.strip_prefix("/v1/companies/") else {
@@ -176,6 +201,14 @@ mod tests {
         );
         assert_eq!(route("/v1/companies/openai").slug, Some("openai"));
         assert_eq!(route("/").operation, Operation::HomePage);
+        assert_eq!(route("/v1/indices").operation, Operation::ListIndices);
+        let index = route("/v1/indices/fintech");
+        assert_eq!((index.operation, index.slug), (Operation::GetIndex, Some("fintech")));
+        let constituents = route("/v1/indices/all/constituents");
+        assert_eq!(
+            (constituents.operation, constituents.slug),
+            (Operation::GetIndexConstituents, Some("all"))
+        );
         assert_eq!(route("/explore/stripe").operation, Operation::ExplorePage);
         let asset = route("/assets/abc/app.css");
         assert_eq!((asset.operation, asset.slug), (Operation::Asset, Some("abc/app.css")));
@@ -187,6 +220,9 @@ mod tests {
             "/v2/x",
             "/explore/a/b",
             "/explore/",
+            "/v1/indices/",
+            "/v1/indices/all/x",
+            "/v1/indices//constituents",
         ] {
             assert_eq!(route(unknown).operation, Operation::Unknown, "{unknown}");
         }

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use marks_format::dated::{self, DateRange, JSON_POINT};
 use marks_format::day::Day;
-use marks_format::layout::{ArchivedBody, ArchivedCompanyEntry};
+use marks_format::layout::ArchivedBody;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::query::Params;
@@ -97,14 +97,9 @@ fn range_etag(loaded: &LoadedSnapshot, stored_etag: &str, range: &DateRange, wha
 }
 
 /// The stored series body of one form cut to `range`: for JSON, its text before and after the
-/// points kept whole; for CSV, its header row.
-fn cut_series(
-    loaded: &LoadedSnapshot,
-    company: &ArchivedCompanyEntry,
-    body: &ArchivedBody,
-    form: Form,
-    range: &DateRange,
-) -> Vec<Bytes> {
+/// points kept whole; for CSV, its header row. `id` names the series in its CSV rows (a
+/// company's slug, an index's id).
+pub fn cut_series(loaded: &LoadedSnapshot, id: &str, body: &ArchivedBody, form: Form, range: &DateRange) -> Vec<Bytes> {
     let stored = loaded.snapshot.body(&body.identity);
     match form {
         Form::Json => {
@@ -120,25 +115,26 @@ fn cut_series(
         }
         Form::Csv => {
             let rows = dated::csv_rows(&stored);
-            let marker = dated::csv_row_marker(company.slug.as_str());
+            let marker = dated::csv_row_marker(id);
             let kept = dated::records(&stored, rows.clone(), &marker, range);
             vec![stored.slice(..rows.start), stored.slice(kept)]
         }
     }
 }
 
-/// getMarkSeries with `from` or `to`: the stored series of the coverage asked for, cut.
+/// getMarkSeries or getIndex with `from` or `to`: the stored series of the coverage asked
+/// for, cut. `id` is the company's slug or the index's id.
 pub fn series_range(
     loaded: &LoadedSnapshot,
     negotiation: &Negotiation<'_>,
-    company: &ArchivedCompanyEntry,
+    id: &str,
     body: &ArchivedBody,
     form: Form,
     range: &DateRange,
 ) -> Representation {
     let etag = range_etag(loaded, body.etag.as_str(), range, b"series");
     let representation = negotiation.conditional(&etag, header_value(&etag), Cache::Private, || {
-        Bytes::from(cut_series(loaded, company, body, form, range).concat())
+        Bytes::from(cut_series(loaded, id, body, form, range).concat())
     });
     form.dress(loaded, representation)
 }
@@ -190,7 +186,7 @@ pub fn series_export_range(
             } else {
                 form.pick(&company.marks_80, &company.marks_80_csv)
             };
-            let cut = cut_series(loaded, company, body, form, range);
+            let cut = cut_series(loaded, company.slug.as_str(), body, form, range);
             match form {
                 // `{` and the body past its `meta`, as a line.
                 Form::Json => {

@@ -16,7 +16,9 @@
 //! - [`fit`]: the fitted method over a dataset and the published series of one company;
 //! - [`scorecard`] (with its bootstrap and what it discloses to whom) and [`stats`]: the
 //!   published backtest's numbers and their statistics;
-//! - [`timeline`]: values that change on given days, read by day.
+//! - [`timeline`]: values that change on given days, read by day;
+//! - [`indices`]: the private-market indices, value-weighted and chain-linked, from the
+//!   published marks.
 //!
 //! Everything here is causal: a mark on day t uses only events on or before t, pooled
 //! estimates only what was complete before t. Listings and bankruptcies are outcomes, never
@@ -26,6 +28,7 @@ pub mod adaptive;
 pub mod conformal;
 pub mod fit;
 pub mod forecasters;
+pub mod indices;
 pub mod params;
 pub mod scorecard;
 pub mod stats;

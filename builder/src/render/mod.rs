@@ -7,6 +7,7 @@
 pub mod changes;
 pub mod export;
 pub mod facts;
+pub mod indices;
 pub mod signing;
 pub mod table;
 
@@ -45,12 +46,12 @@ pub fn meta_json(info: &DatasetInfo) -> Vec<u8> {
     to_json(&meta)
 }
 
-fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+pub(crate) fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
     // Serialising plain structs of strings and numbers into a Vec cannot fail.
     serde_json::to_vec(value).unwrap_or_default()
 }
 
-fn raw(json: &[u8]) -> &RawValue {
+pub(crate) fn raw(json: &[u8]) -> &RawValue {
     serde_json::from_slice(json).unwrap_or_else(|_| {
         let null: &RawValue = serde_json::from_str("null").unwrap_or_else(|_| unreachable!());
         null

@@ -1,0 +1,143 @@
+//! The bodies of the indices (`methodology::indices`): each index's daily series at each
+//! coverage, as JSON and CSV, and the list of indices.
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::methodology::indices::IndexDay;
+use crate::methodology::{round_to, Coverage};
+use crate::render::{raw, to_json};
+use marks_format::day::Day;
+use marks_format::table::{self, put_row, Cell, INDEX_COLUMNS};
+
+/// How an index is named and what it covers.
+#[derive(Debug)]
+pub struct IndexInfo<'a> {
+    pub id: &'a str,
+    pub name: String,
+    /// None: every company.
+    pub sector: Option<&'a str>,
+}
+
+fn band(day: &IndexDay, coverage: Coverage) -> (f64, f64) {
+    match coverage {
+        Coverage::C80 => day.band80,
+        Coverage::C95 => day.band95,
+    }
+}
+
+/// Levels are published to four decimals.
+fn level(x: f64) -> f64 {
+    round_to(x, 4)
+}
+
+/// IndexSeriesResponse: `meta`, which index, and its days. Ends with its series (`]}`), so a
+/// date range is cut out of it like a company's series (`marks_format::dated`).
+pub fn series(meta: &[u8], info: &IndexInfo<'_>, coverage: Coverage, days: &[IndexDay]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Point {
+        date: Day,
+        level: f64,
+        lower: f64,
+        upper: f64,
+        constituents: u32,
+    }
+    #[derive(Serialize)]
+    struct Series<'a> {
+        meta: &'a RawValue,
+        index: &'a str,
+        name: &'a str,
+        sector: Option<&'a str>,
+        coverage: u32,
+        series: Vec<Point>,
+    }
+    to_json(&Series {
+        meta: raw(meta),
+        index: info.id,
+        name: &info.name,
+        sector: info.sector,
+        coverage: coverage.percent(),
+        series: days
+            .iter()
+            .map(|d| {
+                let (lower, upper) = band(d, coverage);
+                Point {
+                    date: d.day,
+                    level: level(d.level),
+                    lower: level(lower),
+                    upper: level(upper),
+                    constituents: d.constituents,
+                }
+            })
+            .collect(),
+    })
+}
+
+/// The same days as CSV.
+pub fn series_csv(info: &IndexInfo<'_>, coverage: Coverage, days: &[IndexDay]) -> Vec<u8> {
+    let mut out = table::header(INDEX_COLUMNS);
+    for d in days {
+        let (lower, upper) = band(d, coverage);
+        let date = d.day.to_string();
+        put_row(
+            &mut out,
+            &[
+                Cell::Text(info.id),
+                Cell::Text(&date),
+                Cell::Decimal(level(d.level)),
+                Cell::Decimal(level(lower)),
+                Cell::Decimal(level(upper)),
+                Cell::Whole(u64::from(d.constituents)),
+            ],
+        );
+    }
+    out
+}
+
+/// IndicesResponse: every index with its span and latest day (80% band).
+pub fn list(meta: &[u8], indices: &[(IndexInfo<'_>, &[IndexDay])]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Latest {
+        date: Day,
+        level: f64,
+        lower: f64,
+        upper: f64,
+        constituents: u32,
+    }
+    #[derive(Serialize)]
+    struct Entry<'a> {
+        index: &'a str,
+        name: &'a str,
+        sector: Option<&'a str>,
+        first_date: Option<Day>,
+        last_date: Option<Day>,
+        latest: Option<Latest>,
+    }
+    #[derive(Serialize)]
+    struct List<'a> {
+        meta: &'a RawValue,
+        base_level: f64,
+        indices: Vec<Entry<'a>>,
+    }
+    to_json(&List {
+        meta: raw(meta),
+        base_level: 100.0,
+        indices: indices
+            .iter()
+            .map(|(info, days)| Entry {
+                index: info.id,
+                name: &info.name,
+                sector: info.sector,
+                first_date: days.first().map(|d| d.day),
+                last_date: days.last().map(|d| d.day),
+                latest: days.last().map(|d| Latest {
+                    date: d.day,
+                    level: level(d.level),
+                    lower: level(d.band80.0),
+                    upper: level(d.band80.1),
+                    constituents: d.constituents,
+                }),
+            })
+            .collect(),
+    })
+}

@@ -1,0 +1,341 @@
+//! The private-market indices over real HTTP: a hand-made dataset whose index is worked out
+//! here from the published marks by the rule in docs/methodology.md (value-weighted,
+//! chain-linked, constituents from their first mark until their outcome), across entries and
+//! exits by listing, agreed sale and bankruptcy; then the sample's indices, their tiers and
+//! their constituents.
+
+use std::collections::BTreeMap;
+
+use crate::util::*;
+
+const COMPANIES: &str = "slug,name,sector,status\n\
+alpha,Alpha,fintech,ipo_completed\n\
+beta,Beta,fintech,private\n\
+delta,Delta,fintech,private\n\
+gamma,Gamma,ai,private\n";
+
+const EVENTS: &str = "event_id,slug,event_type,occurred_on,valuation_usd,source_url,note\n\
+a1,alpha,primary_round,2024-01-01,1000000000,https://example.com/a1,\n\
+a2,alpha,primary_round,2024-01-11,2000000000,https://example.com/a2,\n\
+a3,alpha,ipo,2024-01-21,2500000000,https://example.com/a3,\n\
+b1,beta,primary_round,2024-01-06,5000000000,https://example.com/b1,\n\
+b2,beta,down_round,2024-01-26,4000000000,https://example.com/b2,\n\
+d1,delta,primary_round,2024-01-03,1000000000,https://example.com/d1,\n\
+d2,delta,bankruptcy,2024-02-01,0,https://example.com/d2,\n\
+g1,gamma,primary_round,2024-01-16,3000000000,https://example.com/g1,\n\
+g2,gamma,acquisition,2024-01-31,3500000000,https://example.com/g2,\n";
+
+/// The day a company leaves the indices: its listing, bankruptcy or agreed sale.
+fn outcomes() -> BTreeMap<&'static str, &'static str> {
+    BTreeMap::from([
+        ("alpha", "2024-01-21"),
+        ("delta", "2024-02-01"),
+        ("gamma", "2024-01-31"),
+    ])
+}
+
+async fn hand_made_server() -> (TestServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(
+        source.join("dataset.toml"),
+        "dataset_version = \"2024-02-10\"\nas_of = \"2024-02-10\"\ndata_mode = \"illustrative\"\nprovenance = \"backtest\"\ndisclaimer = \"test\"\n",
+    )
+    .unwrap();
+    std::fs::write(source.join("companies.csv"), COMPANIES).unwrap();
+    std::fs::write(source.join("events.csv"), EVENTS).unwrap();
+    let snapshot = dir.path().join("indices.snap");
+    build(&source, &snapshot);
+    let server = TestServer::start_with(Options {
+        snapshot: Some(snapshot),
+        ..Options::default()
+    })
+    .await;
+    (server, dir)
+}
+
+/// Each company's published marks by date: (mark, lower, upper) at a coverage.
+async fn published(server: &TestServer, slugs: &[&str], coverage: u32) -> BTreeMap<String, BTreeMap<String, [f64; 3]>> {
+    let mut marks = BTreeMap::new();
+    for slug in slugs {
+        let body = server
+            .get(
+                &format!("/v1/companies/{slug}/marks?coverage={coverage}"),
+                Some(ENTERPRISE),
+            )
+            .await
+            .json();
+        let series = body["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let n = |f: &str| p[f].as_f64().unwrap();
+                (
+                    p["date"].as_str().unwrap().to_string(),
+                    [n("mark_usd"), n("lower_usd"), n("upper_usd")],
+                )
+            })
+            .collect();
+        marks.insert(slug.to_string(), series);
+    }
+    marks
+}
+
+/// The index worked out by hand: for each day with a constituent, (level, lower, upper, count).
+fn by_hand(marks: &BTreeMap<String, BTreeMap<String, [f64; 3]>>, members: &[&str]) -> BTreeMap<String, [f64; 4]> {
+    let outcomes = outcomes();
+    let mut days: Vec<&String> = marks.values().flat_map(|s| s.keys()).collect();
+    days.sort();
+    days.dedup();
+    let member_on = |slug: &str, day: &str| -> Option<[f64; 3]> {
+        if outcomes.get(slug).is_some_and(|&out| day >= out) {
+            return None;
+        }
+        marks[slug].get(day).copied()
+    };
+    let mut index = BTreeMap::new();
+    let mut level: Option<f64> = None;
+    let mut yesterday: Option<&str> = None;
+    for day in days {
+        let today: Vec<(&str, [f64; 3])> = members
+            .iter()
+            .filter_map(|s| member_on(s, day).map(|m| (*s, m)))
+            .collect();
+        if today.is_empty() {
+            yesterday = Some(day);
+            continue;
+        }
+        // Only the companies in on both days link one day to the next.
+        let (mut before, mut after) = (0.0, 0.0);
+        if let Some(yesterday) = yesterday {
+            for (slug, mark) in &today {
+                if let Some(previous) = member_on(slug, yesterday) {
+                    before += previous[0];
+                    after += mark[0];
+                }
+            }
+        }
+        let next = match level {
+            None => 100.0,
+            Some(level) if before > 0.0 => level * after / before,
+            Some(level) => level,
+        };
+        level = Some(next);
+        let sum = |i: usize| today.iter().map(|(_, m)| m[i]).sum::<f64>();
+        index.insert(
+            day.clone(),
+            [next, next * sum(1) / sum(0), next * sum(2) / sum(0), today.len() as f64],
+        );
+        yesterday = Some(day);
+    }
+    index
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-4 + 1e-9 * b.abs()
+}
+
+#[tokio::test]
+async fn a_hand_made_index_equals_the_one_worked_out_by_hand_across_entries_and_exits() {
+    let (server, _dir) = hand_made_server().await;
+    for coverage in [80, 95] {
+        let marks = published(&server, &["alpha", "beta", "delta", "gamma"], coverage).await;
+        for (id, members) in [
+            ("all", vec!["alpha", "beta", "delta", "gamma"]),
+            ("fintech", vec!["alpha", "beta", "delta"]),
+            ("ai", vec!["gamma"]),
+        ] {
+            let expected = by_hand(&marks, &members);
+            let body = server
+                .get(&format!("/v1/indices/{id}?coverage={coverage}"), Some(ENTERPRISE))
+                .await
+                .json();
+            assert_eq!(body["index"], id);
+            let served: BTreeMap<String, [f64; 4]> = body["series"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| {
+                    let n = |f: &str| p[f].as_f64().unwrap();
+                    (
+                        p["date"].as_str().unwrap().to_string(),
+                        [n("level"), n("lower"), n("upper"), n("constituents")],
+                    )
+                })
+                .collect();
+            assert_eq!(
+                served.keys().collect::<Vec<_>>(),
+                expected.keys().collect::<Vec<_>>(),
+                "{id} days"
+            );
+            for (day, want) in &expected {
+                let got = served[day];
+                for i in 0..4 {
+                    assert!(
+                        close(got[i], want[i]),
+                        "{id} {coverage} {day}: served {got:?}, by hand {want:?}"
+                    );
+                }
+            }
+            assert_eq!(served.values().next().unwrap()[0], 100.0, "{id} starts at 100");
+        }
+        // An entry moves nothing by itself: the day beta enters, the index moves as alpha and
+        // delta do.
+        let all = by_hand(&marks, &["alpha", "beta", "delta", "gamma"]);
+        let without_beta = by_hand(&marks, &["alpha", "delta", "gamma"]);
+        let ratio = |index: &BTreeMap<String, [f64; 4]>, a: &str, b: &str| index[b][0] / index[a][0];
+        assert!(close(
+            ratio(&all, "2024-01-05", "2024-01-06"),
+            ratio(&without_beta, "2024-01-05", "2024-01-06")
+        ));
+        // An exit neither: the day alpha lists, and the day delta's bankruptcy writes it off.
+        let alpha_on_listing = marks["alpha"].get("2024-01-21");
+        assert!(
+            alpha_on_listing.is_none(),
+            "the series of a listed company ends before its listing"
+        );
+        let delta_written_off = marks["delta"]["2024-02-01"][0];
+        assert_eq!(delta_written_off, 0.0);
+        let fintech = by_hand(&marks, &["alpha", "beta", "delta"]);
+        let beta_alone = marks["beta"]["2024-02-01"][0] / marks["beta"]["2024-01-31"][0];
+        assert!(
+            close(ratio(&fintech, "2024-01-31", "2024-02-01"), beta_alone),
+            "the write-off is not a loss of the index"
+        );
+    }
+}
+
+#[tokio::test]
+async fn constituents_of_a_day_are_its_companies_with_their_weights() {
+    let (server, _dir) = hand_made_server().await;
+    let marks = published(&server, &["alpha", "beta", "delta", "gamma"], 80).await;
+    for (day, expected) in [
+        ("2024-01-01", vec!["alpha"]),
+        ("2024-01-06", vec!["beta", "alpha", "delta"]),
+        ("2024-01-20", vec!["beta", "gamma", "alpha", "delta"]),
+        ("2024-01-21", vec!["beta", "gamma", "delta"]),
+        ("2024-02-01", vec!["beta"]),
+    ] {
+        let body = server
+            .get(&format!("/v1/indices/all/constituents?date={day}"), Some(RESEARCH))
+            .await
+            .json();
+        let members = body["constituents"].as_array().unwrap();
+        let mut slugs: Vec<&str> = members.iter().map(|m| m["slug"].as_str().unwrap()).collect();
+        let mut want = expected.clone();
+        slugs.sort();
+        want.sort();
+        assert_eq!(slugs, want, "{day}");
+        let total: f64 = expected.iter().map(|s| marks[*s][day][0]).sum();
+        for member in members {
+            let slug = member["slug"].as_str().unwrap();
+            let mark = marks[slug][day][0];
+            assert_eq!(member["mark_usd"].as_f64().unwrap(), mark);
+            assert!(
+                (member["weight"].as_f64().unwrap() - mark / total).abs() < 1e-6,
+                "{day} {slug}"
+            );
+        }
+        let series = server
+            .get(&format!("/v1/indices/all?from={day}&to={day}"), Some(RESEARCH))
+            .await
+            .json();
+        assert_eq!(body["level"], series["series"][0]["level"]);
+    }
+    let latest = server.get("/v1/indices/all/constituents", Some(RESEARCH)).await.json();
+    assert_eq!(latest["date"], "2024-02-10");
+    server
+        .get("/v1/indices/all/constituents?date=2023-12-31", Some(RESEARCH))
+        .await
+        .assert_problem(422, "invalid_parameter");
+    server
+        .get("/v1/indices/all/constituents?date=soon", Some(RESEARCH))
+        .await
+        .assert_problem(422, "invalid_parameter");
+}
+
+#[tokio::test]
+async fn the_sample_indices_are_research_and_above_with_95_for_pro() {
+    let server = TestServer::start_with(Options {
+        keys_toml: Some(demo_keys_with_rate(100_000)),
+        ..Options::default()
+    })
+    .await;
+    let list = server.get("/v1/indices", Some(RESEARCH)).await.json();
+    let indices = list["indices"].as_array().unwrap();
+    let sectors: Vec<String> = sample_csv("companies.csv").iter().map(|r| r[2].clone()).collect();
+    let mut expected: Vec<&str> = sectors.iter().map(String::as_str).collect();
+    expected.sort();
+    expected.dedup();
+    expected.insert(0, "all");
+    let ids: Vec<&str> = indices.iter().map(|i| i["index"].as_str().unwrap()).collect();
+    assert_eq!(ids, expected);
+    for entry in indices {
+        let id = entry["index"].as_str().unwrap();
+        let series = server.get(&format!("/v1/indices/{id}"), Some(RESEARCH)).await.json();
+        let points = series["series"].as_array().unwrap();
+        assert_eq!(points[0]["level"], 100.0);
+        assert_eq!(points.last().unwrap()["level"], entry["latest"]["level"]);
+        for point in points {
+            let (l, m, u) = (
+                point["lower"].as_f64().unwrap(),
+                point["level"].as_f64().unwrap(),
+                point["upper"].as_f64().unwrap(),
+            );
+            assert!(l <= m && m <= u, "{id} {point}");
+        }
+        for (path, status) in [
+            (format!("/v1/indices/{id}"), 403),
+            (format!("/v1/indices/{id}/constituents"), 403),
+        ] {
+            server
+                .get(&path, Some(FREE))
+                .await
+                .assert_problem(status, "tier_forbidden");
+        }
+        server
+            .get(&format!("/v1/indices/{id}?coverage=95"), Some(RESEARCH))
+            .await
+            .assert_problem(403, "tier_forbidden");
+        assert_eq!(
+            server
+                .get(&format!("/v1/indices/{id}?coverage=95"), Some(PRO))
+                .await
+                .status,
+            200
+        );
+        // As CSV, equal row for row.
+        let csv = server
+            .get_with(
+                &format!("/v1/indices/{id}"),
+                &[("x-api-key", RESEARCH), ("accept", "text/csv")],
+            )
+            .await;
+        let mut reader = csv::Reader::from_reader(&csv.body[..]);
+        let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), points.len());
+        for (row, point) in rows.iter().zip(points) {
+            assert_eq!(&row[1], point["date"].as_str().unwrap());
+            assert_eq!(row[2].parse::<f64>().unwrap(), point["level"].as_f64().unwrap());
+        }
+    }
+    server
+        .get("/v1/indices", Some(FREE))
+        .await
+        .assert_problem(403, "tier_forbidden");
+    server
+        .get("/v1/indices/none", Some(RESEARCH))
+        .await
+        .assert_problem(404, "not_found");
+    let constituents = server.get("/v1/indices/all/constituents", Some(RESEARCH)).await.json();
+    let weights: f64 = constituents["constituents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["weight"].as_f64().unwrap())
+        .sum();
+    assert!((weights - 1.0).abs() < 1e-4, "{weights}");
+    assert!(constituents["level"].as_f64().unwrap() > 0.0);
+}
