@@ -9,6 +9,10 @@
 //! fingerprint is a hash of the content, so a new binary's asset has a new URL). In the shells,
 //! `{{asset:NAME}}` becomes the fingerprinted URL. The pages that depend on the dataset (`/`
 //! and `/scorecard`) are the builder's, in the snapshot.
+//!
+//! For work on the pages, `MARKS_WEB_DIR=web` makes the server read the files from that folder
+//! (once, at first use) instead of the copy compiled in, so a page can be edited and tried
+//! without rebuilding the binary. Nothing else changes; production never sets it.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -93,12 +97,55 @@ struct Web {
     docs: Option<WebFile>,
 }
 
+/// The files the pages are made of: the compiled-in copy, or `MARKS_WEB_DIR`'s.
+fn web_files() -> Vec<(String, Vec<u8>)> {
+    fn embedded(dir: &'static Dir<'static>, into: &mut Vec<(String, Vec<u8>)>) {
+        for file in dir.files() {
+            if let Some(path) = file.path().to_str() {
+                into.push((path.to_string(), file.contents().to_vec()));
+            }
+        }
+        for sub in dir.dirs() {
+            embedded(sub, into);
+        }
+    }
+    fn on_disk(root: &std::path::Path, dir: &std::path::Path, into: &mut Vec<(String, Vec<u8>)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                on_disk(root, &path, into);
+            } else if let (Ok(bytes), Some(name)) = (
+                std::fs::read(&path),
+                path.strip_prefix(root).ok().and_then(|p| p.to_str()),
+            ) {
+                into.push((name.to_string(), bytes));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    match std::env::var_os("MARKS_WEB_DIR") {
+        Some(root) => on_disk(std::path::Path::new(&root), std::path::Path::new(&root), &mut files),
+        None => embedded(&WEB, &mut files),
+    }
+    files
+}
+
 fn web() -> &'static Web {
     static PREPARED: OnceLock<Web> = OnceLock::new();
     PREPARED.get_or_init(|| {
+        let files = web_files();
         let mut assets = HashMap::new();
-        if let Some(dir) = WEB.get_dir("assets") {
-            collect(dir, &mut assets);
+        for (path, contents) in &files {
+            // Paths start at `web/`: `assets/app.css`.
+            if let Some(name) = path.strip_prefix("assets/") {
+                let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
+                let fingerprint = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(contents));
+                let prepared = prepare(contents.clone(), extension);
+                assets.insert(name.to_string(), (fingerprint[..12].to_string(), prepared));
+            }
         }
         let asset_url = |name: &str| {
             assets
@@ -107,8 +154,8 @@ fn web() -> &'static Web {
         };
         let shell = |shell: Shell| {
             let (file, page) = shell.page();
-            WEB.get_file(file).map(|file| {
-                let text = String::from_utf8_lossy(file.contents());
+            files.iter().find(|(path, _)| path == file).map(|(_, contents)| {
+                let text = String::from_utf8_lossy(contents);
                 let main = without_leading_comment(&text);
                 let html = frame::render(&Page { main, ..page }, &asset_url);
                 prepare(html.into_bytes(), "html")
@@ -120,23 +167,6 @@ fn web() -> &'static Web {
             assets,
         }
     })
-}
-
-fn collect(dir: &'static Dir<'static>, into: &mut HashMap<String, (String, WebFile)>) {
-    for file in dir.files() {
-        let Some(path) = file.path().to_str() else {
-            continue;
-        };
-        // Paths inside the embedded tree start at `web/`: `assets/app.css`.
-        let name = path.strip_prefix("assets/").unwrap_or(path).to_string();
-        let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
-        let fingerprint = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(file.contents()));
-        let prepared = prepare(file.contents().to_vec(), extension);
-        into.insert(name, (fingerprint[..12].to_string(), prepared));
-    }
-    for sub in dir.dirs() {
-        collect(sub, into);
-    }
 }
 
 fn content_type(extension: &str) -> HeaderValue {
