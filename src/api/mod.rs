@@ -305,9 +305,11 @@ impl<'a, B> Exchange<'a, B> {
                 &*self.loaded()?,
                 &negotiation,
             )),
-            Operation::ExplorePage | Operation::DocsPage | Operation::Asset => {
-                Ok(operations::binary_page(route.operation, route.slug, &negotiation)?)
-            }
+            Operation::ExplorePage
+            | Operation::ComparePage
+            | Operation::IndicesPage
+            | Operation::DocsPage
+            | Operation::Asset => Ok(operations::binary_page(route.operation, route.slug, &negotiation)?),
             Operation::Unknown => Err(ApiError::NotFound(
                 "No resource at this path. The API is under /v1; see /v1/openapi.json.".into(),
             )

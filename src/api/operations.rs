@@ -378,6 +378,8 @@ pub fn binary_page(
     let missing = || ApiError::NotFound("No page or asset at this path.".into());
     let (file, cache, page) = match operation {
         Operation::ExplorePage => (web::shell(Shell::Explore).ok_or_else(missing)?, Cache::Public, true),
+        Operation::ComparePage => (web::shell(Shell::Compare).ok_or_else(missing)?, Cache::Public, true),
+        Operation::IndicesPage => (web::shell(Shell::Indices).ok_or_else(missing)?, Cache::Public, true),
         Operation::DocsPage => (web::shell(Shell::Docs).ok_or_else(missing)?, Cache::Public, true),
         _ => {
             let hit = rest.and_then(web::asset).ok_or_else(missing)?;

@@ -27,6 +27,8 @@ pub enum Operation {
     HomePage,
     ScorecardPage,
     ExplorePage,
+    ComparePage,
+    IndicesPage,
     DocsPage,
     Asset,
     Healthz,
@@ -37,7 +39,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 27] = [
+    pub const ALL: [Operation; 29] = [
         Operation::ListCompanies,
         Operation::ListSectors,
         Operation::GetCompany,
@@ -59,6 +61,8 @@ impl Operation {
         Operation::HomePage,
         Operation::ScorecardPage,
         Operation::ExplorePage,
+        Operation::ComparePage,
+        Operation::IndicesPage,
         Operation::DocsPage,
         Operation::Asset,
         Operation::Healthz,
@@ -91,6 +95,8 @@ impl Operation {
             Operation::HomePage => "homePage",
             Operation::ScorecardPage => "scorecardPage",
             Operation::ExplorePage => "explorePage",
+            Operation::ComparePage => "comparePage",
+            Operation::IndicesPage => "indicesPage",
             Operation::DocsPage => "docsPage",
             Operation::Asset => "asset",
             Operation::Healthz => "healthz",
@@ -133,6 +139,8 @@ pub fn route(path: &str) -> Route<'_> {
         "/scorecard" => return plain(Operation::ScorecardPage),
         "/docs" => return plain(Operation::DocsPage),
         "/explore" => return plain(Operation::ExplorePage),
+        "/compare" => return plain(Operation::ComparePage),
+        "/indices" => return plain(Operation::IndicesPage),
         _ => {}
     }
     if let Some(slug) = path.strip_prefix("/explore/") {

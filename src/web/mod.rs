@@ -1,5 +1,6 @@
-//! The pages' files compiled into the binary: the explorer and API-reference shells (the
-//! content of `web/explore.html` and `web/docs.html`, drawn in the page frame every page shares,
+//! The pages' files compiled into the binary: the shells of the explorer, the comparison, the
+//! indices and the API reference (the content of `web/explore.html`, `web/compare.html`,
+//! `web/indices.html` and `web/docs.html`, drawn in the page frame every page shares,
 //! `marks_format::frame`) and every file under `web/assets/` (the stylesheets, the scripts, the
 //! vendored API-reference renderer with its licence).
 //!
@@ -42,6 +43,8 @@ pub struct WebFile {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shell {
     Explore,
+    Compare,
+    Indices,
     Docs,
 }
 
@@ -55,6 +58,24 @@ impl Shell {
                     title: "Explore companies · Valuation Marks",
                     current: "/explore",
                     head: "<script type=\"module\" src=\"{{asset:explore.js}}\"></script>\n",
+                    ..Page::default()
+                },
+            ),
+            Shell::Compare => (
+                "compare.html",
+                Page {
+                    title: "Compare companies · Valuation Marks",
+                    current: "/compare",
+                    head: "<script type=\"module\" src=\"{{asset:compare.js}}\"></script>\n",
+                    ..Page::default()
+                },
+            ),
+            Shell::Indices => (
+                "indices.html",
+                Page {
+                    title: "Private-market indices · Valuation Marks",
+                    current: "/indices",
+                    head: "<script type=\"module\" src=\"{{asset:indices.js}}\"></script>\n",
                     ..Page::default()
                 },
             ),
@@ -94,6 +115,8 @@ struct Web {
     /// By path under `web/assets/`.
     assets: HashMap<String, (String, WebFile)>,
     explore: Option<WebFile>,
+    compare: Option<WebFile>,
+    indices: Option<WebFile>,
     docs: Option<WebFile>,
 }
 
@@ -163,6 +186,8 @@ fn web() -> &'static Web {
         };
         Web {
             explore: shell(Shell::Explore),
+            compare: shell(Shell::Compare),
+            indices: shell(Shell::Indices),
             docs: shell(Shell::Docs),
             assets,
         }
@@ -208,6 +233,8 @@ pub fn prepare(bytes: Vec<u8>, extension: &str) -> WebFile {
 pub fn shell(shell: Shell) -> Option<&'static WebFile> {
     match shell {
         Shell::Explore => web().explore.as_ref(),
+        Shell::Compare => web().compare.as_ref(),
+        Shell::Indices => web().indices.as_ref(),
         Shell::Docs => web().docs.as_ref(),
     }
 }

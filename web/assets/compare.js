@@ -1,0 +1,1 @@
+// compare.js: the comparison view (/compare).

@@ -1,0 +1,1 @@
+// indices.js: the indices page (/indices).
