@@ -7,7 +7,8 @@ the sorts by the last event's and the outcome's day, a company's backtest in its
 targets read in both forms (without a key: public; with the key, which must be pro or above:
 full) told apart by their disclosure, the exports read line by line into their models and
 resumed by range, the changes since an earlier version walked page by page, and an error body
-parsed as its problem type. A change to the document that breaks generated clients fails here.
+parsed as its problem type; a search by a brand name, the sectors and their counts, every
+company's aliases, and a series and a series export cut to a date range. A change to the document that breaks generated clients fails here.
 
     python tests/live/generated_client_check.py --base-url URL --api-key KEY --since EARLIER_VERSION \
         [--research-key KEY] [--free-key KEY]
@@ -35,6 +36,7 @@ from marks_client.api.default import (
     get_usage,
     healthz,
     list_companies,
+    list_sectors,
     metrics,
     readyz,
 )
@@ -64,6 +66,7 @@ from marks_client.models import (
     ScorecardPublic,
     ScorecardTargetsFull,
     ScorecardTargetsPublic,
+    SectorsResponse,
 )
 from marks_client.types import UNSET, File
 
@@ -105,6 +108,32 @@ def main():
     values = [company.latest_mark.value_usd for company in walked]
     assert values == sorted(values, reverse=True), "pages out of order"
     ok(f"walked {len(slugs)} companies over {pages} pages sorted by {CompanySort.VALUE_USD_DESC.name}, none twice")
+
+    # Finding companies: a brand name (an alias), the sectors, the series of a date range.
+    found = list_companies.sync(client=client, q="cursor")
+    assert isinstance(found, CompaniesResponse) and [c.slug for c in found.companies] == ["anysphere"], found
+    assert found.companies[0].aliases == ["Cursor"], found.companies[0].aliases
+    assert all(isinstance(c.aliases, list) for c in everyone.companies)
+    assert get_company.sync("windsurf", client=client).aliases == ["Codeium"]
+    sectors = list_sectors.sync(client=client)
+    assert isinstance(sectors, SectorsResponse), sectors
+    assert sum(s.companies for s in sectors.sectors) == len(everyone.companies), sectors.sectors
+    in_sector = list_companies.sync(client=client, sector=sectors.sectors[0].sector.upper(), limit=200)
+    assert len(in_sector.companies) == sectors.sectors[0].companies, sectors.sectors[0]
+    first, last = datetime.date(2026, 1, 1), datetime.date(2026, 1, 31)
+    cut = get_mark_series.sync("stripe", client=client, from_=first, to=last)
+    assert isinstance(cut, MarkSeriesResponse) and len(cut.series) == 31, cut
+    assert (cut.series[0].date, cut.series[-1].date) == (first, last)
+    backwards = get_mark_series.sync("stripe", client=client, from_=last, to=first)
+    assert isinstance(backwards, ProblemDetail) and "\"from\"" in backwards.detail, backwards
+    ranged = get_series_export.sync(client=client, from_=first, to=last)
+    ranged_lines = ranged.payload.read().decode().splitlines()
+    ranged_header = ExportHeaderLine.from_dict(json.loads(ranged_lines[0]))
+    assert (ranged_header.from_, ranged_header.to) == (first, last), ranged_header
+    assert ExportSeriesLine.from_dict(json.loads(ranged_lines[-1])).series is not None
+    ok(f"q=cursor finds {found.companies[0].name}; {len(sectors.sectors)} sectors counting "
+       f"{len(everyone.companies)} companies; stripe's January 2026 is {len(cut.series)} days, and "
+       f"the series export cut to it has {len(ranged_lines) - 1} lines; from after to is {backwards.code.value}")
 
     slug = walked[0].slug
     profile = get_company.sync(slug, client=client)
