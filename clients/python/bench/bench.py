@@ -35,6 +35,7 @@ from valuation_marks import Client
 COLUMNS = (
     "slug",
     "name",
+    "aliases",
     "sector",
     "status",
     "as_of_date",
@@ -72,6 +73,7 @@ def reference_frame(http: httpx.Client, base_url: str) -> pd.DataFrame:
                 (
                     item["slug"],
                     item["name"],
+                    "; ".join(item["aliases"]),
                     item["sector"],
                     item["status"],
                     mark["as_of_date"],

@@ -40,7 +40,10 @@ loop is here.
 
 # Whole lines whose sync form is not a token-wise rewrite: the imports, kept sorted.
 LINES = [
-    ("import asyncio\nimport os\n", "import os\nimport time\n"),
+    (
+        "import asyncio\nimport io\nimport os\nimport tempfile\n",
+        "import io\nimport os\nimport tempfile\nimport time\n",
+    ),
     (
         "from collections.abc import AsyncIterator, Awaitable, Generator, Iterable\n",
         "from collections.abc import Generator, Iterable, Iterator\n",

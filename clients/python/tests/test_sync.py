@@ -126,9 +126,9 @@ def test_companies_frame_has_one_row_per_company(client: Client, server: Server)
     assert list(frame.index) == slugs
     assert frame.index.name == "slug"
     assert list(frame.columns) == [
-        "name", "sector", "status", "as_of_date", "value_usd", "lower_usd", "upper_usd", "confidence",
-        "delta_30d_pct", "last_event_on", "last_event_type", "last_event_usd", "days_since_last_event",
-        "outcome_type", "outcome_on", "vs_last_event_pct",
+        "name", "aliases", "sector", "status", "as_of_date", "value_usd", "lower_usd", "upper_usd",
+        "confidence", "delta_30d_pct", "last_event_on", "last_event_type", "last_event_usd",
+        "days_since_last_event", "outcome_type", "outcome_on", "vs_last_event_pct",
     ]  # fmt: skip
     stripe = frame.loc["stripe"]
     assert stripe["value_usd"] == client.company("stripe").latest_mark.value_usd  # type: ignore[union-attr]

@@ -12,6 +12,7 @@ disclaimer): marks are illustrative backtest values, not transactable prices; re
 """
 
 from ._async import AsyncClient, AsyncExportStream, AsyncPaginator
+from ._calls import CsvText
 from ._core import (
     DEFAULT_BASE_URL,
     DEFAULT_DEADLINE,
@@ -93,6 +94,8 @@ from .models import (
     ScorecardMiss,
     ScorecardTarget,
     ScorecardTargets,
+    Sector,
+    Sectors,
     Series,
     SigningKey,
     SigningKeys,
@@ -136,6 +139,7 @@ __all__ = [
     "Comparison",
     "ComparisonDifference",
     "ConnectionFailed",
+    "CsvText",
     "DeadlineExceeded",
     "Download",
     "ETagCache",
@@ -185,6 +189,8 @@ __all__ = [
     "ScorecardMiss",
     "ScorecardTarget",
     "ScorecardTargets",
+    "Sector",
+    "Sectors",
     "Series",
     "ServerError",
     "SignatureError",

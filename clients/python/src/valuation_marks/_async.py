@@ -9,7 +9,9 @@ bounds and retry decisions are the shared ones of ``_core``; only the I/O loop i
 from __future__ import annotations
 
 import asyncio
+import io
 import os
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Generator, Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Optional, TypeVar, Union, overload
@@ -39,6 +41,7 @@ from ._core import (
 )
 from ._deadline import DEADLINE, install
 from ._export import Download, ExportParser, FileTransfer, StreamTransfer
+from ._frames import series_csv_frame
 from .errors import RangeNotSatisfiable
 from .models import (
     Backtest,
@@ -55,6 +58,7 @@ from .models import (
     Resolution,
     Scorecard,
     ScorecardTargets,
+    Sectors,
     Series,
     SigningKeys,
     Usage,
@@ -65,6 +69,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["AsyncClient", "AsyncExportStream", "AsyncPaginator"]
+
+ExportFormat = Literal["ndjson", "csv"]
 
 P = TypeVar("P", CompaniesPage, ChangesPage)
 T = TypeVar("T")
@@ -293,6 +299,10 @@ class AsyncClient:
         reply = await self._drive(self._core.exchange(call))
         return reply.body
 
+    async def _csv(self, call: Call) -> calls.CsvText:
+        reply = await self._drive(self._core.exchange(calls.as_csv(call)))
+        return calls.csv_text(reply.body, reply.response.headers)
+
     async def request(
         self,
         path: str,
@@ -315,6 +325,7 @@ class AsyncClient:
     def companies(
         self,
         *,
+        q: Optional[str] = None,
         sector: Optional[str] = None,
         status: Optional[str] = None,
         sort: Optional[str] = None,
@@ -322,14 +333,21 @@ class AsyncClient:
     ) -> AsyncPaginator[CompaniesPage, CompanyListItem]:
         """Every company matching the filters, fetched lazily page by page (``limit`` per page).
 
-        ``sort`` is ``slug``, ``name``, ``value_usd``, ``delta_30d_pct``, ``last_event_on`` or
-        ``outcome_on``, with a leading ``-`` for descending (nulls last either way).
+        ``q`` searches names: a company matches when every word of ``q`` starts a word of its
+        name, of one of its aliases (former and brand names) or of its slug, whatever the case
+        and accents (``q="cursor"`` finds anysphere); at most 100 characters, with a letter or a
+        digit. Without ``sort`` a search is in relevance order: names that start with the whole
+        of ``q`` first, then the larger marks. ``sector`` is read in any case (``"Developer
+        Tools"``; ``sectors()`` names them). ``sort`` is ``slug``, ``name``, ``value_usd``,
+        ``delta_30d_pct``, ``last_event_on`` or ``outcome_on``, with a leading ``-`` for
+        descending (nulls last either way).
         """
 
         async def fetch(cursor: Optional[str]) -> CompaniesPage:
             return await self.companies_page(
                 limit=limit,
                 cursor=cursor,
+                q=q,
                 sector=sector,
                 status=status,
                 sort=sort,
@@ -343,35 +361,68 @@ class AsyncClient:
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
+        q: Optional[str] = None,
         sector: Optional[str] = None,
         status: Optional[str] = None,
         sort: Optional[str] = None,
     ) -> CompaniesPage:
-        """One page of the company list; pass ``page.next_cursor`` as ``cursor`` for the next."""
-        call = calls.list_companies(limit=limit, cursor=cursor, sector=sector, status=status, sort=sort)
+        """One page of the company list; pass ``page.next_cursor`` as ``cursor`` for the next
+        (with the same ``q``, filters and sort)."""
+        call = calls.list_companies(limit=limit, cursor=cursor, q=q, sector=sector, status=status, sort=sort)
         return from_json(CompaniesPage, await self._json(call))
 
     @operation("listCompanies")
     async def companies_frame(
         self,
         *,
+        q: Optional[str] = None,
         sector: Optional[str] = None,
         status: Optional[str] = None,
         sort: Optional[str] = None,
         limit: int = 200,
     ) -> pd.DataFrame:
-        """Every company matching the filters as a DataFrame, one row each, indexed by slug.
+        """Every company matching ``q`` and the filters as a DataFrame, one row each, indexed by slug.
 
-        Columns: name, sector, status, as_of_date, value_usd, lower_usd, upper_usd, confidence,
-        delta_30d_pct, then what explains the mark: last_event_on, last_event_type,
-        last_event_usd, days_since_last_event, outcome_type, outcome_on (empty while the company
-        is private) and vs_last_event_pct. ``.attrs["meta"]`` holds the meta. Needs the
+        Columns: name, aliases (joined with ``"; "``, empty when none), sector, status,
+        as_of_date, value_usd, lower_usd, upper_usd, confidence, delta_30d_pct, then what
+        explains the mark: last_event_on, last_event_type, last_event_usd,
+        days_since_last_event, outcome_type, outcome_on (empty while the company is private)
+        and vs_last_event_pct. ``.attrs["meta"]`` holds the meta. Needs the
         ``pandas`` extra.
         """
-        builder = calls.CompaniesFrameBuilder(sector=sector, status=status, sort=sort, limit=limit)
+        builder = calls.CompaniesFrameBuilder(q=q, sector=sector, status=status, sort=sort, limit=limit)
         while not builder.done:
             builder.add(await self._json(builder.call()))
         return builder.frame()
+
+    @operation("listCompanies")
+    async def companies_csv(
+        self,
+        *,
+        q: Optional[str] = None,
+        sector: Optional[str] = None,
+        status: Optional[str] = None,
+        sort: Optional[str] = None,
+        limit: int = 200,
+    ) -> calls.CsvText:
+        """Every company matching ``q`` and the filters as one CSV table (the API's
+        ``Accept: text/csv``: every page fetched by ``X-Next-Cursor``, one header row).
+
+        The text as the API sends it: RFC 4180, CRLF line ends, text cells quoted, one that would
+        start a spreadsheet formula (``=``, ``+``, ``-``, ``@``, a tab or CR) with a ``'`` before
+        it. A ``str`` whose ``.meta`` is the answer's meta (from its X-* headers).
+        """
+        builder = calls.CompaniesCsvBuilder(q=q, sector=sector, status=status, sort=sort, limit=limit)
+        while not builder.done:
+            reply = await self._drive(self._core.exchange(builder.call()))
+            builder.add(reply.body, reply.response.headers)
+        return builder.text()
+
+    @operation("listSectors")
+    async def sectors(self) -> Sectors:
+        """Every sector of the key's universe (a free key's: its 10 companies) with how many
+        companies it has and how many are private; any key. ``.to_pandas()`` gives one row each."""
+        return from_json(Sectors, await self._json(calls.list_sectors()))
 
     @operation("getCompany")
     async def company(self, slug: str) -> Company:
@@ -384,14 +435,60 @@ class AsyncClient:
         return from_json(Company, await self._json(calls.get_company(slug)))
 
     @operation("getMarkSeries")
-    async def series(self, slug: str, coverage: Optional[int] = None) -> Series:
-        """A company's daily mark series; ``coverage`` 80 (the default) or 95 (pro and above)."""
-        return from_json(Series, await self._json(calls.get_mark_series(slug, coverage)))
+    async def series(
+        self,
+        slug: str,
+        coverage: Optional[int] = None,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+    ) -> Series:
+        """A company's daily mark series; ``coverage`` 80 (the default) or 95 (pro and above).
+
+        ``start`` and ``end`` (a ``datetime.date`` or ``"YYYY-MM-DD"``; the API's ``from`` and
+        ``to``) keep the days between them, both included; either may be left out. A range
+        outside the series gives no points; ``start`` after ``end`` is ``InvalidParameter``.
+        """
+        return from_json(Series, await self._json(calls.get_mark_series(slug, coverage, start, end)))
+
+    @operation("getMarkSeries")
+    async def series_frame(
+        self,
+        slug: str,
+        coverage: Optional[int] = None,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+    ) -> pd.DataFrame:
+        """The series as ``series(...).to_pandas()`` has it (indexed by date: mark_usd,
+        lower_usd, upper_usd), read from the API's CSV form, which is quicker. Needs pandas."""
+        text = await self._csv(calls.get_mark_series(slug, coverage, start, end))
+        meta = text.meta.to_dict() if text.meta is not None else None
+        return series_csv_frame(io.StringIO(text), meta, slug=slug, coverage=coverage or 80)
+
+    @operation("getMarkSeries")
+    async def series_csv(
+        self,
+        slug: str,
+        coverage: Optional[int] = None,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+    ) -> calls.CsvText:
+        """The series as CSV: ``slug,date,mark_usd,lower_usd,upper_usd``, one row per day (a
+        ``str`` with ``.meta``; see ``companies_csv``)."""
+        return await self._csv(calls.get_mark_series(slug, coverage, start, end))
 
     @operation("getMarkEvents")
     async def events(self, slug: str) -> Events:
         """A company's append-only event history, oldest first (pro and above)."""
         return from_json(Events, await self._json(calls.get_mark_events(slug)))
+
+    @operation("getMarkEvents")
+    async def events_csv(self, slug: str) -> calls.CsvText:
+        """The events as CSV: ``slug,event_id,occurred_on,event_type,valuation_usd,source_url,note``
+        (a ``str`` with ``.meta``; see ``companies_csv``)."""
+        return await self._csv(calls.get_mark_events(slug))
 
     @operation("getResolution")
     async def resolution(self, slug: str) -> Resolution:
@@ -498,29 +595,60 @@ class AsyncClient:
 
     @overload
     def export_series(
-        self, coverage: Optional[int] = None, *, raw: Literal[False] = ...
+        self,
+        coverage: Optional[int] = None,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+        raw: Literal[False] = ...,
     ) -> AsyncExportStream[ExportSeries]: ...
     @overload
     def export_series(
-        self, coverage: Optional[int] = None, *, raw: Literal[True]
+        self,
+        coverage: Optional[int] = None,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+        raw: Literal[True],
     ) -> AsyncExportStream[dict[str, Any]]: ...
 
     @operation("getSeriesExport", ExportHeaderLine=ExportHeader, ExportSeriesLine=ExportSeries)
-    def export_series(self, coverage: Optional[int] = None, *, raw: bool = False) -> AsyncExportStream[Any]:
-        """Every company's daily series at ``coverage`` (80 by default, or 95), streamed as ``export``."""
-        transfer = self._stream_transfer(calls.SERIES_EXPORT_PATH, calls.series_export_params(coverage))
+    def export_series(
+        self,
+        coverage: Optional[int] = None,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+        raw: bool = False,
+    ) -> AsyncExportStream[Any]:
+        """Every company's daily series at ``coverage`` (80 by default, or 95), streamed as ``export``.
+
+        ``start`` and ``end`` cut every series to the days between them, both included, as in
+        ``series()``; ``header.start`` and ``header.end`` say so. A cut export is made for the
+        request and sent whole (no gzip, no byte ranges): after a break it is asked for again and
+        what was read already is skipped.
+        """
+        params = calls.series_export_params(coverage, start, end)
+        transfer = self._stream_transfer(calls.SERIES_EXPORT_PATH, params)
         return AsyncExportStream(self, transfer, ExportParser(ExportSeries, raw=raw))
 
     @operation("getExport")
     async def download_export(
-        self, path: Union[str, os.PathLike[str]], *, max_bytes: Optional[int] = None
+        self,
+        path: Union[str, os.PathLike[str]],
+        *,
+        format: ExportFormat = "ndjson",
+        max_bytes: Optional[int] = None,
     ) -> Download:
         """Stores the export as served (gzip) in ``path``; resumes a part left by an earlier call.
 
+        ``format="csv"`` stores its CSV form instead (one row per company with both bands, no
+        events or records; ``Download.meta`` has its meta), which pandas reads as it is:
+        ``pd.read_csv(path, compression="gzip")`` when ``Download.encoding`` is ``"gzip"``.
         ``max_bytes`` stops once the part holds that many bytes (a later call resumes it). Read
-        the file with ``read_export(path)``.
+        an NDJSON file with ``read_export(path)``.
         """
-        return await self._download(path, calls.EXPORT_PATH, {}, max_bytes)
+        return await self._download(path, calls.EXPORT_PATH, {}, max_bytes, format)
 
     @operation("getSeriesExport")
     async def download_export_series(
@@ -528,11 +656,34 @@ class AsyncClient:
         path: Union[str, os.PathLike[str]],
         coverage: Optional[int] = None,
         *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+        format: ExportFormat = "ndjson",
         max_bytes: Optional[int] = None,
     ) -> Download:
-        """Stores the series export in ``path``, as ``download_export``."""
-        params = calls.series_export_params(coverage)
-        return await self._download(path, calls.SERIES_EXPORT_PATH, params, max_bytes)
+        """Stores the series export in ``path``, as ``download_export``; ``start`` and ``end`` cut
+        it as in ``export_series`` (a cut export is stored as NDJSON or CSV text, not gzip)."""
+        params = calls.series_export_params(coverage, start, end)
+        return await self._download(path, calls.SERIES_EXPORT_PATH, params, max_bytes, format)
+
+    @operation("getSeriesExport")
+    async def export_series_frame(
+        self,
+        coverage: Optional[int] = None,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+    ) -> pd.DataFrame:
+        """Every company's series as one DataFrame indexed by (slug, date): mark_usd, lower_usd,
+        upper_usd. The CSV form of the export, downloaded to a temporary file (resumed if the
+        connection breaks) and read by pandas: about three times quicker than the NDJSON.
+        ``.attrs`` has ``meta`` and ``coverage``. Needs pandas."""
+        with tempfile.TemporaryDirectory(prefix="valuation-marks-") as directory:
+            path = os.path.join(directory, "series.csv")
+            download = await self.download_export_series(path, coverage, start=start, end=end, format="csv")
+            meta = download.meta.to_dict() if download.meta is not None else None
+            compression = "gzip" if download.encoding == "gzip" else None
+            return series_csv_frame(path, meta, compression=compression, coverage=coverage or 80)
 
     def _stream_transfer(self, url_path: str, params: dict[str, Any]) -> StreamTransfer:
         limit, deadline = self._core.max_response_bytes, self._core.deadline
@@ -556,11 +707,12 @@ class AsyncClient:
         url_path: str,
         params: dict[str, Any],
         max_bytes: Optional[int],
+        format: ExportFormat = "ndjson",
     ) -> Download:
         url = self._core.url(url_path, params)
         limit, deadline = self._core.max_response_bytes, self._core.deadline
         transfer = FileTransfer(
-            path, url, url_path, params, self.stats, self.max_resumes, max_bytes, limit, deadline
+            path, url, url_path, params, self.stats, self.max_resumes, max_bytes, limit, deadline, format
         )
         while not transfer.complete:
             try:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Mapping
 from datetime import date
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from ._core import Call, next_cursor
+from ._core import CSV_ACCEPT, Call, next_cursor
 from ._frames import companies_frame, company_row
-from .errors import InvalidSlug
-from .models import Meta, from_json
+from .errors import InvalidSlug, ResponseError
+from .models import Meta, from_json, meta_from_headers
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,20 +42,32 @@ def list_companies(
     *,
     limit: Optional[int],
     cursor: Optional[str],
+    q: Optional[str],
     sector: Optional[str],
     status: Optional[str],
     sort: Optional[str],
 ) -> Call:
-    params = {"limit": limit, "cursor": cursor, "sector": sector, "status": status, "sort": sort}
+    params = {"limit": limit, "cursor": cursor, "q": q, "sector": sector, "status": status, "sort": sort}
     return Call("/v1/companies", params)
+
+
+def list_sectors() -> Call:
+    return Call("/v1/sectors")
 
 
 def get_company(slug: str) -> Call:
     return Call(f"/v1/companies/{_slug(slug)}")
 
 
-def get_mark_series(slug: str, coverage: Optional[int]) -> Call:
-    return Call(f"/v1/companies/{_slug(slug)}/marks", {"coverage": coverage})
+def date_range(start: Optional[DateLike], end: Optional[DateLike]) -> dict[str, Any]:
+    """``start`` and ``end`` as the API's ``from`` and ``to`` (both inclusive)."""
+    return {"from": start, "to": end}
+
+
+def get_mark_series(
+    slug: str, coverage: Optional[int], start: Optional[DateLike] = None, end: Optional[DateLike] = None
+) -> Call:
+    return Call(f"/v1/companies/{_slug(slug)}/marks", {"coverage": coverage, **date_range(start, end)})
 
 
 def get_mark_events(slug: str) -> Call:
@@ -96,17 +110,89 @@ EXPORT_PATH = "/v1/export"
 SERIES_EXPORT_PATH = "/v1/export/series"
 
 
-def series_export_params(coverage: Optional[int]) -> dict[str, Any]:
-    return {"coverage": coverage} if coverage is not None else {}
+def series_export_params(
+    coverage: Optional[int], start: Optional[DateLike] = None, end: Optional[DateLike] = None
+) -> dict[str, Any]:
+    params = {"coverage": coverage, **date_range(start, end)}
+    return {name: value for name, value in params.items() if value is not None}
+
+
+def as_csv(call: Call) -> Call:
+    """The same call for the route's CSV form: ``Accept: text/csv``, the body handed back as text."""
+    return dataclasses.replace(call, headers={**call.headers, "Accept": CSV_ACCEPT}, text=True)
+
+
+class CsvText(str):
+    """A CSV table as the API sent it (RFC 4180, a header row, CRLF line ends), with the meta the
+    answer carried in its X-* headers as ``.meta`` (None if it carried none)."""
+
+    meta: Optional[Meta]
+
+    def __new__(cls, text: str, meta: Optional[Meta]) -> CsvText:
+        made = super().__new__(cls, text)
+        made.meta = meta
+        return made
+
+
+def csv_text(text: str, headers: Mapping[str, str]) -> CsvText:
+    return CsvText(text, meta_from_headers(headers))
+
+
+class CompaniesCsvBuilder:
+    """Collects the CSV pages of ``listCompanies`` (following ``X-Next-Cursor``) into one table:
+    the first page's header row, then every page's rows."""
+
+    def __init__(
+        self,
+        *,
+        q: Optional[str],
+        sector: Optional[str],
+        status: Optional[str],
+        sort: Optional[str],
+        limit: int,
+    ) -> None:
+        self.filters = {"q": q, "sector": sector, "status": status, "sort": sort}
+        self.limit = limit
+        self.cursor: Optional[str] = None
+        self.header: Optional[str] = None
+        self.parts: list[str] = []
+        self.meta: Optional[Meta] = None
+        self.done = False
+
+    def call(self) -> Call:
+        return as_csv(list_companies(limit=self.limit, cursor=self.cursor, **self.filters))
+
+    def add(self, text: str, headers: Mapping[str, str]) -> None:
+        header, _, rows = text.partition("\r\n")
+        if self.header is None:
+            self.header = header
+            self.meta = meta_from_headers(headers)
+        elif header != self.header:
+            raise ResponseError("the pages of the list have different columns")
+        self.parts.append(rows)
+        following = headers.get("X-Next-Cursor")
+        if following is not None and following == self.cursor:
+            raise ResponseError("the API sent the same cursor twice")
+        self.cursor = following
+        self.done = following is None
+
+    def text(self) -> CsvText:
+        return CsvText(f"{self.header}\r\n" + "".join(self.parts), self.meta)
 
 
 class CompaniesFrameBuilder:
     """Collects ``listCompanies`` pages (decoded JSON) into one DataFrame row per company."""
 
     def __init__(
-        self, *, sector: Optional[str], status: Optional[str], sort: Optional[str], limit: int
+        self,
+        *,
+        q: Optional[str],
+        sector: Optional[str],
+        status: Optional[str],
+        sort: Optional[str],
+        limit: int,
     ) -> None:
-        self.filters = {"sector": sector, "status": status, "sort": sort}
+        self.filters = {"q": q, "sector": sector, "status": status, "sort": sort}
         self.limit = limit
         self.cursor: Optional[str] = None
         self.rows: list[tuple[Any, ...]] = []

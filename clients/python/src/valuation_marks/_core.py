@@ -45,6 +45,7 @@ from .errors import (
 )
 
 __all__ = [
+    "CSV_ACCEPT",
     "DEFAULT_BASE_URL",
     "DEFAULT_DEADLINE",
     "DEFAULT_MAX_REDIRECTS",
@@ -63,6 +64,7 @@ __all__ = [
     "RetryPolicy",
     "Send",
     "Sleep",
+    "decode_csv",
     "decode_json",
     "operation",
     "origin",
@@ -262,6 +264,7 @@ class Call:
     method: str = "GET"
     stream: bool = False  # hand back the open response (exports) instead of decoded JSON
     cache: bool = True  # may use the ETag cache (when the client has one)
+    text: bool = False  # the body is CSV text (Accept: text/csv), handed back as a str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -385,6 +388,22 @@ class BodyReader:
         if self.inflater.member_open:
             raise ResponseError("the answer ends inside a compressed member")
         return b"".join(self._parts)
+
+
+#: What a call for the CSV form of a route sends: CSV, or the problem+json of a refusal.
+CSV_ACCEPT = "text/csv, application/problem+json"
+
+
+def decode_csv(body: bytes, content_type: Optional[str], what: str) -> str:
+    """A CSV answer as text; ``ResponseError`` if the server sent something else (a server older
+    than the CSV forms answers JSON whatever Accept says) or it is not UTF-8."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media != "text/csv":
+        raise ResponseError(f"{what}: asked for text/csv, the server answered {content_type or 'no type'}")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResponseError(f"{what}: the CSV is not UTF-8") from exc
 
 
 def decode_json(body: bytes, what: str) -> Any:
@@ -568,7 +587,7 @@ class ClientCore:
         """One call with its retries; see the module docstring for the protocol."""
         url = self.url(call.path, call.params)
         deadline = None if self.deadline is None else time.monotonic() + self.deadline
-        cache_key = (self._cache_scope, url)
+        cache_key = (self._cache_scope, f"csv {url}" if call.text else url)
         use_cache = self.cache is not None and call.cache and call.method == "GET" and not call.stream
         target = url
         attempt = redirects = 0
@@ -614,7 +633,11 @@ class ClientCore:
                 continue
             if call.stream or body is None or status == 304 or call.method == "HEAD":
                 return Reply(None, response)
-            decoded = decode_json(body, f"{call.method} {target} ({status})")
+            what = f"{call.method} {target} ({status})"
+            if call.text:
+                decoded: Any = decode_csv(body, response.headers.get("Content-Type"), what)
+            else:
+                decoded = decode_json(body, what)
             etag = response.headers.get("ETag")
             if use_cache and etag and self.cache is not None and target == url:
                 self.cache.put(cache_key, etag, decoded)

@@ -31,7 +31,7 @@ from typing import IO, Any, Generic, Optional, TypeVar, Union, cast
 
 import httpx
 
-from ._core import DEFAULT_MAX_RESPONSE_BYTES, Call, ClientStats, Inflater
+from ._core import CSV_ACCEPT, DEFAULT_MAX_RESPONSE_BYTES, Call, ClientStats, Inflater
 from ._deadline import DEADLINE
 from .errors import (
     ConnectionFailed,
@@ -42,7 +42,7 @@ from .errors import (
     ResponseError,
     ResponseTooLarge,
 )
-from .models import ExportCompany, ExportHeader, ExportSeries, Meta, from_json
+from .models import ExportCompany, ExportHeader, ExportSeries, Meta, from_json, meta_from_headers
 
 __all__ = [
     "Download",
@@ -57,6 +57,9 @@ __all__ = [
 T = TypeVar("T")
 
 _ACCEPT = "application/x-ndjson, application/problem+json"
+
+#: What ``Accept`` asks for each form of an export (``format=``).
+ACCEPT_BY_FORMAT = {"ndjson": _ACCEPT, "csv": CSV_ACCEPT}
 
 #: Bytes per second of waiting below which an export answer runs out of time (see above).
 MIN_EXPORT_RATE = 64 * 1024
@@ -178,8 +181,10 @@ class _Transfer:
         max_resumes: int,
         max_line: int = DEFAULT_MAX_RESPONSE_BYTES,
         deadline: Optional[float] = None,
+        accept: str = _ACCEPT,
     ) -> None:
         self.path = url_path
+        self.accept = accept
         self.max_line = max_line
         self.deadline = deadline
         self._budget: Optional[float] = None  # seconds the current answer may keep us waiting
@@ -196,7 +201,7 @@ class _Transfer:
         self._offset_at_failure = -1
 
     def call(self) -> Call:
-        headers = {"Accept-Encoding": "gzip", "Accept": _ACCEPT}
+        headers = {"Accept-Encoding": "gzip", "Accept": self.accept}
         if self.offset and self.etag:
             headers["Range"] = f"bytes={self.offset}-"
             headers["If-Range"] = self.etag
@@ -294,6 +299,7 @@ class StreamTransfer(_Transfer):
         super().__init__(url_path, params, stats, max_resumes, max_line, deadline)
         self._lines: Optional[_Lines] = None
         self._emitted = False
+        self._skip = 0  # bytes of a whole answer already read before a break
 
     def begin(self, response: httpx.Response) -> None:
         if response.status_code == 206:
@@ -301,16 +307,29 @@ class StreamTransfer(_Transfer):
             return
         if response.status_code != 200:
             raise ExportCorrupt(f"unexpected answer {response.status_code} to an export request")
-        if self.offset and self._emitted:
+        held, etag = self.offset, response.headers.get("ETag")
+        encoding = response.headers.get("Content-Encoding")
+        same = etag is not None and etag == self.etag and encoding == self.encoding
+        if held and self._emitted and not same:
             raise ExportChanged(
-                f"the export changed while resuming at byte {self.offset} "
-                f"({self.etag} -> {response.headers.get('ETag')}); read the new one with a new export()"
+                f"the export changed while resuming at byte {held} "
+                f"({self.etag} -> {etag}); read the new one with a new export()"
             )
         self._whole(response)
+        if held and same:
+            # The same representation sent whole (a range was not served, as for an export cut
+            # to dates): what was read already is skipped, the rest continues the stream.
+            self._skip = held
+            return
         self._lines = _Lines(self.encoding, self.max_line)
 
     def feed(self, chunk: bytes) -> list[bytes]:
         assert self._lines is not None
+        if self._skip:
+            skipped = min(self._skip, len(chunk))
+            self._count(chunk[:skipped])
+            self._skip -= skipped
+            chunk = chunk[skipped:]
         self._count(chunk)
         lines = self._lines.feed(chunk)
         if lines:
@@ -334,6 +353,8 @@ class Download:
     encoding: Optional[str]  # "gzip" (the stored bytes), or None (NDJSON text)
     resumed_from: Optional[int]  # the byte this call resumed at, if it resumed
     content_range: Optional[str]  # the Content-Range of the first resumed answer
+    format: str = "ndjson"  # "ndjson", or "csv" (download_export(..., format="csv"))
+    meta: Optional[Meta] = None  # a CSV export's meta, from its X-* headers (NDJSON: its first line)
 
 
 class FileTransfer(_Transfer):
@@ -354,8 +375,11 @@ class FileTransfer(_Transfer):
         max_bytes: Optional[int],
         max_line: int = DEFAULT_MAX_RESPONSE_BYTES,
         deadline: Optional[float] = None,
+        format: str = "ndjson",
     ) -> None:
-        super().__init__(url_path, params, stats, max_resumes, max_line, deadline)
+        super().__init__(url_path, params, stats, max_resumes, max_line, deadline, ACCEPT_BY_FORMAT[format])
+        self.format = format
+        self.meta: Optional[Meta] = None
         self.dest = Path(dest)
         self.part = self.dest.with_name(self.dest.name + ".part")
         self.state = self.dest.with_name(self.dest.name + ".part.json")
@@ -366,11 +390,13 @@ class FileTransfer(_Transfer):
         self._file: Optional[IO[bytes]] = None
         try:
             state = json.loads(self.state.read_text(encoding="utf-8"))
-            if state.get("url") == url and self.part.exists():
+            same = state.get("url") == url and state.get("format", "ndjson") == format
+            if same and self.part.exists():
                 self.etag = state.get("etag")
                 self.encoding = state.get("encoding")
                 self.total = state.get("total")
                 self.offset = self.part.stat().st_size
+                self.meta = from_json(Meta, state["meta"]) if state.get("meta") else None
         except (OSError, ValueError, AttributeError):
             pass
 
@@ -385,9 +411,17 @@ class FileTransfer(_Transfer):
         if response.status_code != 200:
             raise ExportCorrupt(f"unexpected answer {response.status_code} to an export request")
         self._whole(response)
+        self.meta = meta_from_headers(response.headers)
         self.dest.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.part, "wb")  # noqa: SIM115 - closed in end()
-        state = {"url": self.url, "etag": self.etag, "encoding": self.encoding, "total": self.total}
+        state = {
+            "url": self.url,
+            "format": self.format,
+            "etag": self.etag,
+            "encoding": self.encoding,
+            "total": self.total,
+            "meta": self.meta.to_dict() if self.meta is not None else None,
+        }
         self.state.write_text(json.dumps(state), encoding="utf-8")
 
     def range_refused(self, error: RangeNotSatisfiable) -> bool:
@@ -432,6 +466,8 @@ class FileTransfer(_Transfer):
             encoding=self.encoding,
             resumed_from=self.resumed_from,
             content_range=self.content_range,
+            format=self.format,
+            meta=self.meta,
         )
 
 

@@ -24,6 +24,8 @@ __all__ = [
     "company_row",
     "events_frame",
     "require_pandas",
+    "sectors_frame",
+    "series_csv_frame",
     "series_frame",
     "targets_frame",
 ]
@@ -31,6 +33,7 @@ __all__ = [
 COMPANY_COLUMNS = (
     "slug",
     "name",
+    "aliases",
     "sector",
     "status",
     "as_of_date",
@@ -138,6 +141,7 @@ def company_row(item: Mapping[str, Any]) -> tuple[Any, ...]:
     return (
         item["slug"],
         item["name"],
+        "; ".join(item.get("aliases") or ()),
         item.get("sector"),
         item.get("status"),
         mark.get("as_of_date"),
@@ -168,6 +172,39 @@ def companies_frame(rows: Sequence[tuple[Any, ...]], meta: MetaDict) -> pd.DataF
     frame["days_since_last_event"] = frame["days_since_last_event"].astype("Int64")
     frame = frame.set_index("slug")
     return _attrs(frame, meta)
+
+
+def sectors_frame(sectors: Iterable[Mapping[str, Any]], meta: MetaDict) -> pd.DataFrame:
+    """One row per sector, indexed by its name: companies, private."""
+    pd = require_pandas()
+    frame = pd.DataFrame.from_records(list(sectors), columns=("sector", "companies", "private"))
+    frame = frame.set_index("sector")
+    return _attrs(frame, meta)
+
+
+def series_csv_frame(
+    source: Any, meta: MetaDict, *, compression: Optional[str] = None, **attrs: Any
+) -> pd.DataFrame:
+    """The CSV form of a series (``getMarkSeries``, or the series export: a file path or a text
+    stream, gzip or not) as a DataFrame: indexed by date for one company, by (slug, date) for
+    several.
+
+    Its text cells are the slug and the date, neither of which can start like a formula, so the
+    table reads back exactly as the JSON would (the frames are equal).
+    """
+    pd = require_pandas()
+    frame = pd.read_csv(
+        source,
+        dtype={"slug": "str", "mark_usd": "int64", "lower_usd": "int64", "upper_usd": "int64"},
+        keep_default_na=False,
+        compression=compression,
+    )
+    frame["date"] = _dates(pd, frame["date"])
+    if "slug" in attrs:
+        frame = frame.drop(columns="slug").set_index("date")
+    else:
+        frame = frame.set_index(["slug", "date"])
+    return _attrs(frame, meta, **attrs)
 
 
 def series_frame(

@@ -34,7 +34,7 @@ from typing import (
     get_type_hints,
 )
 
-from ._frames import backtest_frame, events_frame, series_frame, targets_frame
+from ._frames import backtest_frame, events_frame, sectors_frame, series_frame, targets_frame
 from .errors import ResponseError, SignatureError
 from .signing import KeysLike, TrustedKeys, TrustedLike, verify_record, verify_record_with_server_keys
 
@@ -92,6 +92,8 @@ __all__ = [
     "ScorecardMiss",
     "ScorecardTarget",
     "ScorecardTargets",
+    "Sector",
+    "Sectors",
     "Series",
     "SigningKey",
     "SigningKeys",
@@ -100,6 +102,7 @@ __all__ = [
     "UsageLimits",
     "VerdictCounts",
     "from_json",
+    "meta_from_headers",
 ]
 
 JSON = Mapping[str, Any]
@@ -108,6 +111,17 @@ M = TypeVar("M")
 
 def _raw() -> Any:
     return dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+
+def _json_name(name: str) -> Any:
+    """A field read from the JSON member ``name``, which is not a Python name (``from``)."""
+    return dataclasses.field(default=None, metadata={"json": name})
+
+
+def json_name(field: dataclasses.Field[Any]) -> str:
+    """The JSON member a model's field is read from: its own name, unless it says otherwise."""
+    name: str = field.metadata.get("json", field.name)
+    return name
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,6 +155,25 @@ class Meta:
             "as_of": self.as_of.isoformat(),
             "disclaimer": self.disclaimer,
         }
+
+
+#: Where a CSV answer carries its meta: one response header per field.
+META_HEADERS = {
+    "data_mode": "X-Data-Mode",
+    "provenance": "X-Provenance",
+    "methodology_version": "X-Methodology-Version",
+    "dataset_version": "X-Dataset-Version",
+    "as_of": "X-As-Of",
+    "disclaimer": "X-Disclaimer",
+}
+
+
+def meta_from_headers(headers: Mapping[str, str]) -> Optional[Meta]:
+    """The meta of a CSV answer, read from its X-* headers (None when it has none)."""
+    found = {field: headers.get(header) for field, header in META_HEADERS.items()}
+    if any(value is None for value in found.values()):
+        return None
+    return from_json(Meta, found)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,6 +271,9 @@ class CompanyOutcome:
 class CompanyListItem:
     """A company as ``listCompanies`` shows it.
 
+    ``aliases`` are the other names it is known by (former and brand names: ``("Cursor",)`` for
+    anysphere), which ``companies(q=...)`` searches too; empty when it has none.
+
     Its mark explained: ``last_event`` (the event it moves from), ``days_since_last_event`` (to
     the dataset's as-of), ``latest_mark.vs_last_event_pct`` and ``outcome`` (``None`` while the
     company is marked as private). ``delta_30d_pct`` is ``None`` for a series that ended before
@@ -246,6 +282,7 @@ class CompanyListItem:
 
     slug: str
     name: str
+    aliases: tuple[str, ...]
     sector: str
     status: str
     latest_mark: MarkPoint
@@ -272,6 +309,43 @@ class CompaniesPage:
 
     def __len__(self) -> int:
         return len(self.companies)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sector:
+    """A sector and how many companies of the caller's universe it has, and of them how many
+    are still marked as private."""
+
+    sector: str
+    companies: int
+    private: int
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Sectors:
+    """``listSectors``: every sector of the caller's universe (a free key's: its 10 companies),
+    in name order. The names are what ``companies(sector=...)`` takes."""
+
+    meta: Meta
+    sectors: tuple[Sector, ...]
+    raw: JSON = _raw()
+
+    def __iter__(self) -> Iterator[Sector]:
+        return iter(self.sectors)
+
+    def __len__(self) -> int:
+        return len(self.sectors)
+
+    def __getitem__(self, name: str) -> Sector:
+        found = next((sector for sector in self.sectors if sector.sector == name), None)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per sector, indexed by its name: companies, private."""
+        return sectors_frame(self.raw.get("sectors", ()), self.meta.to_dict())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,13 +387,14 @@ class Company:
     (``ObservationEvent``), then what the method adds for the days since (``ObservationDrift``,
     absent after a bankruptcy). Values only, without sources or notes: ``events()`` has the
     whole history (pro and above). ``last_event``, ``days_since_last_event``, ``outcome`` and
-    ``latest_mark.vs_last_event_pct`` as on every company item; ``backtest()`` says how the
-    method did on the company.
+    ``latest_mark.vs_last_event_pct`` as on every company item, and ``aliases`` (former and brand
+    names); ``backtest()`` says how the method did on the company.
     """
 
     meta: Meta
     slug: str
     name: str
+    aliases: tuple[str, ...]
     sector: Optional[str]
     status: Optional[str]
     latest_mark: Optional[MarkPoint]
@@ -652,12 +727,19 @@ class ChangesPage:
 
 @dataclasses.dataclass(frozen=True)
 class ExportHeader:
-    """The first line of an export."""
+    """The first line of an export.
+
+    A series export cut to a date range (``export_series(start=..., end=...)``) says which:
+    ``start`` and ``end`` are its JSON ``from`` and ``to`` (``None`` for the one not given, and
+    for every export that is not cut).
+    """
 
     meta: Meta
     export: str
     coverage: Optional[int]
     companies: int
+    start: Optional[date] = _json_name("from")
+    end: Optional[date] = _json_name("to")
     raw: JSON = _raw()
 
 
@@ -667,6 +749,7 @@ class ExportCompany:
 
     slug: str
     name: str
+    aliases: tuple[str, ...]
     sector: str
     status: str
     latest_mark: Optional[ExportMarkPoint]
@@ -1069,7 +1152,7 @@ Converter = Callable[[Any, Optional[Meta]], Any]
 
 _MISSING = object()
 _ERROR, _NONE, _EMPTY, _META, _OPTIONAL_META = range(5)  # what a missing member gives
-_PLANS: dict[type, tuple[tuple[str, Optional[Converter], int], ...]] = {}
+_PLANS: dict[type, tuple[tuple[str, Optional[Converter], int, str], ...]] = {}
 _HAS_META: dict[type, bool] = {}
 
 
@@ -1128,7 +1211,7 @@ def _converter(tp: Any) -> Optional[Converter]:
     return None
 
 
-def _plan(cls: type) -> tuple[tuple[str, Optional[Converter], int], ...]:
+def _plan(cls: type) -> tuple[tuple[str, Optional[Converter], int, str], ...]:
     hints = get_type_hints(cls)
     fields = []
     for field in dataclasses.fields(cls):
@@ -1144,9 +1227,10 @@ def _plan(cls: type) -> tuple[tuple[str, Optional[Converter], int], ...]:
             missing = _EMPTY
         else:
             missing = _ERROR
-        fields.append((field.name, None if field.name == "meta" else _converter(tp), missing))
+        convert = None if field.name == "meta" else _converter(tp)
+        fields.append((field.name, convert, missing, json_name(field)))
     plan = _PLANS[cls] = tuple(fields)
-    _HAS_META[cls] = any(name == "meta" for name, _, _ in fields)
+    _HAS_META[cls] = any(name == "meta" for name, _, _, _ in fields)
     return plan
 
 
@@ -1165,8 +1249,8 @@ def from_json(cls: type[M], data: Any, meta: Optional[Meta] = None) -> M:
     values: dict[str, Any] = {"raw": data}
     name = ""
     try:
-        for name, convert, missing in plan:
-            value = data.get(name, _MISSING)
+        for name, convert, missing, member in plan:
+            value = data.get(member, _MISSING)
             if value is _MISSING:
                 if missing == _NONE:
                     values[name] = None
