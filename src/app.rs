@@ -192,6 +192,7 @@ impl App {
                 http2: settings.http2.clone(),
                 tls: files.tls,
                 access_log: access_log.clone(),
+                agents: settings.agents.clone(),
             },
         )
         .await?;

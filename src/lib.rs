@@ -12,6 +12,8 @@
 //! - [`reload`]: the file watcher and the reloads of snapshots and keys;
 //! - [`server`]: hyper behind the accept loop: TLS, HTTP/2, connection and stream deadlines,
 //!   the access log, graceful shutdown;
+//! - [`mcp`]: the API's operations as MCP tools for agents, hosted at `/mcp` (answered in this
+//!   process through [`api::answer`]) or over stdio (`marks mcp`, over HTTP);
 //! - [`api`]: the request path as one plain function ([`api::handle`]): who is asking, what
 //!   each operation answers, the state shared across requests, metrics;
 //! - [`response`]: how an answer becomes a response: conditional requests, encodings, ranges,
@@ -28,6 +30,7 @@ pub mod app;
 pub mod budgets;
 pub mod cli;
 pub mod keys;
+pub mod mcp;
 pub mod reload;
 pub mod response;
 pub mod server;

@@ -38,6 +38,8 @@ pub struct Settings {
     #[command(flatten)]
     pub fleet: Fleet,
     #[command(flatten)]
+    pub agents: Agents,
+    #[command(flatten)]
     pub logging: Logging,
 }
 
@@ -235,6 +237,26 @@ pub struct Fleet {
     #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = millis_at_least::<1>,
           alias = "budgets-timeout-ms")]
     pub budget_store_timeout: Duration,
+}
+
+/// Agents: the Model Context Protocol endpoint.
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Agents")]
+pub struct Agents {
+    /// Answer the Model Context Protocol at /mcp (streamable HTTP, stateless: no sessions are
+    /// held), its tools answered in this process under each request's X-API-Key, metered as
+    /// the API is. Off unless given (on when serving the bundled sample): an endpoint that
+    /// takes POST bodies is one more surface to run and watch (docs/operations.md).
+    #[arg(long)]
+    pub mcp: bool,
+    /// A browser origin allowed to call /mcp, as scheme://host[:port] (repeat for more). A
+    /// request whose Origin is any other is refused (403), against DNS rebinding; agents
+    /// outside a browser send no Origin.
+    #[arg(long, value_name = "ORIGIN")]
+    pub mcp_allowed_origin: Vec<String>,
+    /// The largest /mcp request body accepted; a larger one is refused (413).
+    #[arg(long, value_name = "BYTES", default_value_t = 65536, value_parser = clap::value_parser!(u32).range(1024..))]
+    pub mcp_max_request_bytes: u32,
 }
 
 /// What the server writes about itself.

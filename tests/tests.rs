@@ -10,6 +10,7 @@ mod abuse;
 mod access;
 mod cli;
 mod disclosure;
+mod documents;
 mod endpoints;
 mod indices;
 mod logs;

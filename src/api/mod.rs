@@ -153,6 +153,90 @@ pub struct StoreAsk {
     pub started: Instant,
 }
 
+/// Answers a request that stopped to ask the shared store, once the store has answered (or
+/// failed to in time).
+pub async fn answer_with_store<B>(
+    state: &State,
+    request: &Request<B>,
+    peer: IpAddr,
+    connection: &mut Connection,
+    mut ask: StoreAsk,
+) -> (Response, Outcome) {
+    loop {
+        let decision = match &state.budgets.shared {
+            Some(store) => store.spend(&ask.bucket, ask.limit).await,
+            None => None,
+        };
+        let budgeting = Budgeting::Answered(ask.bucket, decision);
+        match exchange(state, request, peer, connection, budgeting, ask.started) {
+            Step::Answered(response, outcome) => return (response, outcome),
+            // An answered request asks again only if it reached a different bucket (a keys
+            // reload in between): ask for that one.
+            Step::AskStore(next) => ask = next,
+        }
+    }
+}
+
+/// Answers one request the way the server does, budgets in the shared store included, for a
+/// caller inside this process (the MCP tools hosted at `/mcp`).
+pub async fn answer<B>(state: &State, request: &Request<B>, peer: IpAddr) -> (Response, Outcome) {
+    let budgeting = if state.budgets.shared.is_some() {
+        Budgeting::Shared
+    } else {
+        Budgeting::Local
+    };
+    let mut connection = Connection::default();
+    match exchange(state, request, peer, &mut connection, budgeting, Instant::now()) {
+        Step::Answered(response, outcome) => (response, outcome),
+        Step::AskStore(ask) => answer_with_store(state, request, peer, &mut connection, ask).await,
+    }
+}
+
+/// Whether a request that is not an API call (the `/mcp` endpoint) carries a key in force:
+/// its caller, or the response to send instead: 401 for a missing or unknown key, 429 past
+/// the address's failed-authentication budget, counted as the API counts them (with this
+/// process's buckets). Nothing is spent for a valid key: what it reads is metered where it
+/// reads it.
+pub fn admit<B>(
+    state: &State,
+    request: &Request<B>,
+    peer: IpAddr,
+    operation: Operation,
+) -> Result<Arc<Caller>, Box<Response>> {
+    let mut connection = Connection::default();
+    let asked = RequestHeaders::of(request.headers());
+    let mut composed = Composed::new();
+    let request_id = match asked.request_id {
+        Some(value) if valid_request_id(value) => value.clone(),
+        _ => composed.request_id(state.next_request_id()),
+    };
+    let mut exchange = Exchange {
+        state,
+        request,
+        peer,
+        asked,
+        connection: &mut connection,
+        now: Instant::now(),
+        operation,
+        caller: None,
+        budgeting: Budgeting::Local,
+        decision: None,
+        auth_throttle: None,
+        request_id,
+        composed,
+    };
+    match access::authenticate(state, exchange.asked.api_key, &mut exchange.connection.key) {
+        Ok(caller) => Ok(caller),
+        Err(error) => {
+            let error = match exchange.failed_authentication(error) {
+                Stop::Problem(error) => error,
+                Stop::AskStore(..) => ApiError::Internal,
+            };
+            Err(Box::new(exchange.problem(&error)))
+        }
+    }
+}
+
 /// Answers one request, as the first of its connection, with this process's buckets.
 pub fn handle<B>(state: &State, request: &Request<B>, peer: IpAddr) -> Response {
     handle_with_outcome(state, request, peer, &mut Connection::default()).0
@@ -309,7 +393,13 @@ impl<'a, B> Exchange<'a, B> {
             | Operation::ComparePage
             | Operation::IndicesPage
             | Operation::DocsPage
-            | Operation::Asset => Ok(operations::binary_page(route.operation, route.slug, &negotiation)?),
+            | Operation::Asset
+            | Operation::Document => Ok(operations::binary_page(
+                route.operation,
+                route.slug,
+                request.uri().path(),
+                &negotiation,
+            )?),
             Operation::Unknown => Err(ApiError::NotFound(
                 "No resource at this path. The API is under /v1; see /v1/openapi.json.".into(),
             )

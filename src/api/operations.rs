@@ -369,10 +369,13 @@ pub fn snapshot_page(operation: Operation, loaded: &LoadedSnapshot, negotiation:
     representation
 }
 
-/// The explorer and the API reference (shells compiled into the binary) and the pages' assets.
+/// The pages compiled into the binary (the explorer, the comparison, the indices, the API
+/// reference), their assets, and the documents for readers and agents (`/llms.txt`, the docs
+/// as Markdown).
 pub fn binary_page(
     operation: Operation,
     rest: Option<&str>,
+    path: &str,
     negotiation: &Negotiation<'_>,
 ) -> Result<Representation, ApiError> {
     let missing = || ApiError::NotFound("No page or asset at this path.".into());
@@ -381,6 +384,12 @@ pub fn binary_page(
         Operation::ComparePage => (web::shell(Shell::Compare).ok_or_else(missing)?, Cache::Public, true),
         Operation::IndicesPage => (web::shell(Shell::Indices).ok_or_else(missing)?, Cache::Public, true),
         Operation::DocsPage => (web::shell(Shell::Docs).ok_or_else(missing)?, Cache::Public, true),
+        Operation::Document => (
+            web::document(path)
+                .ok_or_else(|| ApiError::NotFound("No document at this path; /llms.txt lists them.".into()))?,
+            Cache::Revalidate,
+            false,
+        ),
         _ => {
             let hit = rest.and_then(web::asset).ok_or_else(missing)?;
             let cache = if hit.fingerprinted {

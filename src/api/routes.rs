@@ -31,6 +31,10 @@ pub enum Operation {
     IndicesPage,
     DocsPage,
     Asset,
+    /// `/llms.txt` and the docs as Markdown.
+    Document,
+    /// The Model Context Protocol endpoint (`--mcp`); answered by `mcp::hosted`, not here.
+    Mcp,
     Healthz,
     Readyz,
     Metrics,
@@ -39,7 +43,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 29] = [
+    pub const ALL: [Operation; 31] = [
         Operation::ListCompanies,
         Operation::ListSectors,
         Operation::GetCompany,
@@ -65,6 +69,8 @@ impl Operation {
         Operation::IndicesPage,
         Operation::DocsPage,
         Operation::Asset,
+        Operation::Document,
+        Operation::Mcp,
         Operation::Healthz,
         Operation::Readyz,
         Operation::Metrics,
@@ -99,6 +105,8 @@ impl Operation {
             Operation::IndicesPage => "indicesPage",
             Operation::DocsPage => "docsPage",
             Operation::Asset => "asset",
+            Operation::Document => "document",
+            Operation::Mcp => "mcp",
             Operation::Healthz => "healthz",
             Operation::Readyz => "readyz",
             Operation::Metrics => "metrics",
@@ -151,6 +159,20 @@ pub fn route(path: &str) -> Route<'_> {
             return plain(Operation::ExplorePage);
         }
         return plain(Operation::Unknown);
+    }
+    if path == "/llms.txt"
+        || matches!(
+            path,
+            "/README.md"
+                | "/ARCHITECTURE.md"
+                | "/CHANGELOG.md"
+                | "/clients/python/README.md"
+                | "/sample/SOURCE.md"
+                | "/snapshots/README.md"
+        )
+        || path.strip_prefix("/docs/").is_some_and(|rest| !rest.is_empty())
+    {
+        return plain(Operation::Document);
     }
     if let Some(rest) = path.strip_prefix("/assets/") {
         return Route {
@@ -218,6 +240,9 @@ mod tests {
             (Operation::GetIndexConstituents, Some("all"))
         );
         assert_eq!(route("/explore/stripe").operation, Operation::ExplorePage);
+        assert_eq!(route("/llms.txt").operation, Operation::Document);
+        assert_eq!(route("/docs/api.md").operation, Operation::Document);
+        assert_eq!(route("/docs").operation, Operation::DocsPage);
         let asset = route("/assets/abc/app.css");
         assert_eq!((asset.operation, asset.slug), (Operation::Asset, Some("abc/app.css")));
         for unknown in [

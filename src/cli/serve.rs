@@ -54,6 +54,8 @@ pub fn run(mut settings: Settings) -> Result<()> {
             ensure_sample_snapshot(Path::new(SAMPLE_SNAPSHOT))?;
             point_at_sample(&current)?;
             settings.data.keys.get_or_insert_with(demo_keys_file);
+            // The demo shows agents the hosted tools too.
+            settings.agents.mcp = true;
         }
         settings.data.snapshot = Some(current);
     }
@@ -77,7 +79,8 @@ pub fn run(mut settings: Settings) -> Result<()> {
         if sample {
             eprintln!(
                 "serving the bundled sample dataset with the demo keys (README: \"Demo keys\"); try:\n  \
-                 curl -s -H 'X-API-Key: vmk_demo_enterprise' {scheme}://{addr}/v1/companies?limit=3"
+                 curl -s -H 'X-API-Key: vmk_demo_enterprise' {scheme}://{addr}/v1/companies?limit=3\n\
+                 agents: MCP at {scheme}://{addr}/mcp with the X-API-Key header (docs/clients.md)"
             );
         }
         let trigger = app.shutdown_trigger();

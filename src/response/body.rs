@@ -340,6 +340,8 @@ enum State {
         left: u64,
     },
     Gunzip(Box<Decoding>),
+    /// A body made elsewhere as it goes (the MCP transport's).
+    Streamed(http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>),
 }
 
 struct Decoding {
@@ -414,6 +416,14 @@ impl ResponseBody {
             })),
         };
         ResponseBody { state, paced: false }
+    }
+
+    /// A body another library makes as it goes.
+    pub fn streamed(body: http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>) -> ResponseBody {
+        ResponseBody {
+            state: State::Streamed(body),
+            paced: false,
+        }
     }
 
     pub fn empty() -> ResponseBody {
@@ -508,6 +518,13 @@ impl hyper::body::Body for ResponseBody {
                 }
                 Ok(next)
             }
+            State::Streamed(body) => {
+                let polled = Pin::new(body).poll_frame(cx);
+                if paced && matches!(polled, Poll::Ready(_)) {
+                    note_progress();
+                }
+                return polled.map(|frame| frame.map(|frame| frame.map_err(|never| match never {})));
+            }
             State::Gunzip(decoding) if decoding.is_cut() => {
                 this.state = State::Bytes(None);
                 return Poll::Ready(Some(Err(io::Error::new(
@@ -546,13 +563,17 @@ impl hyper::body::Body for ResponseBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self.state, State::Bytes(None))
+        match &self.state {
+            State::Streamed(body) => body.is_end_stream(),
+            state => matches!(state, State::Bytes(None)),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.state {
             State::Bytes(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
             State::Pieces { left, .. } => SizeHint::with_exact(*left),
+            State::Streamed(body) => body.size_hint(),
             State::Gunzip(decoding) => SizeHint::with_exact(decoding.left),
         }
     }

@@ -35,11 +35,12 @@ use tokio::task::JoinHandle;
 use crate::api::access;
 use crate::api::state::State;
 use crate::api::{self, Budgeting, Connection, Response, Step};
+use crate::mcp::hosted::McpEndpoint;
 use crate::response::body::ResponseBody;
 use crate::server::access_log::{AccessLog, Entry};
 use crate::server::connection_guard::{ConnectionGuard, Deadlines};
 use crate::server::h2_streams::WatchingExecutor;
-use crate::settings::{Connections, Http2, Listen};
+use crate::settings::{Agents, Connections, Http2, Listen};
 
 /// What the server is told: its sections of the settings, the TLS acceptor resolved from the
 /// files they name, and where each request's line goes.
@@ -51,6 +52,8 @@ pub struct ServerSetup {
     pub tls: Option<tls::ServerTls>,
     /// `None`: no access log.
     pub access_log: Option<AccessLog>,
+    /// Whether and how `/mcp` is answered.
+    pub agents: Agents,
 }
 
 /// A TLS handshake is held to this, and to the head deadline when that is shorter.
@@ -100,6 +103,8 @@ struct ConnectionContext {
     http1: hyper::server::conn::http1::Builder,
     http2: hyper::server::conn::http2::Builder<WatchingExecutor>,
     auto: hyper_util::server::conn::auto::Builder<WatchingExecutor>,
+    /// `/mcp`, when `--mcp` is given.
+    mcp: Option<Arc<McpEndpoint>>,
 }
 
 /// Binds the listening socket: first, so that what depends on the address (the public base URL
@@ -153,6 +158,10 @@ pub async fn start(
     let hsts = (config.tls.is_some() && hsts_secs > 0)
         .then(|| HeaderValue::try_from(format!("max-age={hsts_secs}")).ok())
         .flatten();
+    let mcp = config
+        .agents
+        .mcp
+        .then(|| Arc::new(McpEndpoint::new(state.clone(), &config.agents, addr)));
     let shared = Arc::new(ConnectionContext {
         state: state.clone(),
         config,
@@ -160,6 +169,7 @@ pub async fn start(
         http1,
         http2,
         auto,
+        mcp,
     });
     let accept_loop = tokio::spawn(accept_loop(listener, shared, shutdown_rx));
     Ok(RunningServer {
@@ -285,6 +295,9 @@ async fn accept_loop(
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// A response that waits for something (the shared store, an MCP tool).
+type Answering = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Infallible>> + Send>>;
+
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
@@ -294,24 +307,11 @@ async fn serve_connection(
     let state = shared.state.clone();
     let access_log = shared.config.access_log.clone();
     let hsts = shared.hsts.clone();
+    let mcp = shared.mcp.clone();
     // The budget step is the one that may wait (for the shared store); everything before it
     // runs inside `call`, where the connection's remembered key is borrowed.
     let connection = RefCell::new(Connection::default());
     let service = service_fn(move |request: hyper::Request<Incoming>| {
-        let budgeting = if state.budgets.shared.is_some() {
-            Budgeting::Shared
-        } else {
-            Budgeting::Local
-        };
-        let started = Instant::now();
-        let first = api::exchange(
-            &state,
-            &request,
-            peer.ip(),
-            &mut connection.borrow_mut(),
-            budgeting,
-            started,
-        );
         // Over HTTP/2 a body is handed over in paced pieces, the progress its stream's stall
         // deadline watches for.
         let h2 = request.version() == http::Version::HTTP_2;
@@ -326,6 +326,39 @@ async fn serve_connection(
                 response
             }
         };
+        if let Some(mcp) = mcp.as_ref().filter(|_| request.uri().path() == McpEndpoint::PATH) {
+            let (state, mcp, access_log) = (state.clone(), mcp.clone(), access_log.clone());
+            let answering: Answering = Box::pin(async move {
+                let method = request.method().clone();
+                let path = request.uri().path().to_string();
+                let (response, outcome) = mcp.answer(request, peer).await;
+                log_entry(
+                    &state,
+                    method.as_str(),
+                    &path,
+                    peer,
+                    &response,
+                    &outcome,
+                    access_log.as_ref(),
+                );
+                Ok::<Response, Infallible>(sent(response))
+            });
+            return Either::Right(answering);
+        }
+        let budgeting = if state.budgets.shared.is_some() {
+            Budgeting::Shared
+        } else {
+            Budgeting::Local
+        };
+        let started = Instant::now();
+        let first = api::exchange(
+            &state,
+            &request,
+            peer.ip(),
+            &mut connection.borrow_mut(),
+            budgeting,
+            started,
+        );
         match first {
             Step::Answered(response, outcome) => {
                 log_access(&state, &request, peer, &response, &outcome, access_log.as_ref());
@@ -335,11 +368,13 @@ async fn serve_connection(
                 let state = state.clone();
                 let access_log = access_log.clone();
                 let mut connection = connection.borrow().clone();
-                Either::Right(Box::pin(async move {
-                    let (response, outcome) = answer_with_store(&state, &request, peer, &mut connection, ask).await;
+                let answering: Answering = Box::pin(async move {
+                    let (response, outcome) =
+                        api::answer_with_store(&state, &request, peer.ip(), &mut connection, ask).await;
                     log_access(&state, &request, peer, &response, &outcome, access_log.as_ref());
                     Ok::<Response, Infallible>(sent(response))
-                }))
+                });
+                Either::Right(answering)
             }
         }
     });
@@ -384,33 +419,30 @@ async fn serve_connection(
     }
 }
 
-/// Answers a request that stopped to ask the shared store, once the store has answered (or
-/// failed to in time).
-async fn answer_with_store(
-    state: &State,
-    request: &hyper::Request<Incoming>,
-    peer: SocketAddr,
-    connection: &mut Connection,
-    mut ask: api::StoreAsk,
-) -> (Response, api::Outcome) {
-    loop {
-        let decision = match &state.budgets.shared {
-            Some(store) => store.spend(&ask.bucket, ask.limit).await,
-            None => None,
-        };
-        let budgeting = Budgeting::Answered(ask.bucket, decision);
-        match api::exchange(state, request, peer.ip(), connection, budgeting, ask.started) {
-            Step::Answered(response, outcome) => return (response, outcome),
-            // An answered request asks again only if it reached a different bucket (a keys
-            // reload in between): ask for that one.
-            Step::AskStore(next) => ask = next,
-        }
-    }
-}
-
 fn log_access(
     state: &State,
     request: &hyper::Request<Incoming>,
+    peer: SocketAddr,
+    response: &Response,
+    outcome: &api::Outcome,
+    access_log: Option<&AccessLog>,
+) {
+    log_entry(
+        state,
+        request.method().as_str(),
+        request.uri().path(),
+        peer,
+        response,
+        outcome,
+        access_log,
+    );
+}
+
+/// Writes one request's line to the access log.
+fn log_entry(
+    state: &State,
+    method: &str,
+    path: &str,
     peer: SocketAddr,
     response: &Response,
     outcome: &api::Outcome,
@@ -427,8 +459,8 @@ fn log_access(
             .unwrap_or(""),
         key_id: outcome.caller.as_ref().map_or("-", |caller| &caller.key_id),
         operation: outcome.operation.name(),
-        method: request.method().as_str(),
-        path: request.uri().path(),
+        method,
+        path,
         status: response.status().as_u16(),
         bytes: outcome.bytes,
         latency_us: outcome.latency.as_micros() as u64,

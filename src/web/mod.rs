@@ -25,6 +25,20 @@ use marks_format::etag::etag_of;
 use marks_format::frame::{self, Page};
 
 static WEB: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/web");
+/// The docs, served as Markdown for readers and agents (`/llms.txt` links them).
+static DOCS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/docs");
+/// The repository's other documents the docs link to, at their paths in it.
+const ROOT_DOCS: [(&str, &str); 6] = [
+    ("/README.md", include_str!("../../README.md")),
+    ("/ARCHITECTURE.md", include_str!("../../ARCHITECTURE.md")),
+    ("/CHANGELOG.md", include_str!("../../CHANGELOG.md")),
+    (
+        "/clients/python/README.md",
+        include_str!("../../clients/python/README.md"),
+    ),
+    ("/sample/SOURCE.md", include_str!("../../sample/SOURCE.md")),
+    ("/snapshots/README.md", include_str!("../../snapshots/README.md")),
+];
 
 /// Bodies smaller than this are not worth a gzip variant (as for snapshot bodies).
 const GZIP_FROM: usize = 1024;
@@ -201,7 +215,8 @@ fn content_type(extension: &str) -> HeaderValue {
         "css" => "text/css; charset=utf-8",
         "svg" => "image/svg+xml",
         "json" | "map" => "application/json",
-        "txt" | "md" => "text/plain; charset=utf-8",
+        "txt" => "text/plain; charset=utf-8",
+        "md" => "text/markdown; charset=utf-8",
         "png" => "image/png",
         "woff2" => "font/woff2",
         _ => "application/octet-stream",
@@ -227,6 +242,36 @@ pub fn prepare(bytes: Vec<u8>, extension: &str) -> WebFile {
         gzip,
         content_type: content_type(extension),
     }
+}
+
+/// The documents for readers and agents: `/llms.txt`, every file under `docs/` at
+/// `/docs/NAME` (Markdown, and the images it shows), and the repository's README, architecture
+/// and changelog at `/NAME.md`; `path` is the request's path.
+pub fn document(path: &str) -> Option<&'static WebFile> {
+    static DOCUMENTS: OnceLock<HashMap<String, WebFile>> = OnceLock::new();
+    let documents = DOCUMENTS.get_or_init(|| {
+        let mut documents = HashMap::new();
+        fn add(dir: &'static Dir<'static>, into: &mut HashMap<String, WebFile>) {
+            for file in dir.files() {
+                if let Some(path) = file.path().to_str() {
+                    let extension = path.rsplit_once('.').map_or("", |(_, e)| e);
+                    into.insert(format!("/docs/{path}"), prepare(file.contents().to_vec(), extension));
+                }
+            }
+            for sub in dir.dirs() {
+                add(sub, into);
+            }
+        }
+        add(&DOCS, &mut documents);
+        for (path, text) in ROOT_DOCS {
+            documents.insert(path.to_string(), prepare(text.as_bytes().to_vec(), "md"));
+        }
+        if let Some((_, llms)) = web_files().into_iter().find(|(name, _)| name == "llms.txt") {
+            documents.insert("/llms.txt".to_string(), prepare(llms, "txt"));
+        }
+        documents
+    });
+    documents.get(path)
 }
 
 /// A shell page, if the binary was built with it.

@@ -12,8 +12,9 @@ import os
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-TOOLS = {"list_companies", "get_company", "get_mark_series", "get_mark_events", "get_resolution", "get_usage",
-         "get_changes"}
+TOOLS = {"search_companies", "list_companies", "list_sectors", "get_company", "get_mark_series", "get_mark_events",
+         "get_backtest", "get_resolution", "list_indices", "get_index", "get_index_constituents", "get_scorecard",
+         "get_usage", "get_changes"}
 
 
 def ok(message):

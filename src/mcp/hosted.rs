@@ -1,0 +1,110 @@
+//! `/mcp` (`marks serve --mcp`): the tools over MCP's streamable HTTP transport, rmcp's
+//! server, answered in this process from the snapshot in force.
+//!
+//! Bounded like the rest of the server:
+//! - **No sessions.** The transport runs stateless (no `Mcp-Session-Id` is issued, every
+//!   JSON-RPC POST is answered on its own, as JSON), so there is no session to cap per key or
+//!   to expire: each request stands alone and is authenticated alone.
+//! - **Keys.** A request without a key in force is refused before the transport sees it (401,
+//!   or 429 past the address's failed-authentication budget, as the API counts them). Listing
+//!   the tools spends nothing; each tool call spends one unit, as the API call it makes does.
+//! - **Bodies** over `--mcp-max-request-bytes` are refused (413) while they stream.
+//! - **Origin.** A request with an `Origin` header must name one of `--mcp-allowed-origin`
+//!   (none by default, so every browser origin is refused, 403), the transport's defence
+//!   against DNS rebinding. The `Host` header is not checked: a public endpoint behind a
+//!   balancer is reached under names this process cannot know, and the key decides access.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::header::{self, HeaderValue};
+use hyper::body::Incoming;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::api::routes::Operation;
+use crate::api::state::State;
+use crate::api::{self, access, Outcome, Response};
+use crate::mcp::{MarksTools, McpPeer};
+use crate::response::body::ResponseBody;
+use crate::response::headers::{NOSNIFF, NO_STORE};
+use crate::settings::Agents;
+
+/// The hosted tools and their transport.
+pub struct McpEndpoint {
+    state: Arc<State>,
+    service: StreamableHttpService<MarksTools, NeverSessionManager>,
+}
+
+impl std::fmt::Debug for McpEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("McpEndpoint")
+    }
+}
+
+impl McpEndpoint {
+    /// Where it is answered.
+    pub const PATH: &'static str = "/mcp";
+
+    pub fn new(state: Arc<State>, agents: &Agents, _addr: SocketAddr) -> McpEndpoint {
+        let mut config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_sse_keep_alive(None)
+            .disable_allowed_hosts()
+            .with_max_request_body_bytes(agents.mcp_max_request_bytes as usize);
+        config = if agents.mcp_allowed_origin.is_empty() {
+            config.enforce_origin_validation()
+        } else {
+            config.with_allowed_origins(agents.mcp_allowed_origin.iter().cloned())
+        };
+        let tools_state = state.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(MarksTools::in_process(tools_state.clone())),
+            Arc::new(NeverSessionManager::default()),
+            config,
+        );
+        McpEndpoint { state, service }
+    }
+
+    /// One request to `/mcp`.
+    pub async fn answer(&self, mut request: hyper::Request<Incoming>, peer: SocketAddr) -> (Response, Outcome) {
+        let started = Instant::now();
+        let state = &*self.state;
+        let caller = match api::admit(state, &request, peer.ip(), Operation::Mcp) {
+            Ok(caller) => caller,
+            Err(refusal) => return self.done(*refusal, None, started),
+        };
+        let address: IpAddr = access::client_address(state, request.headers(), peer.ip());
+        request.extensions_mut().insert(McpPeer(address));
+        let mut response = self.service.handle(request).await.map(ResponseBody::streamed);
+        let headers = response.headers_mut();
+        headers.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
+        headers.entry(header::CACHE_CONTROL).or_insert(NO_STORE);
+        headers.insert(header::VARY, HeaderValue::from_static("X-API-Key, Origin"));
+        self.done(response, Some(caller), started)
+    }
+
+    fn done(
+        &self,
+        response: Response,
+        caller: Option<Arc<crate::keys::ring::Caller>>,
+        started: Instant,
+    ) -> (Response, Outcome) {
+        let latency = started.elapsed();
+        let bytes = hyper::body::Body::size_hint(response.body()).exact().unwrap_or(0) as usize;
+        self.state
+            .metrics
+            .record(Operation::Mcp, response.status().as_u16(), latency, bytes);
+        (
+            response,
+            Outcome {
+                operation: Operation::Mcp,
+                caller,
+                bytes,
+                latency,
+            },
+        )
+    }
+}

@@ -1,0 +1,254 @@
+"""The hosted MCP endpoint (`marks serve --mcp`, `/mcp`) driven by the official Python MCP SDK's
+streamable HTTP client (a client nobody here wrote), against the real binary:
+
+- the tools are listed, each is called, every result carries `meta`;
+- each tool's numbers equal the API's for the same key (the same JSON, field for field);
+- a free key's call outside its tier is a tool error (`tier_forbidden`); a research key past
+  its per-minute budget gets a tool error that says when to retry; a request without a key is
+  refused (401);
+- a browser `Origin` not allowed is refused (403), an allowed one is served; a body past the
+  limit is refused (413);
+- with --mcp not given, /mcp does not exist (404).
+
+    python tests/live/mcp_http_check.py --marks target/debug/marks
+"""
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
+from marks_server import serve  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+ALLOWED_ORIGIN = "https://agents.example.test"
+MAX_BODY = 4096
+TOOLS = {
+    "search_companies", "list_companies", "list_sectors", "get_company", "get_mark_series", "get_mark_events",
+    "get_backtest", "get_resolution", "list_indices", "get_index", "get_index_constituents", "get_scorecard",
+    "get_usage", "get_changes",
+}  # fmt: skip
+
+
+def ok(message):
+    print(f"ok: {message}", flush=True)
+
+
+def api(base, path, key):
+    request = urllib.request.Request(base + path, headers={"X-API-Key": key})
+    with urllib.request.urlopen(request) as response:
+        return json.load(response)
+
+
+def issue(marks, keys, tier, rate):
+    return subprocess.run(
+        [marks, "keys", "issue", "--keys", keys, "--tier", tier, "--tenant", f"mcp-{tier}", "--rate-per-min", str(rate)],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+
+
+def client(url, key, **headers):
+    http = httpx2.AsyncClient(headers={"X-API-Key": key, **headers}, timeout=httpx2.Timeout(30))
+    return http, Client(streamable_http_client(url, http_client=http))
+
+
+async def calls(url, key):
+    """Every tool once, with arguments that reach real data."""
+    http, mcp = client(url, key)
+    async with http, mcp as session:
+        listed = await session.list_tools()
+        names = {tool.name for tool in listed.tools}
+        assert names == TOOLS, f"tools {sorted(names)}, expected {sorted(TOOLS)}"
+        for tool in listed.tools:
+            assert len(tool.description) > 80 and "Returns" in tool.description, tool.name
+            assert tool.input_schema.get("type") == "object", tool.name
+        ok(f"{len(names)} tools listed, each described with what it returns and a JSON schema")
+        arguments = {
+            "search_companies": {"query": "cursor"},
+            "list_companies": {"limit": 5, "sort": "-value_usd"},
+            "list_sectors": {},
+            "get_company": {"slug": "stripe"},
+            "get_mark_series": {"slug": "stripe", "coverage": 95, "from": "2025-01-01", "to": "2025-01-31"},
+            "get_mark_events": {"slug": "stripe"},
+            "get_backtest": {"slug": "stripe"},
+            "get_resolution": {"slug": "stripe"},
+            "list_indices": {},
+            "get_index": {"index": "fintech", "from": "2026-11-01"},
+            "get_index_constituents": {"index": "all", "date": "2025-06-30"},
+            "get_scorecard": {},
+            "get_usage": {},
+            "get_changes": {"since": api_version(url, key)},
+        }
+        results = {}
+        for name, args in arguments.items():
+            result = await session.call_tool(name, args)
+            assert not result.is_error, f"{name}: {result}"
+            body = result.structured_content
+            meta = body.get("meta") or {}
+            assert meta.get("data_mode") and meta.get("disclaimer"), f"{name}: no meta in {body}"
+            assert "disclaimer" in result.content[0].text, f"{name}: the text content lost meta"
+            results[name] = (args, body)
+        resolution = await session.call_tool("get_resolution", {"slug": "stripe"})
+        assert any("RFC 8785" in c.text for c in resolution.content[1:]), "how to verify the record"
+        ok("every tool called; every result carries meta; the record comes with how to verify it")
+        return results
+
+
+def api_version(url, key):
+    base = url.removesuffix("/mcp")
+    return api(base, "/v1/usage", key)["meta"]["dataset_version"]
+
+
+def paths(args):
+    """The API call each tool stands for."""
+    query = lambda pairs: "&".join(f"{k}={v}" for k, v in pairs if v is not None)  # noqa: E731
+    return {
+        "search_companies": f"/v1/companies?q={args['search_companies']['query']}",
+        "list_companies": "/v1/companies?limit=5&sort=-value_usd",
+        "list_sectors": "/v1/sectors",
+        "get_company": "/v1/companies/stripe",
+        "get_mark_series": "/v1/companies/stripe/marks?" + query(
+            [("coverage", 95), ("from", "2025-01-01"), ("to", "2025-01-31")]),
+        "get_mark_events": "/v1/companies/stripe/events",
+        "get_backtest": "/v1/companies/stripe/backtest",
+        "get_resolution": "/v1/companies/stripe/resolution",
+        "list_indices": "/v1/indices",
+        "get_index": "/v1/indices/fintech?from=2026-11-01",
+        "get_index_constituents": "/v1/indices/all/constituents?date=2025-06-30",
+        "get_scorecard": "/v1/scorecard",
+        "get_usage": "/v1/usage",
+        "get_changes": f"/v1/changes?since={args['get_changes']['since']}",
+    }
+
+
+async def tool_error(url, key, name, args):
+    http, mcp = client(url, key)
+    async with http, mcp as session:
+        result = await session.call_tool(name, args)
+        assert result.is_error, f"{name} with {key[:12]}: {result}"
+        return result.structured_content
+
+
+async def past_budget(url, key, budget):
+    http, mcp = client(url, key)
+    async with http, mcp as session:
+        for n in range(budget):
+            result = await session.call_tool("get_company", {"slug": "stripe"})
+            assert not result.is_error, f"call {n + 1} of {budget}: {result}"
+        result = await session.call_tool("get_company", {"slug": "stripe"})
+        assert result.is_error, result
+        return result.structured_content
+
+
+async def origin_refused(url, key):
+    http, mcp = client(url, key, Origin="https://evil.example.test")
+    try:
+        async with http, mcp as session:
+            await session.list_tools()
+    except Exception as error:  # the SDK raises on the 403 at initialisation
+        return repr(error)
+    raise AssertionError("a foreign Origin was served")
+
+
+async def origin_allowed(url, key):
+    http, mcp = client(url, key, Origin=ALLOWED_ORIGIN)
+    async with http, mcp as session:
+        listed = await session.list_tools()
+        return len(listed.tools)
+
+
+def post(url, body, headers):
+    request = urllib.request.Request(url, data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--marks", required=True)
+    args = parser.parse_args()
+    marks = args.marks
+    with tempfile.TemporaryDirectory(prefix="mcp-http-") as work:
+        work = Path(work)
+        snapshot = work / "sample.snap"
+        subprocess.run(
+            [marks, "build", "--source", ROOT / "sample", "--out", snapshot,
+             "--signing-key", ROOT / "sample/demo-signing-key.pem", "--quiet"],
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        keys = work / "keys.toml"
+        keys.write_text((ROOT / "sample/demo-keys.toml").read_text())
+        enterprise = issue(marks, keys, "enterprise", 1_000_000)
+        research = issue(marks, keys, "research", 5)
+        free = "vmk_demo_free"
+
+        with serve(marks, "--snapshot", snapshot, "--keys", keys, "--no-access-log") as plain:
+            try:
+                api(plain.url, "/mcp", enterprise)
+                raise AssertionError("/mcp answered without --mcp")
+            except urllib.error.HTTPError as error:
+                assert error.code == 404, error.code
+            ok("without --mcp there is no /mcp (404)")
+
+        with serve(
+            marks, "--snapshot", snapshot, "--keys", keys, "--no-access-log", "--mcp",
+            "--mcp-allowed-origin", ALLOWED_ORIGIN, "--mcp-max-request-bytes", str(MAX_BODY),
+        ) as server:  # fmt: skip
+            url = server.url + "/mcp"
+            results = asyncio.run(calls(url, enterprise))
+            for name, path in paths({name: arguments for name, (arguments, _) in results.items()}).items():
+                expected = api(server.url, path, enterprise)
+                got = results[name][1]
+                assert got == expected, f"{name}: the tool's answer differs from GET {path}"
+            ok("each tool's answer equals the API's for the same key, field for field")
+
+            refused = asyncio.run(tool_error(url, free, "get_mark_series", {"slug": "stripe"}))
+            assert refused["code"] == "tier_forbidden" and refused["status"] == 403, refused
+            refused = asyncio.run(tool_error(url, free, "list_indices", {}))
+            assert refused["code"] == "tier_forbidden", refused
+            ok("a free key's calls outside its tier are tool errors (tier_forbidden)")
+
+            spent = asyncio.run(past_budget(url, research, 5))
+            assert spent["code"] == "rate_limited" and spent["status"] == 429, spent
+            assert isinstance(spent.get("retry_after"), int) and spent["retry_after"] >= 1, spent
+            assert "retry" in spent["detail"].lower(), spent
+            ok(f"past its budget a research key gets a tool error to retry in {spent['retry_after']} s")
+
+            status, body = post(url, b"{}", {"Content-Type": "application/json"})
+            assert status == 401 and json.loads(body)["code"] == "missing_api_key", (status, body)
+            status, body = post(url, b"{}", {"Content-Type": "application/json", "X-API-Key": "vmk_not_a_key"})
+            assert status == 401 and json.loads(body)["code"] == "invalid_api_key", (status, body)
+            ok("a request without a key in force is refused (401)")
+
+            error = asyncio.run(origin_refused(url, enterprise))
+            status, _ = post(url, b'{"jsonrpc":"2.0","id":1,"method":"ping"}', {
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "X-API-Key": enterprise, "Origin": "https://evil.example.test"})  # fmt: skip
+            assert status == 403, status
+            assert asyncio.run(origin_allowed(url, enterprise)) == len(TOOLS)
+            ok(f"a foreign Origin is refused (403; the SDK says {error[:60]}...), the allowed one served")
+
+            big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * MAX_BODY}})
+            status, _ = post(url, big.encode(), {
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "X-API-Key": enterprise})  # fmt: skip
+            assert status == 413, status
+            ok(f"a body over {MAX_BODY} bytes is refused (413)")
+    print("mcp over http passed")
+
+
+if __name__ == "__main__":
+    main()
