@@ -139,6 +139,25 @@ async def tool_error(url, key, name, args):
         return result.structured_content
 
 
+async def tiers_over_the_sample(url, slugs, free_universe, free, research):
+    """Every company of the sample: a free key reads only its ten, a research key no events."""
+    free_http, free_mcp = client(url, free)
+    research_http, research_mcp = client(url, research)
+    async with free_http, free_mcp as as_free, research_http, research_mcp as as_research:
+        for slug in slugs:
+            result = await as_free.call_tool("get_company", {"slug": slug})
+            assert result.is_error == (slug not in free_universe), f"free key, {slug}: {result}"
+            if result.is_error:
+                assert result.structured_content["code"] == "tier_forbidden", result
+            events = await as_research.call_tool("get_mark_events", {"slug": slug})
+            assert events.is_error and events.structured_content["code"] == "tier_forbidden", slug
+            backtest = await as_research.call_tool("get_backtest", {"slug": slug})
+            assert not backtest.is_error, backtest
+            for target in backtest.structured_content["targets"]:
+                if target["kind"] == "event":
+                    assert "observed_usd" not in target and "event_id" not in target, (slug, target)
+
+
 async def past_budget(url, key, budget):
     http, mcp = client(url, key)
     async with http, mcp as session:
@@ -194,6 +213,8 @@ def main():
         enterprise = issue(marks, keys, "enterprise", 1_000_000)
         research = issue(marks, keys, "research", 5)
         free = "vmk_demo_free"
+        free_unlimited = issue(marks, keys, "free", 1_000_000)
+        research_unlimited = issue(marks, keys, "research", 1_000_000)
 
         with serve(marks, "--snapshot", snapshot, "--keys", keys, "--no-access-log") as plain:
             try:
@@ -220,6 +241,13 @@ def main():
             refused = asyncio.run(tool_error(url, free, "list_indices", {}))
             assert refused["code"] == "tier_forbidden", refused
             ok("a free key's calls outside its tier are tool errors (tier_forbidden)")
+
+            listed = api(server.url, "/v1/companies?limit=200", enterprise)["companies"]
+            free_universe = {c["slug"] for c in api(server.url, "/v1/companies?limit=200", free_unlimited)["companies"]}
+            assert len(listed) > 100 and len(free_universe) == 10
+            slugs = [c["slug"] for c in listed]
+            asyncio.run(tiers_over_the_sample(url, slugs, free_universe, free_unlimited, research_unlimited))
+            ok(f"over all {len(slugs)} companies: a free key reads its 10 only, a research key no event or its value")
 
             spent = asyncio.run(past_budget(url, research, 5))
             assert spent["code"] == "rate_limited" and spent["status"] == 429, spent
