@@ -92,6 +92,26 @@ class Server:
         body = json.loads(raw) if "json" in ctype else raw.decode("utf-8", "replace")
         return status, headers, body
 
+    def csv(self, path, key, follow=False):
+        """The CSV form of a route (Accept: text/csv) as text; with follow, every page joined
+        under one header row (the next page's cursor is in X-Next-Cursor)."""
+        text, url = "", path
+        while url:
+            req = urllib.request.Request(
+                self.base + url, headers={"X-API-Key": key, "Accept": "text/csv"}
+            )
+            with urllib.request.urlopen(req, timeout=30) as res:
+                assert res.headers["Content-Type"].startswith("text/csv"), url
+                body = res.read().decode("utf-8")
+                cursor = res.headers.get("X-Next-Cursor") if follow else None
+            text += body if not text else body.split("\r\n", 1)[1]
+            url = None
+            if cursor:
+                parts = urllib.parse.urlsplit(path)
+                query = dict(urllib.parse.parse_qsl(parts.query), cursor=cursor)
+                url = parts.path + "?" + urllib.parse.urlencode(query)
+        return text
+
     def json(self, path, key=None):
         status, _, body = self.get(path, key)
         assert status == 200, f"GET {path}: {status} {body}"
@@ -228,6 +248,37 @@ def wait_list_loaded(page):
         "() => { const t = document.getElementById('list-count').textContent;"
         " return (t && t !== 'Loading…') || document.getElementById('alert').textContent"
         " || document.getElementById('list-error').textContent; }"
+    )
+
+
+def wait_settled(page):
+    """/compare and /indices: main is aria-busy until the page has loaded what it shows."""
+    page.wait_for_function(
+        "() => !document.getElementById('main').hasAttribute('aria-busy')"
+    )
+
+
+def download(page, button):
+    """Clicks a Download CSV button; (suggested file name, the saved file's text)."""
+    with page.expect_download() as info:
+        page.locator(button).click()
+    saved = info.value
+    return saved.suggested_filename, Path(saved.path()).read_bytes().decode("utf-8")
+
+
+AXE_JS = Path(os.environ.get("AXE_JS", ""))
+
+
+def serious_violations(page):
+    """axe-core's serious and critical violations on the page as it is now (the page's context
+    must bypass the CSP: axe is injected as an inline script)."""
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE_JS))
+    return page.evaluate(
+        """async () => (await axe.run(document, { resultTypes: ['violations'] })).violations
+             .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+             .map((v) => `${v.impact} ${v.id}: ${v.help} at `
+               + v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join(' | '))"""
     )
 
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Browser tests of the web front (/, /explore, /explore/{slug}, /scorecard, /docs): Playwright
-# (Python, from PyPI) driving Debian's chromium against the real `marks` server, which the
+# Browser tests of the web front (/, /explore, /explore/{slug}, /compare, /indices, /scorecard,
+# /docs): Playwright (Python, from PyPI) driving Debian's chromium against the real `marks` server, which the
 # tests start themselves. Nothing is downloaded by Playwright: `playwright install` is never run.
 #
 #   tests/browser/run.sh [pytest arguments]        e.g. tests/browser/run.sh -k docs -x
 #
 # MARKS_BIN   the server binary (default target/debug/marks; build it first with cargo build)
 # CHROMIUM    the browser (default /usr/bin/chromium; installed with apt-get when missing)
+# MARKS_WEB_DIR  optional: the server the tests start reads the pages from this folder (e.g.
+#             $PWD/web) instead of the copy compiled into MARKS_BIN, to try edits without a rebuild
 #
 # Made here: target/browser-venv (Python venv), target/browser-vendor (axe-core, test-only,
 # never served), target/browser-screenshots (each page at 1280x800 and 390x844).

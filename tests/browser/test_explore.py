@@ -64,7 +64,7 @@ def test_sort_and_filters_are_the_apis(open_page, server):
     enter_key(page, PRO)
     wait_list_loaded(page)
     page.get_by_label("Sort by").select_option("-delta_30d_pct")
-    page.get_by_label("Sector").fill("fintech")
+    page.get_by_label("Sector").select_option("fintech")
     page.get_by_label("Status").select_option("private")
     page.get_by_role("button", name="Apply").click()
     page.wait_for_url("**/explore?*")

@@ -1,12 +1,11 @@
 """Every page: its headers, a clean load (no console error, no failed request, nothing from
 another origin), screenshots at desktop and phone widths, and axe-core's accessibility check."""
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 from conftest import (
+    AXE_JS,
     DESKTOP,
     ENTERPRISE,
     PHONE,
@@ -14,12 +13,23 @@ from conftest import (
     RESEARCH,
     SCREENSHOTS,
     enter_key,
+    serious_violations,
     wait_company_loaded,
     wait_list_loaded,
+    wait_settled,
 )
 from playwright.sync_api import expect
 
-PAGES = ["/", "/docs", "/scorecard", "/explore", "/explore/stripe", "/explore/wiz", "/explore/airbnb", "/explore/ftx"]
+COMPARED = "/compare?c=stripe,revolut,anthropic,openai,databricks&index=fintech"
+PAGES = [
+    "/", "/docs", "/scorecard", "/explore", "/explore/stripe", "/explore/wiz", "/explore/airbnb", "/explore/ftx",
+    "/compare", COMPARED, "/indices", "/indices?index=ai",
+]  # fmt: skip
+
+
+def shot_name(path):
+    """The screenshot's name: / is overview, /explore/stripe explore-stripe, /compare?c=a,b compare-c-a-b."""
+    return re.sub(r"[^a-z0-9]+", "-", path.strip("/")).strip("-") or "overview"
 
 STRICT_CSP = {
     "default-src": ["'self'"],
@@ -47,11 +57,13 @@ def csp_directives(header):
 def open_settled(page, path, key=None):
     """Opens a page as a visitor would (typing the key first for the explorer) and waits until
     it has finished loading its data."""
-    if path.startswith("/explore") and key:
+    if (path.startswith(("/explore", "/compare", "/indices"))) and key:
         enter_key(page, key, path)
     else:
         page.goto(path)
-    if path == "/explore" and key:
+    if path.startswith(("/compare", "/indices")):
+        wait_settled(page)
+    elif path == "/explore" and key:
         wait_list_loaded(page)
     elif path.startswith("/explore/") and key:
         wait_company_loaded(page)
@@ -98,7 +110,7 @@ def test_page_headers_and_markup(server, path):
     assert "{{asset:" not in body
 
 
-@pytest.mark.parametrize("path", ["/explore", "/docs"])
+@pytest.mark.parametrize("path", ["/explore", "/compare", "/indices", "/docs"])
 def test_assets_are_fingerprinted_and_cached(server, path):
     _, _, body = server.get(path)
     urls = re.findall(r'(?:src|href)="(/assets/[^"]+)"', body)
@@ -129,14 +141,12 @@ def test_page_loads_clean_and_is_photographed(open_page, server, path, viewport)
         if not (r.url.startswith(server.base + "/") or r.url.startswith("data:"))
     ]
     assert others == [], "requests to another origin"
-    name = path.strip("/").replace("/", "-") or "overview"
+    name = shot_name(path)
     page.screenshot(
         path=str(SCREENSHOTS / f"{name}-{viewport['width']}x{viewport['height']}.png"),
         full_page=True,
     )
 
-
-AXE_JS = Path(os.environ.get("AXE_JS", ""))
 
 A11Y_CASES = [
     ("/", None, DESKTOP),
@@ -149,6 +159,13 @@ A11Y_CASES = [
     ("/explore/stripe", ENTERPRISE, DESKTOP),
     ("/explore/stripe", RESEARCH, PHONE),
     ("/explore/wiz", PRO, DESKTOP),
+    ("/compare", None, DESKTOP),
+    (COMPARED, ENTERPRISE, DESKTOP),
+    (COMPARED, PRO, PHONE),
+    (COMPARED + "&scale=usd", PRO, DESKTOP),
+    ("/indices", None, PHONE),
+    ("/indices?index=fintech&coverage=95", PRO, DESKTOP),
+    ("/indices?index=ai", RESEARCH, PHONE),
 ]
 
 
@@ -172,7 +189,10 @@ def test_no_serious_accessibility_violations(open_page, case):
         # The keyboard cursor and its readout are part of what is checked.
         page.focus("#chart-svg")
         page.keyboard.press("Home")
-    page.add_script_tag(path=str(AXE_JS))
+    for chart in ("#compare-svg", "#index-svg"):
+        if key and page.locator(chart).count():
+            page.focus(chart)
+            page.keyboard.press("Home")
     violations = serious_violations(page)
     if path == "/docs" and viewport == DESKTOP:
         # Also an operation and a schema, opened from the reference's navigation.
@@ -181,16 +201,6 @@ def test_no_serious_accessibility_violations(open_page, case):
             page.locator(f'rapi-doc [id="{link.removeprefix("link-")}"]').wait_for()
             violations += serious_violations(page)
     assert violations == []
-
-
-def serious_violations(page):
-    """axe-core's serious and critical violations on the page as it is now."""
-    return page.evaluate(
-        """async () => (await axe.run(document, { resultTypes: ['violations'] })).violations
-             .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-             .map((v) => `${v.impact} ${v.id}: ${v.help} at `
-               + v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join(' | '))"""
-    )
 
 
 def test_quickstart_names_the_server_it_was_loaded_from(open_page, server):

@@ -11,289 +11,71 @@
    No framework, no build step, no eval, no inline styles: it runs under the site's strict
    Content-Security-Policy. */
 
-const KEY_ITEM = 'marks.apiKey';
-const USAGE_ITEM = 'marks.usage';
+import {
+  $, el, svgEl, setAttrs, say, facts, sourceLink, hostOf,
+  usd, usdFull, band, words, an, pct, pctCell, STATUS, displayName,
+  getKey, api, problemWords, showError, loadUsage, allows, needsTier, showKeyStatus, initKeyPanel, showMeta,
+  dayNumber, nearestIn, logTicks, timeTicks,
+  toCsv, fetchCsv, fileName, downloadButton, companySearch,
+} from '/assets/common.js';
+
 const PAGE_SIZE = 50;
-const SVG_NS = 'http://www.w3.org/2000/svg';
-const DAY_MS = 86400000;
-
-const $ = (id) => document.getElementById(id);
-
-/* ---------- DOM helpers ---------- */
-
-function setAttrs(node, attrs) {
-  for (const [name, value] of Object.entries(attrs)) {
-    if (value == null || value === false) continue;
-    if (name === 'text') node.textContent = value;
-    else node.setAttribute(name, value === true ? '' : String(value));
-  }
-  return node;
-}
-
-function el(tag, attrs = {}, ...children) {
-  const node = setAttrs(document.createElement(tag), attrs);
-  node.append(...children.flat().filter((c) => c != null && c !== false));
-  return node;
-}
-
-function svgEl(tag, attrs = {}, ...children) {
-  const node = setAttrs(document.createElementNS(SVG_NS, tag), attrs);
-  node.append(...children.flat().filter((c) => c != null && c !== false));
-  return node;
-}
-
-/** A link to an event's source, or plain text when the URL is not http(s). */
-function sourceLink(url, label) {
-  if (typeof url !== 'string' || !/^https?:\/\//i.test(url)) return document.createTextNode(label || 'none');
-  return el('a', { href: url, rel: 'noopener noreferrer', target: '_blank', text: label || hostOf(url) });
-}
-
-function hostOf(url) {
-  try { return new URL(url).hostname.replace(/^www\./, ''); } catch { return url; }
-}
-
-/** Puts text in a message line and styles it: 'note' (neutral), 'error' or 'ok'. */
-function say(node, text, kind = 'note') {
-  node.className = kind;
-  node.textContent = text;
-}
-
-function facts(dl, rows) {
-  dl.replaceChildren(...rows.flatMap(([term, value]) => [el('dt', { text: term }), el('dd', {}, value)]));
-}
-
-/* ---------- formatting ---------- */
-
-const usdCompact = new Intl.NumberFormat('en-US', {
-  style: 'currency', currency: 'USD', notation: 'compact', maximumSignificantDigits: 3,
-});
-const usdWhole = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 0 });
-const usd = (v) => (typeof v === 'number' ? usdCompact.format(v) : 'n/a');
-const usdFull = (v) => (typeof v === 'number' ? usdWhole.format(v) : 'n/a');
-const band = (lo, hi) => `${usd(lo)} – ${usd(hi)}`;
-const words = (s) => (s ? s.charAt(0).toUpperCase() + s.slice(1).replace(/_/g, ' ') : '');
-const STATUS = { private: 'Private', ipo_completed: 'IPO completed' };
-
-function pct(v) {
-  if (typeof v !== 'number') return 'n/a';
-  const sign = v > 0 ? '+' : v < 0 ? '−' : '';
-  return `${sign}${Math.abs(v).toFixed(2)}%`;
-}
-
-function pctCell(v) {
-  return el('td', { class: `num ${v > 0 ? 'up' : v < 0 ? 'down' : ''}`.trim(), text: pct(v) });
-}
-
-/* ---------- the key: sessionStorage only ---------- */
-
-let memoryKey = ''; // used only when sessionStorage is unavailable (then the key lasts one page view)
-
-function getKey() {
-  try { return sessionStorage.getItem(KEY_ITEM) || ''; } catch { return memoryKey; }
-}
-
-function setKey(key) {
-  try {
-    sessionStorage.setItem(KEY_ITEM, key);
-    sessionStorage.removeItem(USAGE_ITEM);
-  } catch {
-    memoryKey = key;
-  }
-}
-
-function forgetKey() {
-  memoryKey = '';
-  try {
-    sessionStorage.removeItem(KEY_ITEM);
-    sessionStorage.removeItem(USAGE_ITEM);
-  } catch { /* nothing stored */ }
-}
-
-/* ---------- the API ---------- */
-
-class ApiError extends Error {
-  constructor(status, problem, retryAfter) {
-    super(problem.detail || `HTTP ${status}`);
-    this.status = status;
-    this.problem = problem;
-    this.retryAfter = retryAfter;
-  }
-}
-
-const budget = { limit: null, remaining: null };
-
-/** GET a JSON document; with auth, the key goes in the X-API-Key header and nowhere else. */
-async function api(path, { auth = true } = {}) {
-  const headers = { Accept: 'application/json' };
-  if (auth) headers['X-API-Key'] = getKey();
-  let res;
-  try {
-    res = await fetch(path, { headers, credentials: 'omit', referrerPolicy: 'no-referrer' });
-  } catch {
-    throw new ApiError(0, { detail: 'The API could not be reached (network error). Check the connection and try again.' });
-  }
-  if (auth && res.headers.has('X-RateLimit-Limit')) {
-    budget.limit = Number(res.headers.get('X-RateLimit-Limit'));
-    budget.remaining = Number(res.headers.get('X-RateLimit-Remaining'));
-    showBudget();
-  }
-  let body = null;
-  try { body = await res.json(); } catch { body = null; }
-  if (!res.ok) {
-    const retry = parseInt(res.headers.get('Retry-After') || '', 10);
-    throw new ApiError(res.status, body && typeof body === 'object' ? body : {}, Number.isFinite(retry) ? retry : null);
-  }
-  return body;
-}
-
-/** An API error in words: what failed, why (the problem's detail), and what to do. */
-function problemWords(err, what) {
-  const p = err.problem || {};
-  const detail = p.detail || p.title || `HTTP ${err.status}`;
-  switch (err.status) {
-    case 0:
-      return detail;
-    case 401:
-      return `The API did not accept this key: ${detail} Enter a valid key above.`;
-    case 403:
-      return p.code === 'tier_forbidden'
-        ? `${what} is not included in this key's tier. ${detail}`
-        : `${what}: access refused. ${detail}`;
-    case 404:
-      return `${what}: not found. ${detail}`;
-    case 429: {
-      const secs = err.retryAfter;
-      const when = secs != null
-        ? ` Retry after ${secs} second${secs === 1 ? '' : 's'} (at ${new Date(Date.now() + secs * 1000).toLocaleTimeString()}).`
-        : ' Retry in a little while.';
-      return `Too many requests for this key: the API says “${detail}”${when}`;
-    }
-    default:
-      return `${what} failed (HTTP ${err.status}${p.code ? `, ${p.code}` : ''}): ${detail}`;
-  }
-}
-
-/** Key-wide problems (401, 429) go to the page's alert; others to the section's own line. */
-function showError(err, what, target) {
-  if (err.status === 401 || err.status === 429) {
-    const alert = $('alert');
-    const retry = err.status === 429 ? el('button', { type: 'button', class: 'secondary', id: 'retry' }, 'Retry') : null;
-    alert.replaceChildren(el('span', { text: problemWords(err, what) }), retry ? ' ' : '', retry || '');
-    if (retry) retry.addEventListener('click', () => location.reload());
-    if (err.status === 401) { // let the visitor type another key at once
-      dropUsage();
-      changingKey = true;
-      showKeyStatus();
-      $('key-status').textContent = 'The API did not accept the key set for this tab: enter another, or forget it.';
-    }
-    if (target) say(target, `${what} could not be loaded (see above).`, 'error');
-  } else if (target) {
-    say(target, problemWords(err, what), err.status === 403 ? 'note' : 'error');
-  }
-}
-
-/* ---------- the key's tier: /v1/usage, asked once per key and tab ---------- */
-
-let usage = null;
-
-function dropUsage() {
-  usage = null;
-  try { sessionStorage.removeItem(USAGE_ITEM); } catch { /* nothing stored */ }
-}
-
-/** {tier, rate, scopes}; scopes is null when unknown (the free tier cannot read /v1/usage). */
-async function loadUsage() {
-  try {
-    const cached = sessionStorage.getItem(USAGE_ITEM);
-    if (cached) return (usage = JSON.parse(cached));
-  } catch { /* not cached */ }
-  let known;
-  try {
-    const u = await api('/v1/usage');
-    known = { tier: u.tier, rate: u.rate_per_min, scopes: Array.isArray(u.scopes) ? u.scopes : [] };
-  } catch (err) {
-    if (err.status === 401) throw err;
-    if (err.status !== 403) return (usage = { tier: null, rate: null, scopes: null }); // e.g. 429: ask again later
-    const named = /tier \(([a-z]+)\)/i.exec(err.problem.detail || '');
-    known = { tier: named ? named[1] : null, rate: null, scopes: null };
-  }
-  try { sessionStorage.setItem(USAGE_ITEM, JSON.stringify(known)); } catch { /* fine */ }
-  return (usage = known);
-}
-
-/** true, false, or null when the key's scopes are unknown (then the API is asked). */
-function allows(scope) {
-  return usage && usage.scopes ? usage.scopes.includes(scope) : null;
-}
-
-const TIER_FOR = { 'marks:80': 'Research', 'marks:95': 'Pro', 'events:read': 'Pro', 'resolution:read': 'Enterprise' };
-
-const an = (word) => (/^[aeiou]/i.test(word) ? `an ${word}` : `a ${word}`);
-
-function needsTier(scope, what) {
-  const tier = usage && usage.tier ? `this key's tier is ${usage.tier}` : 'this key does not have it';
-  return `${what} needs ${an(TIER_FOR[scope])} key or above (scope ${scope}); ${tier}.`;
-}
-
-let changingKey = false; // the form is open again to replace a key
-
-function showKeyStatus() {
-  const status = $('key-status');
-  const has = Boolean(getKey());
-  $('forget-key').hidden = !has;
-  $('change-key').hidden = !has || changingKey;
-  $('key-form').hidden = has && !changingKey;
-  $('key-help').hidden = has && !changingKey;
-  if (!has) {
-    status.textContent = 'No key yet: enter an API key to load data.';
-    return;
-  }
-  let text = 'A key is set for this tab.';
-  if (usage && usage.tier) text = `Using ${an(usage.tier)} key${usage.rate ? ` (${usage.rate} requests a minute)` : ''}.`;
-  if (usage && !usage.scopes && usage.tier) text += ' This tier cannot read /v1/usage; its limits show as you go.';
-  status.textContent = text;
-  showBudget();
-}
-
-/** The budget line is not a live region: it changes with every request. */
-function showBudget() {
-  $('key-budget').textContent = getKey() && budget.limit != null
-    ? `${budget.remaining} of ${budget.limit} requests left in this minute's budget.`
-    : '';
-}
-
-function showMeta(meta) {
-  if (!meta) return;
-  $('meta-note').textContent = `Data: ${meta.data_mode}, ${meta.provenance}; methodology ${meta.methodology_version}, `
-    + `dataset ${meta.dataset_version}, as of ${meta.as_of}. ${meta.disclaimer || ''}`;
-}
 
 /* ---------- /explore: the list ---------- */
 
 let listRun = 0; // bumps on every new list, so a stale page answer is dropped
 let nextCursor = null;
-const sectors = new Set();
+let sectorsFor = null; // the key the sector menu was filled for
+const LIST_PARAMS = ['q', 'sort', 'sector', 'status'];
+const DOWNLOAD_PAGE = 100; // the list's CSV is fetched 100 rows a page, following X-Next-Cursor
 
 function listParams() {
   const query = new URLSearchParams(location.search);
   const params = {};
-  for (const name of ['sort', 'sector', 'status']) {
+  for (const name of LIST_PARAMS) {
     const value = (query.get(name) || '').trim();
     if (value) params[name] = value;
   }
   return params;
 }
 
+/** The sector menu: every sector of the key's universe with its companies (/v1/sectors), so
+ * no sector can be mistyped. A sector in the address that is not listed is kept as asked. */
+async function fillSectors(wanted) {
+  const select = $('sector');
+  if (sectorsFor !== getKey()) {
+    try {
+      const data = await api('/v1/sectors');
+      sectorsFor = getKey();
+      select.replaceChildren(el('option', { value: '', text: 'Any sector' }),
+        ...(data.sectors || []).map((s) => el('option', {
+          value: s.sector,
+          text: `${s.sector} (${s.companies}${s.private !== s.companies ? `, ${s.private} private` : ''})`,
+        })));
+    } catch (err) {
+      if (err.status === 401 || err.status === 429) throw err;
+      say($('list-error'), problemWords(err, 'The list of sectors'), 'error');
+    }
+  }
+  const value = (wanted || '').toLowerCase();
+  if (value && ![...select.options].some((o) => o.value === value)) {
+    select.append(el('option', { value, text: `${value} (not a sector of this key's universe)` }));
+  }
+  select.value = value;
+}
+
 async function showList() {
   $('list-view').hidden = false;
   const params = listParams();
   const sort = $('sort');
+  // With a search and no sort, the API orders by relevance.
+  sort.options[0].textContent = params.q ? 'Best match' : 'Slug (A–Z)';
   sort.value = params.sort || '';
   if (sort.value !== (params.sort || '')) { // a sort the menu lacks (the API will judge it)
     sort.append(el('option', { value: params.sort, text: params.sort }));
     sort.value = params.sort;
   }
-  $('sector').value = params.sector || '';
+  $('q').value = params.q || '';
   $('status').value = params.status || '';
   const field = (params.sort || '').replace(/^-/, '');
   for (const th of document.querySelectorAll('#companies th[data-sort]')) {
@@ -306,7 +88,14 @@ async function showList() {
   $('list-error').textContent = '';
   $('load-more').hidden = true;
   listRun += 1;
-  await loadPage(null, listRun);
+  const run = listRun;
+  try {
+    await fillSectors(params.sector);
+  } catch (err) {
+    showError(err, 'The list of sectors', $('list-error'));
+    return;
+  }
+  if (run === listRun) await loadPage(null, run);
 }
 
 async function loadPage(cursor, run) {
@@ -320,20 +109,16 @@ async function loadPage(cursor, run) {
     if (run !== listRun) return;
     $('list-error').textContent = '';
     const rows = $('company-rows');
-    for (const c of data.companies) {
-      rows.append(companyRow(c));
-      if (c.sector && !sectors.has(c.sector)) {
-        sectors.add(c.sector);
-        $('sectors').append(el('option', { value: c.sector }));
-      }
-    }
+    for (const c of data.companies) rows.append(companyRow(c));
     $('universe-note').textContent = data.universe_note || '';
     nextCursor = data.page && data.page.has_more ? data.page.next_cursor : null;
     more.hidden = !nextCursor;
     const n = rows.children.length;
+    const q = listParams().q;
     $('list-count').textContent = n === 0
-      ? 'No company matches these filters.'
-      : `Showing ${n} compan${n === 1 ? 'y' : 'ies'}${nextCursor ? '; more are available' : ', all there are for these filters'}.`;
+      ? `No company matches ${q ? `“${q}” with ` : ''}these filters.`
+      : `Showing ${n} compan${n === 1 ? 'y' : 'ies'}${q ? ` matching “${q}”` : ''}`
+        + `${nextCursor ? '; more are available' : ', all there are for these filters'}.`;
     showMeta(data.meta);
   } catch (err) {
     if (run !== listRun) return;
@@ -342,6 +127,13 @@ async function loadPage(cursor, run) {
   } finally {
     more.disabled = false;
   }
+}
+
+/** The list as CSV, as it is filtered, searched and sorted: every page, not just those shown. */
+async function listCsv() {
+  const params = listParams();
+  const text = await fetchCsv(`/v1/companies?${new URLSearchParams({ ...params, limit: String(DOWNLOAD_PAGE) })}`, { follow: true });
+  return { text, filename: fileName('companies', params.sector, params.status, params.q, params.sort && `by-${params.sort.replace(/^-/, '')}${params.sort.startsWith('-') ? '-desc' : ''}`) };
 }
 
 /** What ended or fixed a company's private marks, in a few words; "Private" when nothing did. */
@@ -361,11 +153,14 @@ function companyRow(c) {
   const m = c.latest_mark || {};
   const last = c.last_event;
   const outcome = outcomeWords(c);
+  const name = c.name || c.slug;
+  const aka = displayName(c).slice(name.length).replace(/^ \((.*)\)$/, '$1');
   // A mark whose series ended (a listing, a bankruptcy) says from when it is.
   const markDate = m.as_of_date && c.outcome && c.outcome.event_type !== 'acquisition' ? `as of ${m.as_of_date}` : '';
   return el('tr', {},
     el('th', { scope: 'row' },
       el('a', { href: `/explore/${encodeURIComponent(c.slug)}`, text: c.name || c.slug }),
+      aka ? el('span', { class: 'sub', text: `also ${aka}` }) : null,
       el('span', { class: 'sub narrow-only', text: `${c.sector || ''} · ${outcome}` })),
     el('td', { class: 'wide-only', text: c.sector || '' }),
     el('td', { class: 'wide-only nowrap', text: outcome }),
@@ -379,7 +174,7 @@ function companyRow(c) {
 function onFilters(event) {
   event.preventDefault();
   const query = new URLSearchParams();
-  for (const name of ['sort', 'sector', 'status']) {
+  for (const name of LIST_PARAMS) {
     const value = $(name).value.trim();
     if (value) query.set(name, value);
   }
@@ -480,6 +275,8 @@ async function renderBacktest(slug, name) {
     el('td', { class: 'num wide-only', text: `${(t.confidence * 100).toFixed(0)}%` }),
     el('td', { text: happened(t) }))));
   $('backtest-wrap').hidden = false;
+  $('backtest-download-box').hidden = false;
+  shown.backtest = targets;
   drawBacktest(targets);
   $('backtest-figure').hidden = false;
 }
@@ -557,7 +354,41 @@ function drawBacktest(targets) {
   }, grid, marks));
 }
 
+/* What the company page shows, for its downloads. */
+const shown = { slug: '', backtest: [] };
+
+const BACKTEST_COLUMNS = ['slug', 'kind', 'event_id', 'event_type', 'occurred_on', 'marked_on', 'gap_years',
+  'mark_usd', 'lower_80_usd', 'upper_80_usd', 'lower_95_usd', 'upper_95_usd', 'confidence',
+  'observed_usd', 'error_pct', 'above', 'inside_80', 'inside_95', 'hit'];
+
+/** The backtest table as CSV, written here (the API has no CSV form of it) with the API's
+ * rules: one row per scored target, its fields as the JSON names them, the bands split in two
+ * columns each; what this key may not read (a value withheld below Pro) is an empty cell. */
+function backtestCsv() {
+  const rows = shown.backtest.map((t) => [shown.slug, t.kind, t.event_id, t.event_type, t.occurred_on, t.marked_on,
+    t.gap_years, t.mark_usd, t.band_80 && t.band_80.lower, t.band_80 && t.band_80.upper,
+    t.band_95 && t.band_95.lower, t.band_95 && t.band_95.upper, t.confidence,
+    t.observed_usd, t.error_pct, t.above, t.inside_80, t.inside_95, t.hit]);
+  return { text: toCsv(BACKTEST_COLUMNS, rows), filename: fileName(shown.slug, 'backtest') };
+}
+
+function wireCompanyDownloads() {
+  const base = () => `/v1/companies/${encodeURIComponent(shown.slug)}`;
+  const series = (coverage) => async () => ({
+    text: await fetchCsv(`${base()}/marks?coverage=${coverage}`),
+    filename: fileName(shown.slug, 'marks', coverage),
+  });
+  downloadButton($('series-download'), $('series-download-status'), series(80), 'The mark series download');
+  downloadButton($('series95-download'), $('series-download-status'), series(95), 'The mark series download');
+  downloadButton($('events-download'), $('events-download-status'), async () => ({
+    text: await fetchCsv(`${base()}/events`), filename: fileName(shown.slug, 'events'),
+  }), 'The events download');
+  downloadButton($('backtest-download'), $('backtest-download-status'), async () => backtestCsv(), 'The backtest download');
+}
+
 async function showCompany(slug) {
+  shown.slug = slug;
+  shown.backtest = [];
   $('company-view').hidden = false;
   $('back').hidden = false;
   $('lede').hidden = true;
@@ -628,6 +459,7 @@ function renderEvents(result, evs) {
     return;
   }
   $('events-wrap').hidden = evs.length === 0;
+  $('events-download-box').hidden = evs.length === 0;
   if (evs.length === 0) say($('events-error'), 'No events recorded for this company.');
   $('events-table').tBodies[0].replaceChildren(...evs.map((e) => el('tr', {},
     el('td', { class: 'nowrap', text: e.occurred_on }),
@@ -672,6 +504,8 @@ function renderSeries(s80, s95, evs) {
   chart.events = evs || [];
   chart.idx = -1;
   $('chart-figure').hidden = false;
+  $('series-download-box').hidden = false;
+  $('series95-download').hidden = !p95;
   drawChart();
   new ResizeObserver(() => {
     if (Math.abs($('chart').clientWidth - chart.width) > 2) drawChart();
@@ -683,60 +517,9 @@ function renderSeries(s80, s95, evs) {
 
 const chart = { pts: [], p95: null, days: [], events: [], idx: -1, width: 0, geom: null };
 
-function dayNumber(date) {
-  const [y, m, d] = date.split('-').map(Number);
-  return Date.UTC(y, m - 1, d) / DAY_MS;
-}
-
 /** Index of the series day nearest to day number d (days are ascending). */
 function nearestIndex(d) {
-  const days = chart.days;
-  let lo = 0;
-  let hi = days.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (days[mid] < d) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo > 0 && d - days[lo - 1] < days[lo] - d ? lo - 1 : lo;
-}
-
-function logTicks(l0, l1) {
-  for (const factors of [[1, 2, 5], [1, 3], [1], [1, 1.5, 2, 3, 4, 5, 6, 8]]) {
-    const ticks = [];
-    for (let k = Math.floor(l0); k <= Math.ceil(l1); k += 1) {
-      for (const f of factors) {
-        const v = f * 10 ** k;
-        if (Math.log10(v) >= l0 && Math.log10(v) <= l1) ticks.push(v);
-      }
-    }
-    if (ticks.length >= 3 && ticks.length <= 8) return ticks;
-    if (factors.length === 8) return ticks;
-  }
-  return [];
-}
-
-const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
-
-function timeTicks(d0, d1, plotWidth) {
-  const first = new Date(d0 * DAY_MS);
-  const months = (d1 - d0) / 30.44;
-  for (const step of [1, 2, 3, 6, 12, 24, 60, 120]) {
-    const label = step >= 12 ? 44 : 72;
-    if ((months / step) * label > plotWidth) continue;
-    const ticks = [];
-    let y = first.getUTCFullYear();
-    let m = first.getUTCMonth() + 1;
-    for (;;) {
-      if (m === 12) { y += 1; m = 0; }
-      const t = Date.UTC(y, m, 1) / DAY_MS;
-      if (t > d1) break;
-      if ((y * 12 + m) % step === 0) ticks.push([t, step >= 12 ? String(y) : `${MONTHS[m]} ${y}`]);
-      m += 1;
-    }
-    return ticks;
-  }
-  return [];
+  return nearestIn(chart.days, d);
 }
 
 function drawChart() {
@@ -1065,38 +848,22 @@ async function route() {
 }
 
 function start() {
-  $('key-form').addEventListener('submit', (event) => {
-    event.preventDefault();
-    const input = $('api-key');
-    const key = input.value.trim();
-    input.value = '';
-    if (!key) {
-      $('key-status').textContent = 'Enter a key first: it starts with vmk_.';
-      return;
-    }
-    setKey(key);
-    changingKey = false;
-    usage = null;
-    budget.limit = null;
+  initKeyPanel(({ forgotten }) => {
+    if (forgotten) $('company-rows').replaceChildren();
+    sectorsFor = null;
     if (location.pathname.startsWith('/explore/')) location.reload();
     else route();
   });
-  $('change-key').addEventListener('click', () => {
-    changingKey = true;
-    showKeyStatus();
-    $('api-key').focus();
-  });
-  $('forget-key').addEventListener('click', () => {
-    forgetKey();
-    changingKey = false;
-    usage = null;
-    budget.limit = null;
-    $('company-rows').replaceChildren();
-    if (location.pathname.startsWith('/explore/')) location.reload();
-    else route();
+  companySearch({
+    input: $('q'),
+    list: $('q-list'),
+    status: $('q-status'),
+    onPick: (c) => { location.assign(`/explore/${encodeURIComponent(c.slug)}`); },
   });
   $('filters').addEventListener('submit', onFilters);
   $('load-more').addEventListener('click', () => loadPage(nextCursor, listRun));
+  downloadButton($('list-download'), $('list-download-status'), listCsv, 'The list download');
+  wireCompanyDownloads();
   window.addEventListener('popstate', route);
   route();
 }
