@@ -31,10 +31,11 @@ fn slugs(items: &[Value]) -> Vec<String> {
     items.iter().map(|c| c["slug"].as_str().unwrap().to_string()).collect()
 }
 
-/// The words of a text as the docs describe them: lowercase runs of letters and digits (the
-/// sample's names are ASCII, so no accent folding is needed here).
+/// The words of a text as the docs describe them: lowercase runs of letters and digits, an
+/// apostrophe dropped (the sample's names are ASCII, so no accent folding is needed here).
 fn words(text: &str) -> Vec<String> {
     text.to_lowercase()
+        .replace('\'', "")
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_string)

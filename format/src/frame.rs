@@ -34,13 +34,18 @@ pub fn render(page: &Page<'_>, asset_url: &dyn Fn(&str) -> Option<String>) -> St
             .replace("{{title}}", &escape_html(page.title))
             .replace("{{head}}", page.head)
             .replace("{{body}}", page.body);
-        for entry in ["/", "/explore", "/scorecard", "/docs"] {
+        // Every navigation entry's `{{current:PATH}}`, whichever entries the frame has.
+        while let Some(start) = out.find("{{current:") {
+            let Some(length) = out[start..].find("}}") else {
+                break;
+            };
+            let entry = &out[start + "{{current:".len()..start + length];
             let marker = if entry == page.current {
                 " aria-current=\"page\""
             } else {
                 ""
             };
-            out = out.replace(&format!("{{{{current:{entry}}}}}"), marker);
+            out.replace_range(start..start + length + 2, marker);
         }
         fill_asset_urls(&out, asset_url)
     };

@@ -2,7 +2,7 @@
 //! used by the builder to precompute the index and by the server to read a query.
 //!
 //! Text is compared in its search form: decomposed (NFKD), accents and other combining marks
-//! dropped, lowercased, anything but letters and digits a space. A query matches a company when
+//! dropped, apostrophes dropped, lowercased, anything else but letters and digits a space. A query matches a company when
 //! each of its words is the start of one of the company's words (from its name, its aliases or
 //! its slug), so `cur` finds Cursor and `zhi ai` finds Zhipu AI. Matches whose name, alias or
 //! slug starts with the whole query rank first.
@@ -15,13 +15,14 @@ use crate::layout::{ArchivedIndex, SearchWord};
 /// How much of a query is read: longer queries name no company better.
 pub const MAX_QUERY_CHARS: usize = 100;
 
-/// The search form of a text: lowercase letters and digits, single spaces, no accents.
+/// The search form of a text: lowercase letters and digits, single spaces, no accents; an
+/// apostrophe joins what it stands between (Byju's is `byjus`).
 pub fn search_form(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut space = true;
     for c in text
         .nfkd()
-        .filter(|c| !is_combining_mark(*c))
+        .filter(|c| !is_combining_mark(*c) && !matches!(c, '\'' | '\u{2019}'))
         .flat_map(char::to_lowercase)
     {
         if c.is_alphanumeric() {
@@ -123,7 +124,8 @@ mod tests {
     #[test]
     fn search_form_drops_case_accents_and_punctuation() {
         assert_eq!(search_form("Société Générale (SG)"), "societe generale sg");
-        assert_eq!(search_form("  Byju's   (Think & Learn) "), "byju s think learn");
+        assert_eq!(search_form("  Byju's   (Think & Learn) "), "byjus think learn");
+        assert_eq!(search_form("Byju\u{2019}s"), "byjus");
         assert_eq!(search_form("Zürich"), "zurich");
         assert_eq!(search_form("---"), "");
     }

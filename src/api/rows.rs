@@ -164,16 +164,30 @@ pub fn series_export_range(
         let mut pieces = Vec::with_capacity(1 + index.companies.len() * 4);
         pieces.push(match form {
             Form::Json => {
-                let meta: serde_json::Value = serde_json::from_slice(&loaded.meta).unwrap_or_default();
-                let mut line = serde_json::to_vec(&serde_json::json!({
-                    "meta": meta,
-                    "export": "series",
-                    "coverage": coverage,
-                    "companies": index.companies.len(),
-                    "from": text(&range.from),
-                    "to": text(&range.to),
-                }))
-                .unwrap_or_default();
+                // As the stored export's first line, in its order, and the range after.
+                #[derive(serde::Serialize)]
+                struct Header<'a> {
+                    meta: &'a serde_json::value::RawValue,
+                    export: &'static str,
+                    coverage: u32,
+                    companies: usize,
+                    from: Option<String>,
+                    to: Option<String>,
+                }
+                let meta: Option<&serde_json::value::RawValue> = serde_json::from_slice(&loaded.meta).ok();
+                let mut line = meta
+                    .and_then(|meta| {
+                        serde_json::to_vec(&Header {
+                            meta,
+                            export: "series",
+                            coverage,
+                            companies: index.companies.len(),
+                            from: text(&range.from),
+                            to: text(&range.to),
+                        })
+                        .ok()
+                    })
+                    .unwrap_or_default();
                 line.push(b'\n');
                 Bytes::from(line)
             }

@@ -436,7 +436,8 @@ pub fn csv_meta(meta: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
 }
 
 /// Whether an `Accept` value prefers CSV to JSON: `text/csv` (or `text/*`) with a higher
-/// quality than `application/json` (or `application/*`, `*/*`); a tie is JSON.
+/// quality than `application/json` (or `application/x-ndjson`, the exports' JSON form,
+/// `application/*`, `*/*`); a tie is JSON.
 pub fn prefers_csv(accept: &str) -> bool {
     let (mut csv, mut json) = (0.0f32, 0.0f32);
     for range in accept.split(',') {
@@ -449,7 +450,7 @@ pub fn prefers_csv(accept: &str) -> bool {
             .clamp(0.0, 1.0);
         match media.as_str() {
             "text/csv" | "text/*" => csv = csv.max(quality),
-            "application/json" | "application/*" => json = json.max(quality),
+            "application/json" | "application/x-ndjson" | "application/*" => json = json.max(quality),
             // Covers JSON as much as CSV, and a tie is JSON.
             "*/*" => json = json.max(quality),
             _ => {}
@@ -521,5 +522,7 @@ mod tests {
         assert!(!prefers_csv("text/csv, application/json"));
         assert!(!prefers_csv("text/html"));
         assert!(!prefers_csv("text/csv;q=0"));
+        assert!(!prefers_csv("application/x-ndjson, text/csv;q=0.5"));
+        assert!(!prefers_csv("text/csv, application/x-ndjson"));
     }
 }

@@ -49,7 +49,13 @@ pub const DAYS_PER_YEAR: f64 = 365.25;
 
 pub fn round_to(value: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
-    (value * scale).round() / scale
+    let rounded = (value * scale).round() / scale;
+    // -0.0 (a small negative rounded away) is published as 0.
+    if rounded == 0.0 {
+        0.0
+    } else {
+        rounded
+    }
 }
 
 /// Whole US dollars, as every amount is published.
