@@ -147,7 +147,8 @@ impl App {
         let mut state = State::new(&settings.access, &settings.exports, files.resolved, files.cursor_key);
         if let Some(url) = &settings.fleet.budget_store {
             let timeout = settings.fleet.budget_store_timeout;
-            let store = SharedBudgets::connect(url, timeout).context("--budget-store")?;
+            let store =
+                SharedBudgets::connect(url, timeout, settings.fleet.budget_lease_window).context("--budget-store")?;
             tracing::info!(store = %store.address, timeout_ms = timeout.as_millis() as u64, "budgets shared through the store");
             state = state.with_shared_budgets(store);
         }

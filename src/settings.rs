@@ -228,8 +228,9 @@ pub struct Exports {
 #[command(next_help_heading = "Fleet")]
 pub struct Fleet {
     /// Share per-key budgets (and the failed-authentication throttle) between replicas through
-    /// Redis or Valkey, at `redis://[USER:PASSWORD@]HOST:PORT[/DB]`. Without it, budgets are per
-    /// process.
+    /// Redis or Valkey, at `redis://[USER:PASSWORD@]HOST:PORT[/DB]`, or a Redis Cluster at
+    /// `redis-cluster://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]` (any of its nodes). Without it,
+    /// budgets are per process.
     #[arg(long, value_name = "URL", alias = "budgets")]
     pub budget_store: Option<String>,
     /// With --budget-store: how long to wait for the store before metering a request with this
@@ -237,6 +238,12 @@ pub struct Fleet {
     #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = millis_at_least::<1>,
           alias = "budgets-timeout-ms")]
     pub budget_store_timeout: Duration,
+    /// With --budget-store: how much of a key's per-minute budget one round trip may lease to
+    /// this replica, spent here without asking again (held at most 1 s, the rest returned). A
+    /// key under 600/min at the default leases one token a time, as with no lease; 0 turns
+    /// leasing off. The overshoot this allows is stated in docs/fleet.md.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = millis_at_least::<0>)]
+    pub budget_lease_window: Duration,
 }
 
 /// Agents: the Model Context Protocol endpoint.

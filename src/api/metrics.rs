@@ -262,7 +262,7 @@ impl Metrics {
             let store_counters = [
                 (
                     "marks_budget_store_calls_total",
-                    "Round trips to the shared budget store (one per metered request it decided).",
+                    "Round trips to the shared budget store (each leases one token or more).",
                     &counters.calls,
                 ),
                 (
@@ -279,6 +279,16 @@ impl Metrics {
                     "marks_budget_noted_denials_total",
                     "Requests refused from a recent refusal by the shared store, without a round trip.",
                     &counters.noted_denials,
+                ),
+                (
+                    "marks_budget_leased_total",
+                    "Requests admitted with a token this replica leased earlier, without a round trip.",
+                    &counters.leased,
+                ),
+                (
+                    "marks_budget_store_rebuilds_total",
+                    "Cluster connections rebuilt after calls to the store timed out.",
+                    &counters.rebuilds,
                 ),
             ];
             write_counters(out, &store_counters)?;

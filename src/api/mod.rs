@@ -474,7 +474,11 @@ impl<'a, B> Exchange<'a, B> {
         match (&self.budgeting, &state.budgets.shared) {
             (Budgeting::Shared, Some(store)) => {
                 let bucket = bucket.to_owned();
-                match store.noted_denial(&bucket, self.now) {
+                // A refusal noted, or a token leased earlier: no round trip.
+                match store
+                    .noted_denial(&bucket, self.now)
+                    .or_else(|| store.take_leased(&bucket, limit, self.now))
+                {
                     Some(decision) => Ok(decision),
                     None => Err(Stop::AskStore(bucket, limit)),
                 }

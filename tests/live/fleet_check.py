@@ -1,8 +1,10 @@
 """The fleet, on one machine, with real processes: redis-server, an S3-compatible store
 (moto_server), nginx with the shipped deploy/nginx.conf, and three `marks serve` replicas pulling
-snapshots from the store and sharing budgets through Redis. Asserts with exact counts what
-README "Fleet" promises; with --publishes N it also measures publication latency (the README's
-figure). Every process it starts is stopped by its PID at the end, even on failure.
+snapshots from the store and sharing budgets through Redis; then the same budgets on a Redis
+Cluster (three masters, three replicas, made with `redis-cli --cluster create`), with a master
+killed under load. Asserts with exact counts what docs/fleet.md promises; with --publishes N it
+also measures publication latency (the README's figure). Every process it starts is stopped by
+its PID at the end, even on failure.
 
 Run by tests/live/fleet-check.sh, which installs the parts and builds the binary.
 """
@@ -30,6 +32,9 @@ BUCKET = "marks-fleet"
 PREFIX = "prod"
 POLL_MS = 500
 RESEARCH_PER_MIN = 60
+# A key whose budget leases several tokens a round trip: 3000/min over the 100 ms lease window.
+LEASED_PER_MIN = 3000
+LEASE = LEASED_PER_MIN * 100 // 60_000
 
 
 class Fleet:
@@ -72,6 +77,58 @@ class Fleet:
         return os.path.join(self.work, f"{name}.log")
 
     # --- parts -----------------------------------------------------------------------------
+
+    def start_cluster(self):
+        """Six redis-server nodes in cluster mode, made a cluster of three masters and three
+        replicas with `redis-cli --cluster create`; returns the --budget-store URL."""
+        ports = []
+        while len(ports) < 6:
+            port = free_port()
+            # Each node also listens on its cluster bus, port + 10000.
+            if port + 10000 < 65536 and port_free(port + 10000) and port not in ports:
+                ports.append(port)
+        for port in ports:
+            directory = os.path.join(self.work, f"cluster-{port}")
+            os.makedirs(directory)
+            self.start(
+                f"cluster{port}",
+                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", directory,
+                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                 "--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no",
+                 "--save", "", "--appendonly", "no"],
+                port=port,
+            )  # fmt: skip
+        subprocess.run(
+            ["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports], "--cluster-replicas", "1",
+             "--cluster-yes"],
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        self.cluster_ports = ports
+        wait_until("the cluster is formed", lambda: all(cluster_ok(p, 6) for p in ports), 30)
+        # A replica that has not finished its first sync cannot take over from its master.
+        wait_until("every replica has synced", lambda: all(synced(p) for p in ports), 30)
+        return "redis-cluster://" + ",".join(f"127.0.0.1:{p}" for p in ports[:3])
+
+    def key_id(self, tenant):
+        listed = subprocess.run([self.marks, "keys", "list", "--keys", self.keys], check=True, capture_output=True,
+                                text=True).stdout
+        ids = [line.split()[0] for line in listed.splitlines() if line.split()[1:2] == [tenant]]
+        assert len(ids) == 1, listed
+        return ids[0]
+
+    def master_of(self, store_key):
+        """The port of the master that holds a key's slot now (None while none does, as during
+        a failover)."""
+        alive = [p for p in self.cluster_ports if f"cluster{p}" in self.processes]
+        slot = int(redis_cli(alive[0], "cluster", "keyslot", store_key))
+        for line in redis_cli(alive[0], "cluster", "nodes").splitlines():
+            fields = line.split()
+            if "master" in fields[2] and "fail" not in fields[2]:
+                for ranges in fields[8:]:
+                    low, _, high = ranges.partition("-")
+                    if low.isdigit() and int(low) <= slot <= int(high or low):
+                        return int(fields[1].split("@")[0].rsplit(":", 1)[1])
+        return None
 
     def start_redis(self):
         port = self.ports.setdefault("redis", free_port())
@@ -126,13 +183,13 @@ class Fleet:
         )
         return done.stdout.strip()
 
-    def issue(self, tier, rate=None):
-        argv = [self.marks, "keys", "issue", "--keys", self.keys, "--tier", tier, "--tenant", "fleet"]
+    def issue(self, tier, rate=None, tenant="fleet"):
+        argv = [self.marks, "keys", "issue", "--keys", self.keys, "--tier", tier, "--tenant", tenant]
         if rate:
             argv += ["--rate-per-min", str(rate)]
         return subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip()
 
-    def start_replica(self, index):
+    def start_replica(self, index, store=None):
         name = f"replica{index}"
         port = self.ports.setdefault(name, free_port())
         argv = [
@@ -140,7 +197,7 @@ class Fleet:
             "--snapshot-from", f"s3://{BUCKET}/{PREFIX}",
             "--snapshot-cache", os.path.join(self.work, f"cache-{index}"),
             "--poll-interval-ms", str(POLL_MS),
-            "--budgets", f"redis://127.0.0.1:{self.ports['redis']}",
+            "--budgets", store or f"redis://127.0.0.1:{self.ports['redis']}",
             # The exact counts must not depend on the machine's speed: on a loaded 2-core box a
             # process can stall past the 5 ms default, and a replica would then meter locally.
             # A stopped Redis still fails at once (connection refused), so fallback is tested.
@@ -200,6 +257,33 @@ def get(url, key=None, raw=False):
         status, headers, body = error.code, error.headers, error.read()
     text = body.decode()
     return status, headers, text if raw else (json.loads(text) if text else None)
+
+
+def redis_cli(port, *argv):
+    return subprocess.run(["redis-cli", "-p", str(port), *argv], check=True, capture_output=True, text=True).stdout
+
+
+def cluster_ok(port, nodes):
+    try:
+        info = redis_cli(port, "cluster", "info")
+    except subprocess.CalledProcessError:
+        return False
+    return "cluster_state:ok" in info and f"cluster_known_nodes:{nodes}" in info
+
+
+def synced(port):
+    """A master, or a replica whose link to its master is up."""
+    info = redis_cli(port, "info", "replication")
+    return "role:master" in info or "master_link_status:up" in info
+
+
+def port_free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def free_port():
@@ -283,20 +367,47 @@ def spend(base, key, count, midway=None):
     return answers, time.monotonic() - started
 
 
-def check_exact_budget(answers, elapsed, replicas_sharing=1, label=""):
-    """At most what the budget allows across the fleet: 60 at once, plus what refilled while
-    the requests ran (one a second), plus one for the token refilling as the count is taken."""
-    refill = int(elapsed * RESEARCH_PER_MIN / 60)
-    allowed = replicas_sharing * (RESEARCH_PER_MIN + refill + 1)
+def spend_round_robin(urls, key, count, midway=None):
+    """`spend`, the requests going to each replica in turn (no balancer in between)."""
+    answers = []
+    started = time.monotonic()
+    for i in range(count):
+        if midway and i == count // 3:
+            midway()
+        status, headers, _ = get(urls[i % len(urls)] + "/v1/companies?limit=1", key)
+        answers.append((status, headers))
+    return answers, time.monotonic() - started
+
+
+def spend_until_refused(urls, key, refusals=30):
+    """Round robin until the budget has refused `refusals` requests, however fast this machine
+    sends them: the bound is checked against the time they took."""
+    answers = []
+    started = time.monotonic()
+    i = 0
+    while sum(1 for status, _ in answers if status == 429) < refusals:
+        status, headers, _ = get(urls[i % len(urls)] + "/v1/companies?limit=1", key)
+        answers.append((status, headers))
+        i += 1
+        assert i < 200_000, "the budget never refused"
+    return answers, time.monotonic() - started
+
+
+def check_exact_budget(answers, elapsed, replicas_sharing=1, label="", per_min=RESEARCH_PER_MIN, leased=0):
+    """At most what the budget allows across the fleet: the budget at once, plus what refilled
+    while the requests ran, plus one for the token refilling as the count is taken, plus the
+    tokens the replicas may hold from leases granted before (`leased` in all: docs/fleet.md)."""
+    refill = int(elapsed * per_min / 60)
+    allowed = replicas_sharing * (per_min + refill + 1) + leased
     granted = sum(1 for status, _ in answers if status == 200)
     refused = [headers for status, headers in answers if status == 429]
     others = [status for status, _ in answers if status not in (200, 429)]
     assert not others, f"{label}: answers other than 200 and 429: {others}"
     assert granted <= allowed, f"{label}: {granted} answered 200, more than {allowed}"
-    assert granted >= RESEARCH_PER_MIN, f"{label}: only {granted} answered 200, fewer than the budget"
+    assert granted >= per_min - leased, f"{label}: only {granted} answered 200, fewer than the budget"
     assert refused, f"{label}: nothing was refused: the budget did not hold"
     for headers in refused:
-        assert headers["X-RateLimit-Limit"] == str(RESEARCH_PER_MIN), headers
+        assert headers["X-RateLimit-Limit"] == str(per_min), headers
         assert headers["X-RateLimit-Remaining"] == "0", headers
         assert int(headers["Retry-After"]) >= 1, headers
     return granted, allowed
@@ -334,6 +445,9 @@ def run(fleet, args):
     # One fresh research key per budget check, issued before the replicas start (checking that
     # a replica knows a key would spend some of its budget).
     research_keys = [fleet.issue("research") for _ in range(3)]
+    # And for the cluster: a research key before, during and after a master fails; a key that leases.
+    cluster_keys = [fleet.issue("research", tenant=f"cluster-{n}") for n in range(3)]
+    leased_key = fleet.issue("business", rate=LEASED_PER_MIN)
 
     # A replica refuses to start with nothing published and nothing cached.
     refused = subprocess.run(
@@ -465,7 +579,82 @@ def run(fleet, args):
     granted, allowed = check_exact_budget(answers, elapsed, label="replica killed")
     ok(f"replica3 killed mid-load: {served} requests through nginx, none failed; the research key got "
        f"{granted} of 150 (at most {allowed})")
+
+    check_cluster(fleet, cluster_keys, leased_key, load_key)
     print("fleet check passed", flush=True)
+
+
+def check_cluster(fleet, research, leased_key, load_key):
+    """6. The same budgets on a Redis Cluster: exact across three replicas, a leased key within
+    its stated bound, and a master killed under load."""
+    store = fleet.start_cluster()
+    for index in (1, 2):
+        fleet.stop(f"replica{index}")
+    for index in (4, 5, 6):
+        fleet.start_replica(index, store=store)
+    urls = [fleet.replica_url(i) for i in (4, 5, 6)]
+    for index in (4, 5, 6):
+        assert fleet.readyz(index)["budgets"] == {"mode": "shared", "store": store}, fleet.readyz(index)
+    ok(f"a Redis Cluster of 3 masters and 3 replicas (redis-cli --cluster create); 3 replicas on {store}")
+
+    answers, elapsed = spend_round_robin(urls, research[0], 150)
+    granted, allowed = check_exact_budget(answers, elapsed, label="cluster")
+    fallbacks = sum(fleet.metric(i, "marks_budget_fallbacks_total") for i in (4, 5, 6))
+    assert fallbacks == 0, f"{fallbacks} requests metered locally on the cluster"
+    ok(f"cluster: research key, 150 requests round robin: {granted} answered 200 (at most {allowed}), "
+       f"the rest 429")
+
+    # A key that leases LEASE tokens a round trip: exact within R x (L - 1), few round trips.
+    calls_before = sum(fleet.metric(i, "marks_budget_store_calls_total") for i in (4, 5, 6))
+    answers, elapsed = spend_until_refused(urls, leased_key)
+    count = len(answers)
+    held = 3 * (LEASE - 1)
+    granted, allowed = check_exact_budget(answers, elapsed, label="leased", per_min=LEASED_PER_MIN, leased=held)
+    calls = sum(fleet.metric(i, "marks_budget_store_calls_total") for i in (4, 5, 6)) - calls_before
+    leased = sum(fleet.metric(i, "marks_budget_leased_total") for i in (4, 5, 6))
+    assert leased > 0 and calls < granted, (calls, granted, leased)
+    ok(f"cluster: a {LEASED_PER_MIN}/min key leasing {LEASE} tokens a round trip: {granted} of {count} answered "
+       f"200 in {elapsed:.1f}s (at most {allowed}: budget, refill, one, and 3 x {LEASE - 1} held), "
+       f"{calls:.0f} round trips")
+
+    # A master killed while the load runs and a research key spends: every request answered
+    # (on local buckets while the cluster fails over, bounded), then shared and exact again.
+    store_key = f"marks:budget:key:{fleet.key_id('cluster-1')}"
+    master = fleet.master_of(store_key)
+    assert master is not None, store_key
+    load = Load(urls[0], load_key)
+    load_on = Load(urls[1], load_key)
+    killed = []
+
+    def kill_master():
+        fleet.stop(f"cluster{master}", signal.SIGKILL)
+        killed.append(time.monotonic())
+
+    answers, elapsed = spend_round_robin(urls, research[1], 250, midway=kill_master)
+    granted, allowed = check_exact_budget(answers, elapsed, replicas_sharing=3, label="master killed")
+    survivors = [p for p in fleet.cluster_ports if p != master]
+    try:
+        wait_until("the cluster fails over", lambda: cluster_ok(survivors[0], 6) and
+                   fleet.master_of(store_key) not in (None, master), 30)
+    except AssertionError:
+        print(redis_cli(survivors[0], "cluster", "info"), redis_cli(survivors[0], "cluster", "nodes"), flush=True)
+        raise
+    failed_over = time.monotonic() - killed[0]
+
+    def shared_again(index):
+        get(fleet.replica_url(index) + "/v1/companies?limit=1", load_key)
+        return fleet.readyz(index)["budgets"]["mode"] == "shared"
+
+    for index in (4, 5, 6):
+        wait_until(f"replica{index} returns to shared budgets", lambda: shared_again(index), 30)
+    served = load.stop() + load_on.stop()
+    ok(f"master 127.0.0.1:{master} killed under load: {served} requests, none failed; the cluster failed over in "
+       f"{failed_over:.1f}s; the research key got {granted} of 250 meanwhile (at most {allowed}: 3 replicas' own "
+       f"buckets while the store did not answer)")
+
+    answers, elapsed = spend_round_robin(urls, research[2], 150)
+    granted, allowed = check_exact_budget(answers, elapsed, label="after failover")
+    ok(f"after the failover, a research key round robin: {granted} of 150 answered 200 (at most {allowed}): exact again")
 
 
 if __name__ == "__main__":
