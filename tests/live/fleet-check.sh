@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The fleet on one machine, with real processes: redis-server, an S3-compatible store
-# (moto_server), nginx with deploy/nginx.conf and three replicas. tests/live/fleet_check.py
-# asserts the shared budgets, publication, refusals, a Redis outage and a replica killed
-# mid-load. Installs what it needs: redis-server and nginx from Debian's packages, moto[server]
+# (moto_server), nginx with deploy/nginx.conf and three replicas; then a six-node Redis Cluster
+# made with redis-cli --cluster create. tests/live/fleet_check.py asserts the shared budgets,
+# publication, refusals, a Redis outage, a replica killed mid-load, and on the cluster exact and
+# leased budgets and a master killed under load. Installs what it needs: redis-server and nginx from Debian's packages, moto[server]
 # into target/fleet-venv. Every process it starts is stopped by its PID, even on failure.
 #   bash tests/live/fleet-check.sh [--publishes N]
 set -euo pipefail
