@@ -79,10 +79,11 @@ echo "--- schemathesis: the routes that answer CSV, asked for CSV"
 "$venv/bin/schemathesis" --config-file .ci/schemathesis.toml run "$document" \
   --url "$base" --checks all -H "X-API-Key: $ci_key" -H "Accept: text/csv" --workers 2 --seed 1 \
   --include-operation-id listCompanies --include-operation-id getMarkSeries \
-  --include-operation-id getMarkEvents --include-operation-id getExport \
+  --include-operation-id getMarkEvents --include-operation-id getIndex \
+  --include-operation-id getIndexConstituents --include-operation-id getExport \
   --include-operation-id getSeriesExport
 
-echo "--- CSV against JSON, row for row, for every company (standard library only)"
+echo "--- CSV against JSON, row for row, for every company and every index (standard library only)"
 python3 tests/live/csv_check.py --base-url "$base" --api-key "$ci_key"
 
 echo "--- Python client example against the live server"

@@ -2,9 +2,11 @@
 
 With the standard library only (urllib, csv, json, gzip), against a live server and an
 enterprise key: every page of the company list (several filters, a search among them), every
-company's series at coverage 80 and 95 (whole, and cut to a range), its events, the companies
-export and the series export at both coverages (whole, and cut to a range). Each CSV body is
-parsed by Python's csv module and must equal its JSON row for row, cell for cell:
+company's series at coverage 80 and 95 (whole, and cut to a range), its events, every index's
+series at 80 and 95 (whole, and cut to a range) and the constituents of every index on its first,
+middle and last day at both coverages, the companies export and the series export at both
+coverages (whole, and cut to a range). Each CSV body is parsed by Python's csv module and must
+equal its JSON row for row, cell for cell:
 
 * the columns of a company row stand for the JSON fields of the same name, except
   lower_80_usd/upper_80_usd (latest_mark.lower_usd/upper_usd), lower_95_usd/upper_95_usd
@@ -17,7 +19,10 @@ parsed by Python's csv module and must equal its JSON row for row, cell for cell
 
 It also checks the framing (a header row, CRLF line ends, the media type), that meta is in the
 X-* headers, that a CSV page's X-Next-Cursor is its JSON page's next_cursor, and that the
-exports decode to the same table with and without gzip.
+exports decode to the same table with and without gzip. Of the indices it checks besides that
+the list's first and last days and latest point are the series' (at 80), and that a day's
+constituents are as many as the series says, at its level, largest first, weighted by their
+marks, each mark and band the company's own series' of that day.
 
     python tests/live/csv_check.py --base-url URL [--api-key KEY]
 """
@@ -67,6 +72,8 @@ COMPANY_COLUMNS = [
 EXPORT_COLUMNS = COMPANY_COLUMNS[:9] + ["lower_95_usd", "upper_95_usd"] + COMPANY_COLUMNS[9:]
 SERIES_COLUMNS = ["slug", "date", "mark_usd", "lower_usd", "upper_usd"]
 EVENT_COLUMNS = ["slug", "event_id", "occurred_on", "event_type", "valuation_usd", "source_url", "note"]
+INDEX_COLUMNS = ["index", "date", "level", "lower", "upper", "constituents"]
+CONSTITUENT_COLUMNS = ["index", "date", "slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd"]
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -277,6 +284,81 @@ def check_company(api, slug):
     return len(events["events"])
 
 
+def index_rows(index, points):
+    return [[index] + [p[column] for column in INDEX_COLUMNS[1:]] for p in points]
+
+
+def check_constituents(api, index, point, coverage):
+    """The constituents of ``index`` on ``point``'s day, CSV against JSON, and against the day of
+    the index's series and each company's own series."""
+    day = point["date"]
+    path = f"/v1/indices/{index}/constituents"
+    params = {"date": day, "coverage": coverage}
+    body = api.json(path, params)
+    what = f"{path} {params}"
+    assert (body["index"], body["date"], str(body["coverage"])) == (index, day, coverage), what
+    assert body["level"] == point["level"], f"{what}: level {body['level']} != the series' {point['level']}"
+    members = body["constituents"]
+    assert len(members) == int(point["constituents"]), f"{what}: {len(members)} != {point['constituents']}"
+    headers, csv_body = api.csv(path, params)
+    check_meta(headers, body["meta"], what)
+    check_vary(headers, what)
+    rows, quoting = table(csv_body, CONSTITUENT_COLUMNS)
+    expected = [[index, day] + [m[column] for column in CONSTITUENT_COLUMNS[2:]] for m in members]
+    compare(rows, quoting, expected, what)
+    # Largest mark first (ties by slug), weighted by the marks, each the company's own of the day.
+    order = [(-int(m["mark_usd"]), m["slug"]) for m in members]
+    assert order == sorted(order), f"{what}: not largest first"
+    total = sum(int(m["mark_usd"]) for m in members)
+    for m in members:
+        assert abs(float(m["weight"]) - int(m["mark_usd"]) / total) <= 5e-7, (what, m)
+        own = api.json(f"/v1/companies/{m['slug']}/marks", {"coverage": coverage, "from": day, "to": day})
+        assert len(own["series"]) == 1, (what, m["slug"])
+        mark = own["series"][0]
+        assert [m[c] for c in ("mark_usd", "lower_usd", "upper_usd")] == [
+            mark[c] for c in ("mark_usd", "lower_usd", "upper_usd")
+        ], f"{what}: {m['slug']} is not its own series' {mark}"
+    return len(members)
+
+
+def check_indices(api):
+    listed = api.json("/v1/indices")
+    indices = listed["indices"]
+    assert indices and indices[0]["index"] == "all", [i["index"] for i in indices]
+    days = members = 0
+    for item in indices:
+        index = item["index"]
+        path = f"/v1/indices/{index}"
+        for coverage in ("80", "95"):
+            series = api.json(path, {"coverage": coverage})
+            points = series["series"]
+            assert points, f"{path}: no days"
+            headers, body = api.csv(path, {"coverage": coverage})
+            check_meta(headers, series["meta"], path)
+            check_vary(headers, path)
+            rows, quoting = table(body, INDEX_COLUMNS)
+            compare(rows, quoting, index_rows(index, points), f"{path}?coverage={coverage}")
+            days += len(points)
+            if coverage == "80":
+                assert (item["first_date"], item["last_date"]) == (points[0]["date"], points[-1]["date"]), index
+                assert item["latest"] == points[-1], f"{index}: latest {item['latest']} != {points[-1]}"
+                assert points[0]["level"] == listed["base_level"], f"{index} does not start at the base level"
+            start, end = points[len(points) // 3]["date"], points[2 * len(points) // 3]["date"]
+            cut = [p for p in points if start <= p["date"] <= end]
+            params = {"coverage": coverage, "from": start, "to": end}
+            assert api.json(path, params)["series"] == cut, f"{path} {params}: the range is not the cut"
+            headers, body = api.csv(path, params)
+            rows, quoting = table(body, INDEX_COLUMNS)
+            compare(rows, quoting, index_rows(index, cut), f"{path} {params}")
+            # Constituents on the first, middle and last day (every index at 80, the first two at 95).
+            if coverage == "80" or index in ("all", indices[1]["index"]):
+                for point in (points[0], points[len(points) // 2], points[-1]):
+                    members += check_constituents(api, index, point, coverage)
+        last = api.json(f"/v1/indices/{index}/constituents")
+        assert last["date"] == item["last_date"] and str(last["coverage"]) == "80", (index, last["date"])
+    return len(indices), days, members
+
+
 def check_exports(api, companies):
     lines = api.ndjson("/v1/export", gzip_ok=True)
     assert lines[0]["export"] == "companies", lines[0]
@@ -349,6 +431,12 @@ def main():
     print(
         f"ok: {len(everyone)} companies: series at 80 and 95 (whole and a third cut out by from/to) "
         f"and {events} events equal their JSON",
+        flush=True,
+    )
+    indices, days, members = check_indices(api)
+    print(
+        f"ok: {indices} indices: {days} days at 80 and 95 (whole and a third cut out by from/to) and "
+        f"{members} constituents on three days of each equal their JSON, the series and the companies' own marks",
         flush=True,
     )
     points = check_exports(api, len(everyone))

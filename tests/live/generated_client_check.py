@@ -8,7 +8,8 @@ targets read in both forms (without a key: public; with the key, which must be p
 full) told apart by their disclosure, the exports read line by line into their models and
 resumed by range, the changes since an earlier version walked page by page, and an error body
 parsed as its problem type; a search by a brand name, the sectors and their counts, every
-company's aliases, and a series and a series export cut to a date range. A change to the document that breaks generated clients fails here.
+company's aliases, a series and a series export cut to a date range, and the indices (the list,
+a series cut to a range at 95%, a day's constituents, an unknown id). A change to the document that breaks generated clients fails here.
 
     python tests/live/generated_client_check.py --base-url URL --api-key KEY --since EARLIER_VERSION \
         [--research-key KEY] [--free-key KEY]
@@ -25,6 +26,8 @@ from marks_client.api.default import (
     get_changes,
     get_company,
     get_export,
+    get_index,
+    get_index_constituents,
     get_mark_events,
     get_mark_series,
     get_open_api,
@@ -36,6 +39,7 @@ from marks_client.api.default import (
     get_usage,
     healthz,
     list_companies,
+    list_indices,
     list_sectors,
     metrics,
     readyz,
@@ -49,6 +53,9 @@ from marks_client.models import (
     CompanyProfileResponse,
     CompanySort,
     GapBucket,
+    IndexConstituentsResponse,
+    IndexSeriesResponse,
+    IndicesResponse,
     Coverage,
     LastEvent,
     Outcome,
@@ -134,6 +141,23 @@ def main():
     ok(f"q=cursor finds {found.companies[0].name}; {len(sectors.sectors)} sectors counting "
        f"{len(everyone.companies)} companies; stripe's January 2026 is {len(cut.series)} days, and "
        f"the series export cut to it has {len(ranged_lines) - 1} lines; from after to is {backwards.code.value}")
+
+    # The indices: the list, a series cut to a range at 95%, a day's constituents, an unknown id.
+    indices = list_indices.sync(client=client)
+    assert isinstance(indices, IndicesResponse) and indices.indices[0].index == "all", indices
+    assert indices.base_level == 100 and indices.indices[0].sector is None
+    assert {i.sector for i in indices.indices[1:]} == {s.sector for s in sectors.sectors}
+    fintech = next(i for i in indices.indices if i.index == "fintech")
+    levels = get_index.sync("fintech", client=client, coverage=Coverage.COVERAGE_95, from_=first, to=last)
+    assert isinstance(levels, IndexSeriesResponse) and len(levels.series) == 31, levels
+    assert all(p.lower <= p.level <= p.upper for p in levels.series)
+    members = get_index_constituents.sync("fintech", client=client, date=fintech.last_date)
+    assert isinstance(members, IndexConstituentsResponse) and members.level == fintech.latest.level, members
+    assert len(members.constituents) == fintech.latest.constituents
+    unknown = get_index.sync("biotech", client=client)
+    assert isinstance(unknown, ProblemDetail) and unknown.status == 404, unknown
+    ok(f"{len(indices.indices)} indices; fintech's January 2026 at 95% is {len(levels.series)} days, and on "
+       f"{fintech.last_date} it holds {len(members.constituents)} companies at {members.level}")
 
     slug = walked[0].slug
     profile = get_company.sync(slug, client=client)
