@@ -44,6 +44,7 @@ KEYS: dict[str, tuple[str, int | None]] = {
     "free_example": ("free", None),
     "free_backtest": ("free", None),
     "free_find": ("free", None),
+    "free_indices": ("free", None),
     "slow_sync": ("research", 30),  # one request every 2 s once spent: Retry-After 2
     "slow_async": ("research", 30),
     "cap_sync": ("research", 2),  # a refill every 30 s: spent in two requests

@@ -41,7 +41,7 @@ from ._core import (
 )
 from ._deadline import DEADLINE, install
 from ._export import Download, ExportParser, FileTransfer, StreamTransfer
-from ._frames import series_csv_frame
+from ._frames import index_csv_frame, series_csv_frame
 from .errors import RangeNotSatisfiable
 from .models import (
     Backtest,
@@ -54,6 +54,9 @@ from .models import (
     ExportCompany,
     ExportHeader,
     ExportSeries,
+    IndexConstituents,
+    IndexSeries,
+    Indices,
     Meta,
     Resolution,
     Scorecard,
@@ -505,6 +508,81 @@ class AsyncClient:
         gives one row per target.
         """
         return from_json(Backtest, await self._json(calls.get_backtest(slug)))
+
+    # ---------------------------------------------------------------------------------------
+    # Indices
+
+    @operation("listIndices")
+    async def indices(self) -> Indices:
+        """The private-market indices (research and above): ``all``, then one per sector, each
+        with its first and last day and its latest level with the 80% band. Indexable by id;
+        ``.to_pandas()`` gives one row each."""
+        return from_json(Indices, await self._json(calls.list_indices()))
+
+    @operation("getIndex")
+    async def index(
+        self,
+        id: str,
+        coverage: Optional[int] = None,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+    ) -> IndexSeries:
+        """An index's daily levels with their band at ``coverage`` (80, the default, or 95: pro
+        and above) and how many companies it holds each day.
+
+        ``id`` is ``"all"`` or a sector's name (``indices()`` lists them; another one is
+        ``NotFound``, one outside the slug grammar ``InvalidSlug`` before any request).
+        ``start`` and ``end`` keep the days between them, both included, as in ``series()``.
+        """
+        return from_json(IndexSeries, await self._json(calls.get_index(id, coverage, start, end)))
+
+    @operation("getIndex")
+    async def index_frame(
+        self,
+        id: str,
+        coverage: Optional[int] = None,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+    ) -> pd.DataFrame:
+        """The index's days as ``index(...).to_pandas()`` has them (indexed by date: level,
+        lower, upper, constituents), read from the API's CSV form. Needs pandas."""
+        text = await self._csv(calls.get_index(id, coverage, start, end))
+        meta = text.meta.to_dict() if text.meta is not None else None
+        return index_csv_frame(io.StringIO(text), meta, index=id, coverage=coverage or 80)
+
+    @operation("getIndex")
+    async def index_csv(
+        self,
+        id: str,
+        coverage: Optional[int] = None,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+    ) -> calls.CsvText:
+        """The index's days as CSV: ``index,date,level,lower,upper,constituents``, one row per
+        day (a ``str`` with ``.meta``; see ``companies_csv``)."""
+        return await self._csv(calls.get_index(id, coverage, start, end))
+
+    @operation("getIndexConstituents")
+    async def index_constituents(
+        self, id: str, date: Optional[calls.DateLike] = None, coverage: Optional[int] = None
+    ) -> IndexConstituents:
+        """The companies in an index on ``date`` (the index's last day when None), largest mark
+        first, each with its mark and band of that day at ``coverage`` (80 or 95: pro) and its
+        weight. A date that is not a day of the index is ``InvalidParameter``.
+        ``.to_pandas()`` gives one row per company."""
+        call = calls.get_index_constituents(id, date, coverage)
+        return from_json(IndexConstituents, await self._json(call))
+
+    @operation("getIndexConstituents")
+    async def index_constituents_csv(
+        self, id: str, date: Optional[calls.DateLike] = None, coverage: Optional[int] = None
+    ) -> calls.CsvText:
+        """The constituents as CSV: ``index,date,slug,name,weight,mark_usd,lower_usd,upper_usd``
+        (a ``str`` with ``.meta``; see ``companies_csv``)."""
+        return await self._csv(calls.get_index_constituents(id, date, coverage))
 
     # ---------------------------------------------------------------------------------------
     # Account, keys, methodology

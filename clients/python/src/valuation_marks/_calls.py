@@ -82,6 +82,31 @@ def get_backtest(slug: str) -> Call:
     return Call(f"/v1/companies/{_slug(slug)}/backtest")
 
 
+def _index_id(index: str) -> str:
+    """An index id to put in a path: ``all`` or a sector's name, which have the slug grammar;
+    anything else would name another resource and raises ``InvalidSlug`` before any request."""
+    if not isinstance(index, str) or not SLUG.fullmatch(index):
+        raise InvalidSlug(
+            f"{index!r} is not an index id: all, or a sector's name as indices() gives it "
+            "(1 to 64 characters of a-z, 0-9 and '-')"
+        )
+    return index
+
+
+def list_indices() -> Call:
+    return Call("/v1/indices")
+
+
+def get_index(
+    index: str, coverage: Optional[int], start: Optional[DateLike] = None, end: Optional[DateLike] = None
+) -> Call:
+    return Call(f"/v1/indices/{_index_id(index)}", {"coverage": coverage, **date_range(start, end)})
+
+
+def get_index_constituents(index: str, day: Optional[DateLike], coverage: Optional[int]) -> Call:
+    return Call(f"/v1/indices/{_index_id(index)}/constituents", {"date": day, "coverage": coverage})
+
+
 def get_usage() -> Call:
     return Call("/v1/usage")
 

@@ -22,7 +22,11 @@ __all__ = [
     "backtest_frame",
     "companies_frame",
     "company_row",
+    "constituents_frame",
     "events_frame",
+    "index_csv_frame",
+    "index_frame",
+    "indices_frame",
     "require_pandas",
     "sectors_frame",
     "series_csv_frame",
@@ -52,6 +56,9 @@ COMPANY_COLUMNS = (
 )
 SERIES_COLUMNS = ("date", "mark_usd", "lower_usd", "upper_usd")
 EVENT_COLUMNS = ("occurred_on", "event_id", "event_type", "valuation_usd", "source_url", "note")
+INDEX_COLUMNS = ("date", "level", "lower", "upper", "constituents")
+INDICES_COLUMNS = ("index", "name", "sector", "first_date", "last_date", *INDEX_COLUMNS)
+CONSTITUENT_COLUMNS = ("slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd")
 TARGET_COLUMNS = (
     "slug",
     "event_id",
@@ -216,6 +223,67 @@ def series_frame(
     frame["date"] = _dates(pd, frame["date"])
     frame = frame.set_index("date")
     return _attrs(frame, meta, slug=slug, coverage=coverage)
+
+
+def indices_frame(indices: Iterable[Mapping[str, Any]], meta: MetaDict) -> pd.DataFrame:
+    """One row per index, indexed by its id: name, sector, first_date, last_date, then its
+    latest day's date, level, lower, upper and constituents."""
+    pd = require_pandas()
+    rows = [
+        (
+            *(item.get(name) for name in INDICES_COLUMNS[:5]),
+            *((item.get("latest") or {}).get(name) for name in INDEX_COLUMNS),
+        )
+        for item in indices
+    ]
+    frame = pd.DataFrame.from_records(rows, columns=INDICES_COLUMNS)
+    for name in ("first_date", "last_date", "date"):
+        frame[name] = _dates(pd, frame[name])
+    frame = frame.set_index("index")
+    return _attrs(frame, meta)
+
+
+def index_frame(
+    points: Iterable[Mapping[str, Any]], meta: MetaDict, *, index: str, coverage: int
+) -> pd.DataFrame:
+    """An index's days, indexed by date: level, lower, upper (floats), constituents (int64)."""
+    pd = require_pandas()
+    frame = pd.DataFrame.from_records(list(points), columns=INDEX_COLUMNS)
+    frame["date"] = _dates(pd, frame["date"])
+    for name in ("level", "lower", "upper"):
+        frame[name] = frame[name].astype("float64")
+    frame["constituents"] = frame["constituents"].astype("int64")
+    frame = frame.set_index("date")
+    return _attrs(frame, meta, index=index, coverage=coverage)
+
+
+def index_csv_frame(source: Any, meta: MetaDict, *, index: str, coverage: int) -> pd.DataFrame:
+    """The CSV form of an index's series (``getIndex``) as ``index_frame`` has it. Its text
+    cells are the index's id and the date, neither of which can start like a formula."""
+    pd = require_pandas()
+    frame = pd.read_csv(
+        source,
+        dtype={
+            "index": "str",
+            "level": "float64",
+            "lower": "float64",
+            "upper": "float64",
+            "constituents": "int64",
+        },
+        keep_default_na=False,
+    )
+    frame["date"] = _dates(pd, frame["date"])
+    frame = frame.drop(columns="index").set_index("date")
+    return _attrs(frame, meta, index=index, coverage=coverage)
+
+
+def constituents_frame(members: Iterable[Mapping[str, Any]], meta: MetaDict, **attrs: Any) -> pd.DataFrame:
+    """One row per constituent, in the API's order (largest mark first), indexed by slug."""
+    pd = require_pandas()
+    frame = pd.DataFrame.from_records(list(members), columns=CONSTITUENT_COLUMNS)
+    frame["weight"] = frame["weight"].astype("float64")
+    frame = frame.set_index("slug")
+    return _attrs(frame, meta, **attrs)
 
 
 def events_frame(events: Iterable[Mapping[str, Any]], meta: MetaDict, *, slug: str) -> pd.DataFrame:

@@ -34,7 +34,16 @@ from typing import (
     get_type_hints,
 )
 
-from ._frames import backtest_frame, events_frame, sectors_frame, series_frame, targets_frame
+from ._frames import (
+    backtest_frame,
+    constituents_frame,
+    events_frame,
+    index_frame,
+    indices_frame,
+    sectors_frame,
+    series_frame,
+    targets_frame,
+)
 from .errors import ResponseError, SignatureError
 from .signing import KeysLike, TrustedKeys, TrustedLike, verify_record, verify_record_with_server_keys
 
@@ -73,6 +82,12 @@ __all__ = [
     "ExportSeries",
     "ForecasterScore",
     "GapCoverage",
+    "IndexConstituent",
+    "IndexConstituents",
+    "IndexPoint",
+    "IndexSeries",
+    "IndexSummary",
+    "Indices",
     "LastEvent",
     "ListingValidation",
     "MapeContributor",
@@ -1137,6 +1152,150 @@ class ScorecardTargets:
         both.
         """
         return targets_frame(self.raw.get("targets", ()), self.meta.to_dict())
+
+
+# --------------------------------------------------------------------------------------------
+# Indices
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexPoint:
+    """One day of an index: its ``level`` (100 on its first day), its band (``lower``,
+    ``upper``) at the coverage asked for (the latest day of ``indices()``: 80%) and how many
+    companies it holds that day (``constituents``)."""
+
+    date: date
+    level: float
+    lower: float
+    upper: float
+    constituents: int
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexSummary:
+    """An index as ``indices()`` lists it: its id (``index``: ``"all"`` or a sector's name, what
+    ``index()`` takes), its name, its sector (``None`` for ``all``), its first and last day, and
+    its latest day with the 80% band."""
+
+    index: str
+    name: str
+    sector: Optional[str]
+    first_date: date
+    last_date: date
+    latest: IndexPoint
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Indices:
+    """``listIndices``: the private-market indices, ``all`` first, then one per sector.
+
+    Each is daily, value-weighted by the companies' published marks and chain-linked, so a
+    company entering or leaving moves nothing by itself; ``base_level`` (100) on its first day.
+    Indexable by id (``indices["fintech"]``).
+    """
+
+    meta: Meta
+    base_level: float
+    indices: tuple[IndexSummary, ...]
+    raw: JSON = _raw()
+
+    def __iter__(self) -> Iterator[IndexSummary]:
+        return iter(self.indices)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, index: str) -> IndexSummary:
+        found = next((item for item in self.indices if item.index == index), None)
+        if found is None:
+            raise KeyError(index)
+        return found
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per index, indexed by its id: name, sector, first_date, last_date, and its
+        latest day's date, level, lower, upper (80%) and constituents."""
+        return indices_frame(self.raw.get("indices", ()), self.meta.to_dict())
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexSeries:
+    """``getIndex``: an index's days, oldest first, with the band at ``coverage`` (80 or 95)."""
+
+    meta: Meta
+    index: str
+    name: str
+    sector: Optional[str]
+    coverage: int
+    series: tuple[IndexPoint, ...]
+    raw: JSON = _raw()
+
+    @property
+    def points(self) -> tuple[IndexPoint, ...]:
+        """The days, oldest first (the JSON ``series`` member)."""
+        return self.series
+
+    def __iter__(self) -> Iterator[IndexPoint]:
+        return iter(self.series)
+
+    def __len__(self) -> int:
+        return len(self.series)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """A DataFrame indexed by date (one row per day): level, lower, upper, constituents.
+
+        ``.attrs`` carries ``meta`` (a dict of strings), ``index`` and ``coverage``.
+        """
+        meta = self.meta.to_dict()
+        return index_frame(self.raw.get("series", ()), meta, index=self.index, coverage=self.coverage)
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexConstituent:
+    """A company in an index on one day: its published mark and band of that day, and its
+    ``weight`` (its mark over the sum of the day's marks, rounded to 6 decimals)."""
+
+    slug: str
+    name: str
+    weight: float
+    mark_usd: float
+    lower_usd: float
+    upper_usd: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexConstituents:
+    """``getIndexConstituents``: the companies in an index on ``date``, largest mark first, with
+    the bands at ``coverage``; ``level`` is the index's level that day."""
+
+    meta: Meta
+    index: str
+    date: date
+    coverage: int
+    level: float
+    constituents: tuple[IndexConstituent, ...]
+    raw: JSON = _raw()
+
+    def __iter__(self) -> Iterator[IndexConstituent]:
+        return iter(self.constituents)
+
+    def __len__(self) -> int:
+        return len(self.constituents)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per company, largest first, indexed by slug: name, weight, mark_usd,
+        lower_usd, upper_usd. ``.attrs`` carries ``meta``, ``index``, ``date``, ``coverage``
+        and ``level``."""
+        return constituents_frame(
+            self.raw.get("constituents", ()),
+            self.meta.to_dict(),
+            index=self.index,
+            date=self.date.isoformat(),
+            coverage=self.coverage,
+            level=self.level,
+        )
 
 
 # --------------------------------------------------------------------------------------------
