@@ -68,12 +68,14 @@ row() { # operation path
   server_pid=
 
   local m b s
-  read -r _ _ m < <(count marks "http://127.0.0.1:$port$path" "X-API-Key: $key" -- \
+  # Each server's profile kept per row (target/bench-instructions/NAME-PORT.callgrind*), for
+  # callgrind_annotate.
+  read -r _ _ m < <(count "marks-$port" "http://127.0.0.1:$port$path" "X-API-Key: $key" -- \
     "$marks" serve --addr "127.0.0.1:$port" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
     --threads 1 --no-access-log --log-level warn)
-  read -r _ _ b < <(count bare "http://127.0.0.1:$((port + 50))/" "X-API-Key: $key" -- \
+  read -r _ _ b < <(count "bare-$port" "http://127.0.0.1:$((port + 50))/" "X-API-Key: $key" -- \
     "$reference" --addr "127.0.0.1:$((port + 50))" --body "$body" --threads 1)
-  read -r _ _ s < <(count same-headers "http://127.0.0.1:$((port + 60))/" "X-API-Key: $key" -- \
+  read -r _ _ s < <(count "same-headers-$port" "http://127.0.0.1:$((port + 60))/" "X-API-Key: $key" -- \
     "$reference" --addr "127.0.0.1:$((port + 60))" --body "$body" --headers "$headers" --threads 1)
   printf '| %s | %d | %d | %d | %d | %d |\n' "$operation" "$m" "$b" "$s" $((m - b)) $((m - s)) | tee -a "$work/results.md"
 }

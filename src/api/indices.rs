@@ -112,6 +112,13 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
     require(call.caller, Scope::Marks80)?;
     let params = Params::parse(call.query, &["coverage", "date"])?;
     let coverage = coverage(call, &params)?;
+    // Parameters first, as every operation checks them, then the index.
+    let asked_day = params
+        .get("date")
+        .map(|text| {
+            Day::parse(text).ok_or_else(|| ApiError::invalid_parameter("date", "must be a date written YYYY-MM-DD"))
+        })
+        .transpose()?;
     let entry = named(call)?;
     let loaded = call.loaded;
     let id = entry.id.as_str();
@@ -119,10 +126,8 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
         loaded.snapshot.body(&if coverage == 95 { c95 } else { c80 }.identity)
     };
     let index_rows = pick(&entry.series_80_csv, &entry.series_95_csv);
-    let day = match params.get("date") {
-        Some(text) => Day::parse(text)
-            .ok_or_else(|| ApiError::invalid_parameter("date", "must be a date written YYYY-MM-DD"))?
-            .iso(),
+    let day = match asked_day {
+        Some(day) => day.iso(),
         None => {
             last_day(&index_rows, id).ok_or_else(|| ApiError::NotFound(format!("The index {id:?} has no days.")))?
         }
@@ -204,14 +209,15 @@ fn render(
         Form::Json => {
             #[derive(Serialize)]
             struct Body<'a> {
-                meta: serde_json::Value,
+                meta: Option<&'a serde_json::value::RawValue>,
                 index: &'a str,
                 date: &'a str,
                 coverage: u32,
                 level: f64,
                 constituents: &'a [Constituent<'a>],
             }
-            let meta = serde_json::from_slice(&loaded.meta).unwrap_or_default();
+            // `meta` as stored, in its order.
+            let meta = serde_json::from_slice(&loaded.meta).ok();
             Bytes::from(
                 serde_json::to_vec(&Body {
                     meta,

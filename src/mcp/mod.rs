@@ -20,7 +20,7 @@ use anyhow::Context;
 use bytes::Bytes;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig as McpServerInfo};
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig as McpServerInfo};
 use rmcp::service::RequestContext;
 use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 use serde::Deserialize;
@@ -537,7 +537,9 @@ fn retry_after(headers: &http::HeaderMap) -> Option<u64> {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MarksTools {
     fn get_info(&self) -> McpServerInfo {
-        McpServerInfo::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+        McpServerInfo::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("valuation-marks", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
             "Valuation marks for private companies: find a company by name, its latest mark explained (with 80%/95% \
              intervals, the last reported valuation and what happened since), daily series, valuation events, signed \
              resolution records, private-market indices, the published backtest, and what changed since a dataset \
