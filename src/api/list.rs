@@ -188,18 +188,25 @@ impl<'a> Page<'a> {
                         && (query.status == 0 || company.status == query.status)
                         && (universe != UNIVERSE_FREE || in_free_universe(index, position))
                 });
-                found.sort_by(|&(a, rank_a), &(b, rank_b)| {
-                    let (a, b) = (&companies[a as usize], &companies[b as usize]);
-                    order.compare(
-                        (order.key(a, rank_a), a.slug.as_str()),
-                        (order.key(b, rank_b), b.slug.as_str()),
-                    )
-                });
-                let start = found.partition_point(after_cursor);
-                let end = (start + limit).min(found.len());
-                let has_more = end < found.len();
-                found.truncate(end);
-                found.drain(..start);
+                // Only the page is ordered: the matches after the cursor, the first `limit` of
+                // them chosen in linear time, then sorted. Each row's key is read once.
+                let mut keyed: Vec<Keyed<'_>> = found
+                    .into_iter()
+                    .map(|(position, rank)| {
+                        let company = &companies[position as usize];
+                        ((order.key(company, rank), company.slug.as_str()), (position, rank))
+                    })
+                    .filter(|(_, row)| !after_cursor(row))
+                    .collect();
+                let compare =
+                    |a: &((RowKey<'_>, &str), (u32, u8)), b: &((RowKey<'_>, &str), (u32, u8))| order.compare(a.0, b.0);
+                let has_more = keyed.len() > limit;
+                if has_more {
+                    keyed.select_nth_unstable_by(limit, compare);
+                    keyed.truncate(limit);
+                }
+                keyed.sort_unstable_by(compare);
+                let found: Vec<(u32, u8)> = keyed.into_iter().map(|(_, row)| row).collect();
                 (found, has_more)
             }
         };
@@ -297,6 +304,9 @@ impl<'a> Page<'a> {
         body.freeze()
     }
 }
+
+/// A search's match with its key in the list's order: ((key, slug), (position, rank)).
+type Keyed<'a> = ((RowKey<'a>, &'a str), (u32, u8));
 
 /// Whether a company is one of the free tier's (the top 10 by latest value).
 fn in_free_universe(index: &ArchivedIndex, position: u32) -> bool {
