@@ -256,7 +256,7 @@ pub struct Agents {
     /// takes POST bodies is one more surface to run and watch (docs/operations.md).
     #[arg(long)]
     pub mcp: bool,
-    /// A browser origin allowed to call /mcp, as scheme://host[:port] (repeat for more). A
+    /// A browser origin allowed to call /mcp, as scheme://host or scheme://host:port (repeat). A
     /// request whose Origin is any other is refused (403), against DNS rebinding; agents
     /// outside a browser send no Origin.
     #[arg(long, value_name = "ORIGIN")]

@@ -11,7 +11,7 @@ use marks_format::tiers::Scope;
 use serde::Serialize;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::api::operations::{coverage, require, Call};
+use crate::api::call::{coverage, require, Call};
 use crate::api::query::Params;
 use crate::api::rows::{self, Form};
 use crate::response::problem::ApiError;

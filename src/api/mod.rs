@@ -19,6 +19,7 @@
 //! ([`Budgeting::Answered`]).
 
 pub mod access;
+pub mod call;
 pub mod changes;
 pub mod cursor;
 pub mod indices;
@@ -40,7 +41,7 @@ use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request};
 
 use crate::api::access::PresentedKey;
-use crate::api::operations::Call;
+use crate::api::call::Call;
 use crate::api::routes::{route, Operation};
 use crate::api::state::State;
 use crate::budgets::local::Decision;

@@ -17,15 +17,15 @@ use marks_format::etag::etag_of;
 use marks_format::layout::{ArchivedCompanyEntry, UNIVERSE_ALL, UNIVERSE_FREE};
 use marks_format::tiers::{Scope, Tier};
 
+use crate::api::call::{coverage, require, Call};
 use crate::api::changes::{self, ChangesQuery, CHANGES_PARAMS};
 use crate::api::cursor::CursorKey;
 use crate::api::indices;
 use crate::api::list;
-use crate::api::query::{self, ListQuery, Params, LIST_PARAMS};
+use crate::api::query::{ListQuery, Params, LIST_PARAMS};
 use crate::api::routes::Operation;
 use crate::api::rows::{self, Form};
 use crate::api::state::State;
-use crate::keys::ring::Caller;
 use crate::response::headers::{DOCS_CSP, HTML, JSON, PAGE_CSP};
 use crate::response::problem::ApiError;
 use crate::response::{header_value, Cache, Negotiation, Representation};
@@ -34,18 +34,6 @@ use crate::web::{self, Shell, WebFile};
 
 /// The interface description served at `/v1/openapi.json`.
 pub const OPENAPI_JSON: &[u8] = include_bytes!("../../openapi/openapi.json");
-
-/// A metered operation's inputs.
-#[derive(Debug)]
-pub struct Call<'a> {
-    pub state: &'a State,
-    pub loaded: &'a LoadedSnapshot,
-    pub caller: &'a Caller,
-    pub query: Option<&'a str>,
-    /// The `{slug}` of the path, still percent-encoded.
-    pub slug: Option<&'a str>,
-    pub negotiation: &'a Negotiation<'a>,
-}
 
 /// Answers a metered operation (one that needs a key and spends a unit of its budget).
 pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, ApiError> {
@@ -289,31 +277,6 @@ fn company<'s>(call: &Call<'s>) -> Result<&'s ArchivedCompanyEntry, ApiError> {
 
 /// The parameters of the series operations: the coverage and an inclusive date range.
 const SERIES_PARAMS: &[&str] = &["coverage", "from", "to"];
-
-/// The coverage of a series operation (80 unless 95 is asked for), and 95 only for a tier that
-/// has it.
-pub(crate) fn coverage(call: &Call<'_>, params: &Params<'_>) -> Result<u32, ApiError> {
-    let coverage = query::coverage(params)?;
-    if coverage == 95 {
-        require(call.caller, Scope::Marks95)?;
-    }
-    Ok(coverage)
-}
-
-pub(crate) fn require(caller: &Caller, scope: Scope) -> Result<(), ApiError> {
-    if caller.tier.allows(scope) {
-        return Ok(());
-    }
-    let needed = Tier::lowest_with(scope);
-    let what = match scope {
-        Scope::Marks95 => "coverage 95".to_string(),
-        other => format!("the {} scope", other.as_str()),
-    };
-    Err(ApiError::TierForbidden(format!(
-        "Your key's tier ({}) does not include {what}; it needs the {needed} tier or above.",
-        caller.tier
-    )))
-}
 
 fn no_parameters(query: Option<&str>) -> Result<(), ApiError> {
     Params::parse(query, &[]).map(|_| ())

@@ -180,16 +180,16 @@ mod tests {
     #[test]
     fn entries_and_exits_move_nothing_and_returns_are_value_weighted() {
         // A from day 0; B enters on day 2 at ten times A's size; A leaves on day 3.
-        let a = series(0, &[100.0, 110.0, 121.0, 500.0]);
+        let a = series(0, &[100.0, 110.0, 120.0, 500.0]);
         let b = series(2, &[1000.0, 900.0, 990.0]);
         let mut builder = IndexBuilder::new(day(0), day(4), 1);
         builder.add(&[0], &a, Membership::of(&a, Some(day(3))).unwrap());
         builder.add(&[0], &b, Membership::of(&b, None).unwrap());
         let index = builder.finish().remove(0);
         let levels: Vec<f64> = index.iter().map(|d| d.level).collect();
-        // Day 1: A +10%. Day 2: B enters, only A links: +10%. Day 3: A has left (its 500 is not
-        // counted), B -10%. Day 4: B +10%.
-        let expected = [100.0, 110.0, 121.0, 108.9, 119.79];
+        // Day 1: A +10%. Day 2: B enters, only A links: 110 -> 120. Day 3: A has left (its 500
+        // is not counted), B -10%. Day 4: B +10%.
+        let expected = [100.0, 110.0, 120.0, 108.0, 118.8];
         for (got, want) in levels.iter().zip(expected) {
             assert!((got - want).abs() < 1e-9, "{levels:?}");
         }
@@ -197,8 +197,8 @@ mod tests {
             index.iter().map(|d| d.constituents).collect::<Vec<_>>(),
             [1, 1, 2, 1, 1]
         );
-        // Every constituent's band is half and twice its mark, so the index's is too.
-        assert!((index[2].band80.0 - 60.5).abs() < 1e-9 && (index[2].band80.1 - 242.0).abs() < 1e-9);
+        // Every constituent's band is half and twice its mark (whole dollars), so the index's is too.
+        assert!((index[2].band80.0 - 60.0).abs() < 1e-9 && (index[2].band80.1 - 240.0).abs() < 1e-9);
     }
 
     #[test]
