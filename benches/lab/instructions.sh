@@ -9,7 +9,10 @@
 # made it cheaper. Each server runs under valgrind with counting switched off while it starts
 # (opening and checksumming the snapshot), on for REQUEST_SECONDS of keep-alive requests from
 # wrk, off again. Kernel work (the socket calls, the same for every server) is not counted.
-# Installs valgrind and wrk from Debian's packages when they are missing.
+# The HTTP/2 rows do the same over cleartext HTTP/2 (prior knowledge) with h2load, several
+# streams per connection, so HPACK and h2's stream work are counted too; TLS is left out because
+# its cost is the same bytes' encryption for every server.
+# Installs valgrind, wrk and h2load from Debian's packages when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -17,6 +20,8 @@ REQUEST_SECONDS=${REQUEST_SECONDS:-6}
 work=target/bench-instructions
 source benches/lab/setup.sh
 install_missing valgrind wrk
+# h2load comes in Debian's nghttp2-client.
+command -v h2load >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q nghttp2-client >/dev/null
 prepare_sample
 
 server_pid=
@@ -24,6 +29,25 @@ cleanup() { if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true
 trap cleanup EXIT
 
 # Prints "requests instructions instructions-per-request" for one server under callgrind.
+# "requests" for `seconds` of keep-alive load on `url` with `headers`: wrk over HTTP/1.1, or
+# h2load (4 connections x 16 streams) over HTTP/2 when PROTOCOL is h2.
+load() { # seconds url headers...
+  local seconds=$1 url=$2; shift 2
+  if [ "$PROTOCOL" = h2 ]; then
+    local out
+    out=$(h2load -t1 -c4 -m16 -D"$seconds" "$@" "$url")
+    if ! grep -q ' 0 failed, 0 errored' <<<"$out" || grep -qE '[1-9][0-9]* 4xx|[1-9][0-9]* 5xx' <<<"$out"; then
+      echo "h2load saw failed or error responses from $url" >&2; exit 1
+    fi
+    awk '/^requests:/ {print $8}' <<<"$out"
+  else
+    local out
+    out=$(wrk -t1 -c4 -d"${seconds}s" "$@" "$url")
+    if grep -q "Non-2xx or 3xx" <<<"$out"; then echo "wrk saw error responses from $url" >&2; exit 1; fi
+    awk '/requests in/ {print $1}' <<<"$out"
+  fi
+}
+
 count() { # name url header-args -- server command...
   local name=$1 url=$2; shift 2
   local headers=()
@@ -38,28 +62,28 @@ count() { # name url header-args -- server command...
     sleep 0.2
   done
   # Warm the code paths before counting.
-  wrk -t1 -c4 -d1s "${headers[@]}" "$url" >/dev/null
+  load 1 "$url" "${headers[@]}" >/dev/null
   callgrind_control -i on "$server_pid" >/dev/null 2>&1
-  local out
-  out=$(wrk -t1 -c4 -d"${REQUEST_SECONDS}s" "${headers[@]}" "$url")
+  local requests instructions
+  requests=$(load "$REQUEST_SECONDS" "$url" "${headers[@]}")
   callgrind_control -i off "$server_pid" >/dev/null 2>&1
   callgrind_control -d "$server_pid" >/dev/null 2>&1
   kill "$server_pid"; wait "$server_pid" 2>/dev/null || true
   server_pid=
-  if grep -q "Non-2xx or 3xx" <<<"$out"; then echo "wrk saw error responses from $name" >&2; exit 1; fi
-  local requests instructions
-  requests=$(awk '/requests in/ {print $1}' <<<"$out")
   instructions=$(cat "$work/$name.callgrind"* | awk '/^totals:/ {s += $2} END {print s}')
   echo "$requests $instructions $((instructions / requests))"
 }
 
 port=9400
-row() { # operation path
-  local operation=$1 path=$2
+row() { # protocol(h1|h2) operation path
+  PROTOCOL=$1
+  local operation=$2 path=$3
+  local http2=() reference_http2=off
+  if [ "$PROTOCOL" = h2 ]; then http2=(--http2); reference_http2=on; fi
   port=$((port + 1))
   local body="$work/body-$port.json" headers="$work/headers-$port.txt"
   "$marks" serve --addr "127.0.0.1:$port" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
-    --threads 1 --no-access-log --log-level warn >/dev/null 2>&1 &
+    "${http2[@]}" --threads 1 --no-access-log --log-level warn >/dev/null 2>&1 &
   server_pid=$!
   for _ in $(seq 1 100); do curl -s -o "$body" -H "X-API-Key: $key" "http://127.0.0.1:$port$path" && break; sleep 0.1; done
   curl -s -D - -o /dev/null -H "X-API-Key: $key" "http://127.0.0.1:$port$path" | tr -d '\r' | tail -n +2 \
@@ -72,11 +96,12 @@ row() { # operation path
   # callgrind_annotate.
   read -r _ _ m < <(count "marks-$port" "http://127.0.0.1:$port$path" "X-API-Key: $key" -- \
     "$marks" serve --addr "127.0.0.1:$port" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
-    --threads 1 --no-access-log --log-level warn)
+    "${http2[@]}" --threads 1 --no-access-log --log-level warn)
   read -r _ _ b < <(count "bare-$port" "http://127.0.0.1:$((port + 50))/" "X-API-Key: $key" -- \
-    "$reference" --addr "127.0.0.1:$((port + 50))" --body "$body" --threads 1)
+    "$reference" --addr "127.0.0.1:$((port + 50))" --body "$body" --threads 1 --http2 "$reference_http2")
   read -r _ _ s < <(count "same-headers-$port" "http://127.0.0.1:$((port + 60))/" "X-API-Key: $key" -- \
-    "$reference" --addr "127.0.0.1:$((port + 60))" --body "$body" --headers "$headers" --threads 1)
+    "$reference" --addr "127.0.0.1:$((port + 60))" --body "$body" --headers "$headers" --threads 1 \
+    --http2 "$reference_http2")
   printf '| %s | %d | %d | %d | %d | %d |\n' "$operation" "$m" "$b" "$s" $((m - b)) $((m - s)) | tee -a "$work/results.md"
 }
 
@@ -84,6 +109,7 @@ row() { # operation path
   echo "| operation (sample) | marks | bare reference | same-headers reference | marks - bare | marks - same-headers |"
   echo "|---|---:|---:|---:|---:|---:|"
 } | tee "$work/results.md"
-row getCompany /v1/companies/openai
-row "listCompanies limit=50" "/v1/companies?limit=50"
+row h1 getCompany /v1/companies/openai
+row h1 "listCompanies limit=50" "/v1/companies?limit=50"
+row h2 "getCompany, HTTP/2 (h2c)" /v1/companies/openai
 echo "instructions per request (user space, callgrind); written to $work/results.md"

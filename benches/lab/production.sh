@@ -3,7 +3,8 @@
 # hyper reference (benches/lab/reference_server.rs with TLS: the same body, no work) in one run: TLS with
 # HTTP/1.1 (wrk) and HTTP/2 over TLS (h2load, several streams per connection), each server with
 # its access log on and written to a file (nginx: buffered `access_log`), the same certificate
-# and the same getCompany body. Pinned as load.sh pins: the server (one worker) on CPU 0, the
+# and the same getCompany body; and against that reference sending marks' exact headers with
+# fixed values (what the headers alone cost). Pinned as load.sh pins: the server (one worker) on CPU 0, the
 # load generator on CPU 1; rounds interleaved, medians reported, with CPU time per request.
 #
 #   bash benches/lab/production.sh      # DURATION=5 ROUNDS=3 CONNECTIONS=32 H2_CONNECTIONS=8 H2_STREAMS=16
@@ -76,6 +77,15 @@ taskset -c 0 "$reference" --addr 127.0.0.1:9446 --body "$work/nginx/www/v1/compa
 reference_pid=$!; pids+=("$reference_pid")
 wait_port 9446
 
+# The same reference sending marks' exact header block (fixed values): what any server pays to
+# put these fourteen headers through hyper and h2, with no work per request.
+curl -sk -D - -o /dev/null -H "X-API-Key: $key" https://127.0.0.1:9444/v1/companies/stripe | tr -d '\r' | tail -n +2 \
+  | grep -viE '^(date|content-length):' | grep ':' >"$work/headers.txt"
+taskset -c 0 "$reference" --addr 127.0.0.1:9447 --body "$work/nginx/www/v1/companies/stripe" --threads 1 \
+  --headers "$work/headers.txt" --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" 2>/dev/null &
+same_headers_pid=$!; pids+=("$same_headers_pid")
+wait_port 9447
+
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 
@@ -100,24 +110,26 @@ measure() { # kind(h1|h2) port pid
 }
 
 for kind in h1 h2; do
-  : >"$work/$kind-marks"; : >"$work/$kind-nginx"; : >"$work/$kind-bare"
+  : >"$work/$kind-marks"; : >"$work/$kind-nginx"; : >"$work/$kind-bare"; : >"$work/$kind-same"
   for _ in $(seq 1 "$ROUNDS"); do
     measure "$kind" 9444 "$marks_pid" >>"$work/$kind-marks"
     measure "$kind" 9445 "$nginx_pid" >>"$work/$kind-nginx"
     measure "$kind" 9446 "$reference_pid" >>"$work/$kind-bare"
+    measure "$kind" 9447 "$same_headers_pid" >>"$work/$kind-same"
   done
 done
 
 {
-  echo "| protocol (TLS, access log on) | marks req/s | nginx req/s | bare hyper req/s | marks / nginx | marks / bare | marks CPU us/req | nginx CPU us/req | bare CPU us/req |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| protocol (TLS, access log on) | marks req/s | nginx req/s | bare hyper req/s | same-headers hyper req/s | marks / nginx | marks / bare | same headers / bare | marks CPU us/req | nginx CPU us/req | bare CPU us/req | same-headers CPU us/req |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for kind in h1 h2; do
     m=$(cut -d' ' -f1 "$work/$kind-marks" | median); n=$(cut -d' ' -f1 "$work/$kind-nginx" | median)
     b=$(cut -d' ' -f1 "$work/$kind-bare" | median)
     mc=$(cut -d' ' -f2 "$work/$kind-marks" | median); nc=$(cut -d' ' -f2 "$work/$kind-nginx" | median)
     bc=$(cut -d' ' -f2 "$work/$kind-bare" | median)
+    sh=$(cut -d' ' -f1 "$work/$kind-same" | median); sc=$(cut -d' ' -f2 "$work/$kind-same" | median)
     label=$([ "$kind" = h1 ] && echo "HTTP/1.1, wrk -c$CONNECTIONS" || echo "HTTP/2, h2load -c$H2_CONNECTIONS -m$H2_STREAMS")
     ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-    echo "| $label | $m | $n | $b | $(ratio "$m" "$n") | $(ratio "$m" "$b") | $mc | $nc | $bc |"
+    echo "| $label | $m | $n | $b | $sh | $(ratio "$m" "$n") | $(ratio "$m" "$b") | $(ratio "$sh" "$b") | $mc | $nc | $bc | $sc |"
   done
 } | tee "$work/results.md"

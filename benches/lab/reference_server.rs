@@ -14,9 +14,12 @@
 //! With `--tls-cert FILE --tls-key FILE` it serves TLS (rustls, as marks does) and speaks
 //! HTTP/1.1 or HTTP/2 as ALPN decides: the reference for `benches/lab/production.sh`.
 //!
+//! With `--http2 on` it also answers HTTP/2 with prior knowledge over plain TCP, as `marks serve
+//! --http2` does: the reference for the HTTP/2 rows of `benches/lab/instructions.sh`.
+//!
 //! Usage: cargo run --release --example reference_server -- --addr 127.0.0.1:9000 --body FILE
 //!        [--headers FILE] [--status 304] [--threads 1] [--runtime multi-thread|current-thread]
-//!        [--tls-cert FILE --tls-key FILE]
+//!        [--tls-cert FILE --tls-key FILE] [--http2 on|off]
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -35,6 +38,7 @@ struct Args {
     current_thread: bool,
     tls: Option<tokio_rustls::TlsAcceptor>,
     tls_files: (Option<String>, Option<String>),
+    cleartext_http2: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -47,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
         current_thread: false,
         tls: None,
         tls_files: (None, None),
+        cleartext_http2: false,
     };
     let mut argv = std::env::args().skip(1);
     while let Some(flag) = argv.next() {
@@ -75,6 +80,13 @@ fn parse_args() -> Result<Args, String> {
             }
             "--tls-cert" => args.tls_files.0 = Some(value),
             "--tls-key" => args.tls_files.1 = Some(value),
+            "--http2" => {
+                args.cleartext_http2 = match value.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    other => return Err(format!("--http2: {other}: on or off")),
+                }
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -166,6 +178,7 @@ async fn serve(listener: tokio::net::TcpListener, args: &Args) {
         let body = args.body.clone();
         let headers = args.headers.clone();
         let tls = args.tls.clone();
+        let cleartext_http2 = args.cleartext_http2;
         tokio::spawn(async move {
             let service = service_fn(move |_request| {
                 let mut response = hyper::Response::new(Full::new(body.clone()));
@@ -181,6 +194,11 @@ async fn serve(listener: tokio::net::TcpListener, args: &Args) {
                 std::future::ready(Ok::<_, Infallible>(response))
             });
             match tls {
+                None if cleartext_http2 => {
+                    let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                }
                 None => {
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)

@@ -594,7 +594,7 @@ fn budget(
     };
     let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
     Some(Budget {
-        remaining: text.number(decision.remaining.into()),
+        remaining: text.changing_number(decision.remaining.into()),
         reset: text.number(reset_at),
         ratelimit: text.ratelimit(name, decision.remaining, decision.reset_after),
         throttle_limits,

@@ -11,6 +11,13 @@
 //!
 //! Those five (and the rate-limit values of other answers) are [`Composed`]: text this process
 //! writes itself from digits and fixed ASCII, so it is not validated byte by byte again.
+//!
+//! Over HTTP/2 the values that differ in every answer (the request id, the remaining budget,
+//! `RateLimit`; not the reset time, which repeats for a second) are sent as HPACK "never
+//! indexed" literals. Indexed, each answer would insert
+//! three values no later answer repeats into the connection's 4 KiB header table: they would
+//! evict the fixed headers every twenty answers or so, and every lookup of those names would
+//! walk a chain of dead values comparing bytes (`benches/lab/production.sh`, the HTTP/2 row).
 
 use bytes::BytesMut;
 use http::header::{self, HeaderName, HeaderValue};
@@ -84,23 +91,29 @@ impl Composed {
         for (i, slot) in id[4..].iter_mut().enumerate() {
             *slot = b"0123456789abcdef"[((mixed >> (60 - 4 * i)) & 0xf) as usize];
         }
-        self.value(&[&id])
+        never_indexed(self.value(&[&id]))
     }
 
+    /// A number that stays the same over many answers (a reset time, in whole seconds).
     pub fn number(&mut self, n: u64) -> HeaderValue {
         self.value(&[itoa::Buffer::new().format(n).as_bytes()])
+    }
+
+    /// A number that changes from one answer to the next (a remaining budget).
+    pub fn changing_number(&mut self, n: u64) -> HeaderValue {
+        never_indexed(self.number(n))
     }
 
     /// The IETF draft `RateLimit` value: `<policy>;r=<remaining>;t=<seconds to full>`.
     pub fn ratelimit(&mut self, policy: &'static [u8], remaining: u32, reset_after: u64) -> HeaderValue {
         let (mut r, mut t) = (itoa::Buffer::new(), itoa::Buffer::new());
-        self.value(&[
+        never_indexed(self.value(&[
             policy,
             b";r=",
             r.format(remaining).as_bytes(),
             b";t=",
             t.format(reset_after).as_bytes(),
-        ])
+        ]))
     }
 
     /// The IETF draft `RateLimit-Policy` value: `<policy>;q=<quota>;w=60`.
@@ -119,6 +132,13 @@ impl Composed {
         // SAFETY: the only requirement is that the bytes be a valid field value; see above.
         unsafe { HeaderValue::from_maybe_shared_unchecked(text) }
     }
+}
+
+/// `value` marked for HPACK to send literally and keep out of its table (see the module's
+/// notes); HTTP/1.1 ignores the mark.
+fn never_indexed(mut value: HeaderValue) -> HeaderValue {
+    value.set_sensitive(true);
+    value
 }
 
 impl Default for Composed {
@@ -306,5 +326,24 @@ mod tests {
             assert_eq!(get(RATELIMIT), "\"minute\";r=5999;t=1");
             assert_eq!(get(RATELIMIT_POLICY), "\"minute\";q=6000;w=60");
         }
+    }
+
+    #[test]
+    fn values_that_change_per_answer_are_kept_out_of_hpack_tables_and_fixed_ones_are_not() {
+        let mut composed = Composed::new();
+        let per_answer = [
+            composed.request_id(0x0123_4567_89ab_cdef),
+            composed.changing_number(5999),
+            composed.ratelimit(MINUTE_POLICY, 5999, 1),
+        ];
+        for value in &per_answer {
+            assert!(value.is_sensitive(), "{value:?} would be indexed");
+        }
+        assert_eq!(per_answer[0], "req_0123456789abcdef");
+        assert_eq!(per_answer[2], "\"minute\";r=5999;t=1");
+        let policy = composed.policy(MINUTE_POLICY, 6000);
+        assert!(!policy.is_sensitive(), "a budget's fixed policy is indexed once per connection");
+        let reset = composed.number(1_800_000_000);
+        assert!(!reset.is_sensitive(), "a reset time repeats for a second's answers");
     }
 }
