@@ -13,12 +13,20 @@
 //!   (none by default, so every browser origin is refused, 403), the transport's defence
 //!   against DNS rebinding. The `Host` header is not checked: a public endpoint behind a
 //!   balancer is reached under names this process cannot know, and the key decides access.
+//!
+//! What the transport refuses itself (403 for the Origin, 405 for a GET, 406 and 415 for the
+//! media types, 413) it words in plain text; those answers are rewritten as the API's
+//! problem+json, the transport's reason as the detail, so a client reads every refusal of this
+//! server the same way. JSON-RPC errors stay JSON-RPC: they are the protocol's own answers.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use http::header::{self, HeaderValue};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -27,8 +35,9 @@ use crate::api::routes::Operation;
 use crate::api::state::State;
 use crate::api::{self, access, Outcome, Response};
 use crate::mcp::{MarksTools, McpPeer};
-use crate::response::body::ResponseBody;
-use crate::response::headers::{NOSNIFF, NO_STORE};
+use crate::response::body::{Payload, ResponseBody};
+use crate::response::headers::{Composed, NOSNIFF, NO_STORE, PROBLEM_JSON, X_REQUEST_ID};
+use crate::response::problem::ApiError;
 use crate::settings::Agents;
 
 /// The hosted tools and their transport.
@@ -78,12 +87,55 @@ impl McpEndpoint {
         };
         let address: IpAddr = access::client_address(state, request.headers(), peer.ip());
         request.extensions_mut().insert(McpPeer(address));
-        let mut response = self.service.handle(request).await.map(ResponseBody::streamed);
+        let answer = self.service.handle(request).await;
+        let mut response = if is_transport_refusal(&answer) {
+            self.problem(answer).await
+        } else {
+            answer.map(ResponseBody::streamed)
+        };
         let headers = response.headers_mut();
         headers.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
         headers.entry(header::CACHE_CONTROL).or_insert(NO_STORE);
         headers.insert(header::VARY, HeaderValue::from_static("X-API-Key, Origin"));
         self.done(response, Some(caller), started)
+    }
+
+    /// A refusal of the transport's, as problem+json with the transport's reason as its detail
+    /// (and its `Allow`, for a 405).
+    async fn problem(&self, refusal: http::Response<BoxBody<Bytes, std::convert::Infallible>>) -> Response {
+        let (parts, body) = refusal.into_parts();
+        // The transport's reasons are a line of text; more is not read.
+        let reason = match Limited::new(body, 1024).collect().await {
+            Ok(collected) => String::from_utf8_lossy(&collected.to_bytes()).trim().to_string(),
+            Err(_) => String::new(),
+        };
+        let detail = match parts.status.as_u16() {
+            403 => "A browser Origin this server does not allow: /mcp answers pages only from the origins its \
+                    operator gave with --mcp-allowed-origin; other clients send no Origin."
+                .to_string(),
+            413 => format!("{reason}: a request to /mcp is one JSON-RPC message of a few hundred bytes."),
+            _ if reason.is_empty() => "The MCP transport refused the request.".to_string(),
+            _ => reason,
+        };
+        let error = ApiError::McpTransport {
+            status: parts.status,
+            detail,
+        };
+        let request_id = Composed::new().request_id(self.state.next_request_id());
+        let body = error.body(
+            &self.state.resolved.public_base_url,
+            Self::PATH,
+            request_id.to_str().unwrap_or(""),
+        );
+        let mut response = Response::new(ResponseBody::new(Payload::Bytes(Bytes::from(body))));
+        *response.status_mut() = error.status();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, PROBLEM_JSON);
+        headers.insert(X_REQUEST_ID, request_id);
+        if let Some(allow) = parts.headers.get(header::ALLOW) {
+            headers.insert(header::ALLOW, allow.clone());
+        }
+        response
     }
 
     fn done(
@@ -107,4 +159,16 @@ impl McpEndpoint {
             },
         )
     }
+}
+
+/// Whether the transport answered with a refusal of its own in plain text (not a JSON-RPC
+/// error, which is JSON).
+fn is_transport_refusal<B>(answer: &http::Response<B>) -> bool {
+    let status = answer.status();
+    let json = answer
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|media| media.starts_with("application/json"));
+    (status.is_client_error() || status.is_server_error()) && !json
 }

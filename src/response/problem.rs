@@ -42,6 +42,12 @@ pub enum ApiError {
     },
     Internal,
     Unavailable(String),
+    /// A request `/mcp`'s transport refused before any tool ran (a foreign `Origin`, a body
+    /// too large, a method or media type it does not take), with the transport's own reason.
+    McpTransport {
+        status: StatusCode,
+        detail: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -80,6 +86,7 @@ impl ApiError {
             ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::McpTransport { status, .. } => *status,
         }
     }
 
@@ -100,6 +107,13 @@ impl ApiError {
             ApiError::RangeNotSatisfiable { .. } => "range_not_satisfiable",
             ApiError::Internal => "internal_error",
             ApiError::Unavailable(_) => "unavailable",
+            ApiError::McpTransport { status, .. } => match status.as_u16() {
+                403 => "origin_forbidden",
+                405 => "method_not_allowed",
+                413 => "request_too_large",
+                500..=599 => "internal_error",
+                _ => "bad_request",
+            },
         }
     }
 
@@ -120,6 +134,7 @@ impl ApiError {
             ApiError::RangeNotSatisfiable { .. } => "Range not satisfiable",
             ApiError::Internal => "Internal error",
             ApiError::Unavailable(_) => "Service unavailable",
+            ApiError::McpTransport { status, .. } => status.canonical_reason().unwrap_or("Refused"),
         }
     }
 
@@ -130,7 +145,8 @@ impl ApiError {
             ApiError::TierForbidden(detail)
             | ApiError::NotFound(detail)
             | ApiError::Unavailable(detail)
-            | ApiError::ExportsAtOnce { detail, .. } => detail.clone(),
+            | ApiError::ExportsAtOnce { detail, .. }
+            | ApiError::McpTransport { detail, .. } => detail.clone(),
             ApiError::InvalidCoverage(value) => format!("coverage {value:?} is not allowed: use 80 or 95."),
             ApiError::InvalidSort(value) => format!(
                 "sort {value:?} is not allowed: use slug, name, value_usd, delta_30d_pct, last_event_on or outcome_on, with a leading - for descending."

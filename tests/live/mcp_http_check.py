@@ -7,7 +7,8 @@ streamable HTTP client (a client nobody here wrote), against the real binary:
   its per-minute budget gets a tool error that says when to retry; a request without a key is
   refused (401);
 - a browser `Origin` not allowed is refused (403), an allowed one is served; a body past the
-  limit is refused (413);
+  limit is refused (413); a GET (405) and a body that is not JSON (415) are refused; each of
+  the transport's refusals is problem+json with its code, like every other error of the API;
 - with --mcp not given, /mcp does not exist (404).
 
     python tests/live/mcp_http_check.py --marks target/debug/marks
@@ -186,13 +187,26 @@ async def origin_allowed(url, key):
         return len(listed.tools)
 
 
-def post(url, body, headers):
-    request = urllib.request.Request(url, data=body, method="POST", headers=headers)
+def post(url, body, headers, method="POST"):
+    request = urllib.request.Request(url, data=body, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
-        return error.code, error.read()
+        return error.code, error.read(), error.headers
+
+
+def assert_problem(answer, status, code):
+    """The headers of a refusal `answer` (from `post`) after checking it is problem+json with
+    `status` and `code`, its request id in the header and the body alike."""
+    assert len(answer) == 3 and answer[0] == status, answer[:2]
+    _, body, headers = answer
+    assert headers["Content-Type"] == "application/problem+json", (headers["Content-Type"], body)
+    problem = json.loads(body)
+    assert (problem["status"], problem["code"], problem["instance"]) == (status, code, "/mcp"), problem
+    assert problem["detail"] and problem["title"], problem
+    assert problem["request_id"] == headers["X-Request-ID"], (problem, headers["X-Request-ID"])
+    return headers
 
 
 def main():
@@ -255,26 +269,33 @@ def main():
             assert "retry" in spent["detail"].lower(), spent
             ok(f"past its budget a research key gets a tool error to retry in {spent['retry_after']} s")
 
-            status, body = post(url, b"{}", {"Content-Type": "application/json"})
-            assert status == 401 and json.loads(body)["code"] == "missing_api_key", (status, body)
-            status, body = post(url, b"{}", {"Content-Type": "application/json", "X-API-Key": "vmk_not_a_key"})
-            assert status == 401 and json.loads(body)["code"] == "invalid_api_key", (status, body)
+            assert_problem(post(url, b"{}", {"Content-Type": "application/json"}), 401, "missing_api_key")
+            no_key = post(url, b"{}", {"Content-Type": "application/json", "X-API-Key": "vmk_not_a_key"})
+            assert_problem(no_key, 401, "invalid_api_key")
             ok("a request without a key in force is refused (401)")
 
             error = asyncio.run(origin_refused(url, enterprise))
-            status, _ = post(url, b'{"jsonrpc":"2.0","id":1,"method":"ping"}', {
+            foreign = post(url, b'{"jsonrpc":"2.0","id":1,"method":"ping"}', {
                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                 "X-API-Key": enterprise, "Origin": "https://evil.example.test"})  # fmt: skip
-            assert status == 403, status
+            assert_problem(foreign, 403, "origin_forbidden")
             assert asyncio.run(origin_allowed(url, enterprise)) == len(TOOLS)
             ok(f"a foreign Origin is refused (403; the SDK says {error[:60]}...), the allowed one served")
 
             big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * MAX_BODY}})
-            status, _ = post(url, big.encode(), {
+            too_big = post(url, big.encode(), {
                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                 "X-API-Key": enterprise})  # fmt: skip
-            assert status == 413, status
+            assert_problem(too_big, 413, "request_too_large")
             ok(f"a body over {MAX_BODY} bytes is refused (413)")
+
+            got = post(url, None, {"Accept": "text/event-stream", "X-API-Key": enterprise}, method="GET")
+            assert assert_problem(got, 405, "method_not_allowed")["Allow"] == "POST", got
+            not_json = post(url, b"ping", {
+                "Content-Type": "text/plain", "Accept": "application/json, text/event-stream",
+                "X-API-Key": enterprise})  # fmt: skip
+            assert_problem(not_json, 415, "bad_request")
+            ok("the transport's refusals (403, 413, 405 with Allow: POST, 415) are problem+json with their codes")
     print("mcp over http passed")
 
 
