@@ -342,7 +342,10 @@ mod tests {
         assert_eq!(per_answer[0], "req_0123456789abcdef");
         assert_eq!(per_answer[2], "\"minute\";r=5999;t=1");
         let policy = composed.policy(MINUTE_POLICY, 6000);
-        assert!(!policy.is_sensitive(), "a budget's fixed policy is indexed once per connection");
+        assert!(
+            !policy.is_sensitive(),
+            "a budget's fixed policy is indexed once per connection"
+        );
         let reset = composed.number(1_800_000_000);
         assert!(!reset.is_sensitive(), "a reset time repeats for a second's answers");
     }
