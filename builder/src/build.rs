@@ -19,7 +19,7 @@ use crate::methodology::scorecard::disclosure::Disclosure;
 use crate::methodology::{usd, Band, Coverage, Fit, MarkDay, Params, METHODOLOGY_VERSION};
 use crate::render;
 use crate::render::changes;
-use crate::render::export::Spool;
+use crate::render::export::{Spool, SpooledBody};
 use crate::render::facts::EventFacts;
 use crate::render::indices::IndexInfo;
 use crate::render::signing::{self, KeyError};
@@ -448,8 +448,13 @@ fn write_snapshot(
     let mut compressed = |body: Vec<u8>| writer.append_body(&body, gzip(&body, options.gzip_level).as_deref());
     let [scorecard, scorecard_full] =
         Disclosure::ALL.map(|disclosure| compressed(render::scorecard(&meta, fit, disclosure)));
-    let [scorecard_targets, scorecard_targets_full] =
-        Disclosure::ALL.map(|disclosure| compressed(render::scorecard_targets(&meta, fit, disclosure)));
+    // The scored targets are the largest bodies of all (a third of a synthetic snapshot), so they
+    // are written as they are serialised rather than built whole in memory.
+    let [scorecard_targets, scorecard_targets_full] = Disclosure::ALL.map(|disclosure| -> Result<_, BuildError> {
+        let mut body = SpooledBody::create(out_dir, options.gzip_level, GZIP_MIN_BYTES)?;
+        render::scorecard_targets(&mut body, &meta, fit, disclosure)?;
+        Ok(body.finish(&mut writer, &options.out)?)
+    });
     let home = crate::present::home::home(dataset, &fit.scorecard);
     let home_page = writer.append_body(&home, gzip(&home, options.gzip_level).as_deref())?;
     let scorecard_html = crate::present::scorecard_page::scorecard(dataset, &fit.scorecard);

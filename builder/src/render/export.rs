@@ -6,6 +6,9 @@
 //! bodies, while each export must be contiguous in the file. So each document is spooled to an
 //! unnamed temporary file as the companies stream past (already compressed, a piece per line:
 //! see [`marks_format::gzip`]) and copied into the snapshot at the end.
+//!
+//! A [`SpooledBody`] does the same for a single response body too large to hold whole in memory:
+//! the scorecard's scored targets, about 2.7 KB a target, so gigabytes for a million events.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
@@ -16,7 +19,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::writer::{SnapshotWriter, WriteError};
 use marks_format::etag::quoted;
 use marks_format::gzip::{Piece, Trailer, HEADER};
-use marks_format::layout::Export;
+use marks_format::layout::{Body, Encoded, Export};
 
 /// One export document being written: the gzip member so far, and the length and hash of the
 /// text it stands for.
@@ -38,14 +41,19 @@ impl Spool {
     /// A spool in `dir` (beside the snapshot being written, so it is on the same disk), or in
     /// the system's temporary directory if `dir` will not take one, starting with `first_line`.
     pub fn create(dir: &Path, first_line: &[u8], level: u32) -> io::Result<Spool> {
-        let file = tempfile::tempfile_in(dir).or_else(|_| tempfile::tempfile())?;
+        let mut spool = Spool::empty(dir)?;
+        spool.push(first_line, &Piece::of(first_line, level)?)?;
+        Ok(spool)
+    }
+
+    /// A spool in `dir` (or the system's temporary directory) with no text yet.
+    fn empty(dir: &Path) -> io::Result<Spool> {
         let mut spool = Spool {
-            file: BufWriter::with_capacity(1 << 20, file),
+            file: BufWriter::with_capacity(1 << 20, temporary_file(dir)?),
             trailer: Trailer::default(),
             identity: Xxh3::new(),
         };
         spool.file.write_all(&HEADER)?;
-        spool.push(first_line, &Piece::of(first_line, level)?)?;
         Ok(spool)
     }
 
@@ -60,19 +68,128 @@ impl Spool {
 
     /// Closes the member and copies it into the snapshot's bodies region.
     pub fn finish(mut self, writer: &mut SnapshotWriter, target: &Path) -> Result<Export, WriteError> {
-        let io_error = |source| WriteError::Io {
-            path: target.to_owned(),
-            source,
-        };
-        self.file.write_all(&self.trailer.bytes()).map_err(io_error)?;
-        let mut file = self.file.into_inner().map_err(|e| io_error(e.into_error()))?;
-        file.seek(SeekFrom::Start(0)).map_err(io_error)?;
-        let (gzip, gzip_etag) = writer.append_stream(io::BufReader::with_capacity(1 << 20, file))?;
+        self.file
+            .write_all(&self.trailer.bytes())
+            .map_err(|source| io_error(target, source))?;
+        let (gzip, gzip_etag) = copy_into(self.file, writer, target)?;
         Ok(Export {
             gzip,
             gzip_etag,
             identity_len: self.trailer.text_len(),
             identity_etag: quoted(self.identity.digest()),
         })
+    }
+}
+
+/// Text deflated a piece at a time: large enough that pieces compress about as well as one
+/// stream, small enough to hold.
+const PIECE_BYTES: usize = 1 << 20;
+
+/// One response body written as it is rendered ([`Write`]): its text spooled to a temporary
+/// file, and its gzip variant to another, deflated [`PIECE_BYTES`] of text at a time.
+pub struct SpooledBody {
+    text: BufWriter<File>,
+    identity: Xxh3,
+    len: u64,
+    /// Text written but not yet deflated.
+    pending: Vec<u8>,
+    /// The gzip variant so far; none at level 0.
+    gzip: Option<Spool>,
+    level: u32,
+    /// A body shorter than this gets no gzip variant, as [`crate::build`]'s bodies.
+    gzip_min_bytes: u64,
+}
+
+impl std::fmt::Debug for SpooledBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpooledBody").field("len", &self.len).finish()
+    }
+}
+
+impl SpooledBody {
+    /// A body spooled in `dir`, its gzip variant deflated at `level` (0: none) if it reaches
+    /// `gzip_min_bytes`.
+    pub fn create(dir: &Path, level: u32, gzip_min_bytes: usize) -> io::Result<SpooledBody> {
+        Ok(SpooledBody {
+            text: BufWriter::with_capacity(1 << 20, temporary_file(dir)?),
+            identity: Xxh3::new(),
+            len: 0,
+            pending: Vec::with_capacity(PIECE_BYTES),
+            gzip: if level == 0 { None } else { Some(Spool::empty(dir)?) },
+            level,
+            gzip_min_bytes: gzip_min_bytes as u64,
+        })
+    }
+
+    fn deflate_pending(&mut self) -> io::Result<()> {
+        if let Some(gzip) = &mut self.gzip {
+            if !self.pending.is_empty() {
+                gzip.push(&self.pending, &Piece::of(&self.pending, self.level)?)?;
+            }
+        }
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Copies the text, and its gzip variant if it has one, into the snapshot's bodies region.
+    pub fn finish(mut self, writer: &mut SnapshotWriter, target: &Path) -> Result<Body, WriteError> {
+        self.deflate_pending().map_err(|source| io_error(target, source))?;
+        let etag = quoted(self.identity.digest());
+        let (identity, _) = copy_into(self.text, writer, target)?;
+        let gzip = match self.gzip {
+            Some(gzip) if self.len >= self.gzip_min_bytes => {
+                let export = gzip.finish(writer, target)?;
+                Some(Encoded {
+                    bytes: export.gzip,
+                    etag: export.gzip_etag,
+                })
+            }
+            _ => None,
+        };
+        Ok(Body { identity, etag, gzip })
+    }
+}
+
+impl Write for SpooledBody {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.text.write_all(bytes)?;
+        self.identity.update(bytes);
+        self.len += bytes.len() as u64;
+        if self.gzip.is_some() {
+            self.pending.extend_from_slice(bytes);
+            if self.pending.len() >= PIECE_BYTES {
+                self.deflate_pending()?;
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.text.flush()
+    }
+}
+
+/// An unnamed temporary file in `dir` (beside the snapshot, on the same disk), or in the
+/// system's temporary directory if `dir` will not take one.
+fn temporary_file(dir: &Path) -> io::Result<File> {
+    tempfile::tempfile_in(dir).or_else(|_| tempfile::tempfile())
+}
+
+/// Copies what `file` holds from its start into the snapshot's bodies region.
+fn copy_into(
+    file: BufWriter<File>,
+    writer: &mut SnapshotWriter,
+    target: &Path,
+) -> Result<(marks_format::layout::BodyRef, String), WriteError> {
+    let mut file = file.into_inner().map_err(|e| io_error(target, e.into_error()))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|source| io_error(target, source))?;
+    writer.append_stream(io::BufReader::with_capacity(1 << 20, file))
+}
+
+fn io_error(target: &Path, source: io::Error) -> WriteError {
+    WriteError::Io {
+        path: target.to_owned(),
+        source,
     }
 }

@@ -542,7 +542,13 @@ pub fn resolution_record(
 
 /// Every scored target of the backtest with each forecaster's numbers, so that every figure of
 /// the scorecard can be recomputed from it, in one of its two disclosures.
-pub fn scorecard_targets(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
+/// Written to `out` as it is serialised: a million targets make gigabytes.
+pub fn scorecard_targets(
+    out: impl std::io::Write,
+    meta: &[u8],
+    fit: &Fit,
+    disclosure: Disclosure,
+) -> std::io::Result<()> {
     #[derive(Serialize)]
     struct Targets<'a> {
         meta: &'a RawValue,
@@ -554,14 +560,17 @@ pub fn scorecard_targets(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<
         forecasters: Vec<&'static str>,
         targets: DisclosedTargets<'a>,
     }
-    to_json(&Targets {
+    let targets = Targets {
         meta: raw(meta),
         methodology_version: METHODOLOGY_VERSION,
         disclosure: disclosure.as_str(),
         tolerance_pct: crate::methodology::conformal::CONFIDENCE_TOLERANCE * 100.0,
         forecasters: fit.scorecard.forecasters.iter().map(|f| f.figures.name).collect(),
         targets: fit.scorecard.disclosed_targets(disclosure),
-    })
+    };
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
+    serde_json::to_writer(&mut out, &targets).map_err(std::io::Error::from)?;
+    std::io::Write::flush(&mut out)
 }
 
 /// The published backtest: the method's constants (and the comparison forecasters'), the
