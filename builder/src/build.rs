@@ -449,12 +449,16 @@ fn write_snapshot(
     let [scorecard, scorecard_full] =
         Disclosure::ALL.map(|disclosure| compressed(render::scorecard(&meta, fit, disclosure)));
     // The scored targets are the largest bodies of all (a third of a synthetic snapshot), so they
-    // are written as they are serialised rather than built whole in memory.
-    let [scorecard_targets, scorecard_targets_full] = Disclosure::ALL.map(|disclosure| -> Result<_, BuildError> {
+    // are written as they are serialised rather than built whole in memory, the two disclosures
+    // side by side (serialising and deflating them is one core's work each), then copied in.
+    let spooled = |disclosure| -> Result<SpooledBody, BuildError> {
         let mut body = SpooledBody::create(out_dir, options.gzip_level, GZIP_MIN_BYTES)?;
         render::scorecard_targets(&mut body, &meta, fit, disclosure)?;
-        Ok(body.finish(&mut writer, &options.out)?)
-    });
+        Ok(body)
+    };
+    let (public, full) = rayon::join(|| spooled(Disclosure::Public), || spooled(Disclosure::Full));
+    let scorecard_targets = public?.finish(&mut writer, &options.out);
+    let scorecard_targets_full = full?.finish(&mut writer, &options.out);
     let home = crate::present::home::home(dataset, &fit.scorecard);
     let home_page = writer.append_body(&home, gzip(&home, options.gzip_level).as_deref())?;
     let scorecard_html = crate::present::scorecard_page::scorecard(dataset, &fit.scorecard);
