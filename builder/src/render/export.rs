@@ -86,7 +86,7 @@ impl Spool {
 const PIECE_BYTES: usize = 1 << 20;
 
 /// One response body written as it is rendered ([`Write`]): its text spooled to a temporary
-/// file, and its gzip variant to another, deflated [`PIECE_BYTES`] of text at a time.
+/// file, and its gzip variant to another, deflated a mebibyte of text at a time (`PIECE_BYTES`).
 pub struct SpooledBody {
     text: BufWriter<File>,
     identity: Xxh3,
