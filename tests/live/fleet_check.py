@@ -47,13 +47,17 @@ class Fleet:
 
     # --- processes -------------------------------------------------------------------------
 
-    def start(self, name, argv, env=None, port=None):
+    def start(self, name, argv, env=None, port=None, ready=None):
+        """Starts `argv` as `name`; waits for its `ready` file if given (a marks server writes it
+        once it answers), else for its `port` to take connections."""
         log = open(os.path.join(self.work, f"{name}.log"), "wb")
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.repo)
         self.processes[name] = process
         with open(os.path.join(self.work, "pids"), "a") as pids:
             pids.write(f"{process.pid}\n")
-        if port is not None:
+        if ready is not None:
+            wait_ready(ready, name, process, self.log_of(name))
+        elif port is not None:
             wait_port(port, name, process, self.log_of(name))
         return process
 
@@ -207,7 +211,12 @@ class Fleet:
             "--keys", self.keys, "--cursor-key", self.cursor_key,
             "--no-access-log", "--log-format", "json",
         ]
-        self.start(name, argv, env=self.env, port=port)
+        # The port takes connections as soon as it is bound, before the snapshot is loaded and
+        # requests are answered; the ready file is written once they are.
+        ready = os.path.join(self.work, f"{name}.ready.json")
+        if os.path.exists(ready):
+            os.remove(ready)
+        self.start(name, [*argv, "--ready-file", ready], env=self.env, ready=ready)
 
     def start_nginx(self, name, round_robin):
         """Runs deploy/nginx.conf as shipped, with its addresses rewritten to this run's ports
@@ -302,6 +311,17 @@ def wait_port(port, name, process, log, seconds=60):
                 return
         time.sleep(0.05)
     raise SystemExit(f"{name} is not listening on {port} after {seconds}s")
+
+
+def wait_ready(path, name, process, log, seconds=60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{name} exited with {process.returncode}:\n" + open(log).read()[-3000:])
+        if os.path.exists(path):
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"{name} wrote no ready file after {seconds}s")
 
 
 def wait_until(what, predicate, seconds):
