@@ -335,7 +335,7 @@ impl From<ApiError> for Stop {
 }
 
 /// A client's `X-Request-ID` is echoed when it is 1 to 128 visible ASCII characters.
-fn valid_request_id(value: &HeaderValue) -> bool {
+pub(crate) fn valid_request_id(value: &HeaderValue) -> bool {
     let bytes = value.as_bytes();
     (1..=128).contains(&bytes.len()) && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
 }

@@ -87,13 +87,19 @@ impl McpEndpoint {
         };
         let address: IpAddr = access::client_address(state, request.headers(), peer.ip());
         request.extensions_mut().insert(McpPeer(address));
+        // The client's request id if it sent a usable one, as the API answers.
+        let request_id = match request.headers().get(X_REQUEST_ID) {
+            Some(asked) if api::valid_request_id(asked) => asked.clone(),
+            _ => Composed::new().request_id(state.next_request_id()),
+        };
         let answer = self.service.handle(request).await;
         let mut response = if is_transport_refusal(&answer) {
-            self.problem(answer).await
+            self.problem(answer, &request_id).await
         } else {
             answer.map(ResponseBody::streamed)
         };
         let headers = response.headers_mut();
+        headers.insert(X_REQUEST_ID, request_id);
         headers.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
         headers.entry(header::CACHE_CONTROL).or_insert(NO_STORE);
         headers.insert(header::VARY, HeaderValue::from_static("X-API-Key, Origin"));
@@ -102,7 +108,11 @@ impl McpEndpoint {
 
     /// A refusal of the transport's, as problem+json with the transport's reason as its detail
     /// (and its `Allow`, for a 405).
-    async fn problem(&self, refusal: http::Response<BoxBody<Bytes, std::convert::Infallible>>) -> Response {
+    async fn problem(
+        &self,
+        refusal: http::Response<BoxBody<Bytes, std::convert::Infallible>>,
+        request_id: &HeaderValue,
+    ) -> Response {
         let (parts, body) = refusal.into_parts();
         // The transport's reasons are a line of text; more is not read.
         let reason = match Limited::new(body, 1024).collect().await {
@@ -121,7 +131,6 @@ impl McpEndpoint {
             status: parts.status,
             detail,
         };
-        let request_id = Composed::new().request_id(self.state.next_request_id());
         let body = error.body(
             &self.state.resolved.public_base_url,
             Self::PATH,
@@ -131,7 +140,6 @@ impl McpEndpoint {
         *response.status_mut() = error.status();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, PROBLEM_JSON);
-        headers.insert(X_REQUEST_ID, request_id);
         if let Some(allow) = parts.headers.get(header::ALLOW) {
             headers.insert(header::ALLOW, allow.clone());
         }

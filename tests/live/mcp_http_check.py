@@ -191,7 +191,7 @@ def post(url, body, headers, method="POST"):
     request = urllib.request.Request(url, data=body, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request) as response:
-            return response.status, response.read()
+            return response.status, response.read(), response.headers
     except urllib.error.HTTPError as error:
         return error.code, error.read(), error.headers
 
@@ -293,9 +293,14 @@ def main():
             assert assert_problem(got, 405, "method_not_allowed")["Allow"] == "POST", got
             not_json = post(url, b"ping", {
                 "Content-Type": "text/plain", "Accept": "application/json, text/event-stream",
-                "X-API-Key": enterprise})  # fmt: skip
-            assert_problem(not_json, 415, "bad_request")
-            ok("the transport's refusals (403, 413, 405 with Allow: POST, 415) are problem+json with their codes")
+                "X-API-Key": enterprise, "X-Request-ID": "agent-run-42"})  # fmt: skip
+            assert assert_problem(not_json, 415, "bad_request")["X-Request-ID"] == "agent-run-42"
+            status, _, headers = post(url, b'{"jsonrpc":"2.0","id":1,"method":"ping"}', {
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "X-API-Key": enterprise, "X-Request-ID": "agent-run-43"})  # fmt: skip
+            assert status == 200 and headers["X-Request-ID"] == "agent-run-43", (status, dict(headers))
+            ok("the transport's refusals (403, 413, 405 with Allow: POST, 415) are problem+json with their codes; "
+               "every answer carries X-Request-ID, the client's when it sent one")
     print("mcp over http passed")
 
 
