@@ -207,10 +207,7 @@ pub fn admit<B>(
     let mut connection = Connection::default();
     let asked = RequestHeaders::of(request.headers());
     let mut composed = Composed::new();
-    let request_id = match asked.request_id {
-        Some(value) if valid_request_id(value) => value.clone(),
-        _ => composed.request_id(state.next_request_id()),
-    };
+    let request_id = request_id(state, asked.request_id, &mut composed);
     let mut exchange = Exchange {
         state,
         request,
@@ -273,10 +270,7 @@ pub fn exchange<B>(
 ) -> Step {
     let mut composed = Composed::new();
     let asked = RequestHeaders::of(request.headers());
-    let request_id = match asked.request_id {
-        Some(value) if valid_request_id(value) => value.clone(),
-        _ => composed.request_id(state.next_request_id()),
-    };
+    let request_id = request_id(state, asked.request_id, &mut composed);
     let mut exchange = Exchange {
         state,
         request,
@@ -334,8 +328,17 @@ impl From<ApiError> for Stop {
     }
 }
 
+/// The id an answer carries: the client's `X-Request-ID` (`asked`) when it is usable, else a
+/// new one written into `composed`.
+pub(crate) fn request_id(state: &State, asked: Option<&HeaderValue>, composed: &mut Composed) -> HeaderValue {
+    match asked {
+        Some(value) if valid_request_id(value) => value.clone(),
+        _ => composed.request_id(state.next_request_id()),
+    }
+}
+
 /// A client's `X-Request-ID` is echoed when it is 1 to 128 visible ASCII characters.
-pub(crate) fn valid_request_id(value: &HeaderValue) -> bool {
+fn valid_request_id(value: &HeaderValue) -> bool {
     let bytes = value.as_bytes();
     (1..=128).contains(&bytes.len()) && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
 }

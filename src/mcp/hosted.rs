@@ -88,10 +88,7 @@ impl McpEndpoint {
         let address: IpAddr = access::client_address(state, request.headers(), peer.ip());
         request.extensions_mut().insert(McpPeer(address));
         // The client's request id if it sent a usable one, as the API answers.
-        let request_id = match request.headers().get(X_REQUEST_ID) {
-            Some(asked) if api::valid_request_id(asked) => asked.clone(),
-            _ => Composed::new().request_id(state.next_request_id()),
-        };
+        let request_id = api::request_id(state, request.headers().get(X_REQUEST_ID), &mut Composed::new());
         let answer = self.service.handle(request).await;
         let mut response = if is_transport_refusal(&answer) {
             self.problem(answer, &request_id).await
