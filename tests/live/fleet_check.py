@@ -10,6 +10,7 @@ Run by tests/live/fleet-check.sh, which installs the parts and builds the binary
 """
 
 import argparse
+import csv
 import datetime
 import hashlib
 import json
@@ -35,6 +36,9 @@ RESEARCH_PER_MIN = 60
 # A key whose budget leases several tokens a round trip: 3000/min over the 100 ms lease window.
 LEASED_PER_MIN = 3000
 LEASE = LEASED_PER_MIN * 100 // 60_000
+# The companies the fleet's snapshots hold: the two the load reads and enough to page through.
+FLEET_COMPANIES = ("openai", "stripe", "airbnb", "affirm", "abl-space", "anthropic", "databricks", "spacex",
+                   "klarna", "revolut", "canva", "figma")
 
 
 class Fleet:
@@ -79,6 +83,25 @@ class Fleet:
 
     def log_of(self, name):
         return os.path.join(self.work, f"{name}.log")
+
+    def explain(self):
+        """On a failure: what each replica's /readyz says of its source, the tail of every
+        process's log, and the room left where the replicas cache and the store spills."""
+        for name in self.processes:
+            if name.startswith("replica"):
+                try:
+                    source = get(f"http://127.0.0.1:{self.ports[name]}/readyz")[2].get("source")
+                except Exception as error:  # noqa: BLE001 - a diagnostic, whatever went wrong
+                    source = f"no answer: {error}"
+                print(f"--- {name} /readyz source: {json.dumps(source)}", file=sys.stderr)
+            try:
+                with open(self.log_of(name), errors="replace") as f:
+                    tail = f.readlines()[-25:]
+            except OSError:
+                continue
+            print(f"--- {name}.log, last lines:\n" + "".join(tail), file=sys.stderr)
+        usage = shutil.disk_usage(self.work)
+        print(f"--- {self.work}: {usage.free / 1e9:.2f} GB free of {usage.total / 1e9:.2f} GB", file=sys.stderr, flush=True)
 
     # --- parts -----------------------------------------------------------------------------
 
@@ -163,9 +186,14 @@ class Fleet:
         self.s3.create_bucket(Bucket=BUCKET)
 
     def build(self, version):
-        """A snapshot of the sample dataset under a new dataset version."""
+        """A snapshot of part of the sample dataset (FLEET_COMPANIES) under a new dataset version.
+        The fleet's checks are about publication and budgets, not the data: a small snapshot keeps
+        what three replicas, their caches and the store hold to a few MB each."""
         source = os.path.join(self.work, f"dataset-{version}")
         shutil.copytree(os.path.join(self.repo, "sample"), source)
+        keep = keep_rows(os.path.join(source, "companies.csv"), lambda row: row["slug"] in FLEET_COMPANIES)
+        assert keep == set(FLEET_COMPANIES), f"the sample no longer has {set(FLEET_COMPANIES) - keep}"
+        keep_rows(os.path.join(source, "events.csv"), lambda row: row["slug"] in keep)
         toml = os.path.join(source, "dataset.toml")
         with open(toml) as f:
             text = f.read()
@@ -181,10 +209,12 @@ class Fleet:
         return out
 
     def publish(self, snapshot):
+        """`marks publish`; the local file is removed once the store holds it."""
         done = subprocess.run(
             [self.marks, "publish", "--snapshot", snapshot, "--to", f"s3://{BUCKET}/{PREFIX}"],
             env=self.env, check=True, capture_output=True, text=True, cwd=self.repo,
         )
+        os.remove(snapshot)
         return done.stdout.strip()
 
     def issue(self, tier, rate=None, tenant="fleet"):
@@ -438,6 +468,18 @@ def version(n):
     return (datetime.date(2026, 12, 1) + datetime.timedelta(days=n)).isoformat()
 
 
+def keep_rows(path, wanted):
+    """Rewrites the CSV file at `path` with the rows `wanted` accepts; returns their slugs."""
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames, [row for row in reader if wanted(row)]
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return {row["slug"] for row in rows}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--marks", required=True)
@@ -449,6 +491,9 @@ def main():
     fleet = Fleet(os.path.abspath(args.marks), args.work, repo)
     try:
         run(fleet, args)
+    except BaseException:
+        fleet.explain()
+        raise
     finally:
         fleet.stop_all()
 
