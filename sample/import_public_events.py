@@ -14,6 +14,7 @@ A company's aliases (the names search also finds it by) are the part of its name
 ("Anysphere (Cursor)" is also Cursor) and any name a note says it then had ("company then
 named Codeium"), in the order first seen, separated by `;`.
 """
+
 import csv
 import os
 import re

@@ -139,10 +139,7 @@ class Report:
     def check(self, ok, label, detail="", count=1):
         """Print one check; a failed one counts `count` mismatches."""
         self.failures += 0 if ok else count
-        print(
-            f"{'OK' if ok else 'MISMATCH':8} {label}"
-            + (f"  {detail}" if detail else "")
-        )
+        print(f"{'OK' if ok else 'MISMATCH':8} {label}" + (f"  {detail}" if detail else ""))
         return ok
 
 
@@ -160,7 +157,7 @@ class Reference:
             self.v030 = load_reference(FORECASTERS["gap_profile_drift"], f"{out}/v030")
             self.df["gap_profile_drift"] = self.v030.run(str(self.dataset_dir))
         self.events = pd.read_csv(self.dataset_dir / "events.csv")
-        self.event_type = dict(zip(self.events.event_id, self.events.event_type))
+        self.event_type = dict(zip(self.events.event_id, self.events.event_type, strict=True))
         with open(self.dataset_dir / "dataset.toml", "rb") as f:
             self.as_of = day_of(str(tomllib.load(f)["as_of"]))
         self.models = {
@@ -194,10 +191,8 @@ class Reference:
         out = []
         for r in self.df[forecaster].itertuples():
             log_error = float(r.y - r.x)
-            if forecaster == METHOD:
-                confidence = float(r.confidence)
-            else:
-                confidence = normal_confidence(r.scale * r.q80 / Z80)
+            own = forecaster == METHOD
+            confidence = float(r.confidence) if own else normal_confidence(r.scale * r.q80 / Z80)
             out.append(
                 self.target(
                     r.kind,
@@ -269,9 +264,7 @@ class Reference:
         if forecaster == METHOD:
             conf = e.confidence.values.astype(float)
         else:
-            conf = np.array(
-                [normal_confidence(s * q / Z80) for s, q in zip(e.scale, e.q80)]
-            )
+            conf = np.array([normal_confidence(s * q / Z80) for s, q in zip(e.scale, e.q80, strict=True)])
         hit = ((e.y - e.x >= LO_HIT) & (e.y - e.x <= HI_HIT)).values
         n, hits = len(e), int(hit.sum())
         brier = float(np.mean((conf - hit) ** 2))
@@ -285,9 +278,7 @@ class Reference:
             "median_band_width_95_pct": float(np.median(e.w95)),
             "misses_total": int((~e.in95).sum()),
             "listings.n": len(lst),
-            "listings.mean_abs_error_pct": float(
-                np.mean(np.abs(lst.mark_usd / np.exp(lst.y) - 1)) * 100
-            ),
+            "listings.mean_abs_error_pct": float(np.mean(np.abs(lst.mark_usd / np.exp(lst.y) - 1)) * 100),
             "listings.inside_80": int(lst.in80.sum()),
             "listings.inside_95": int(lst.in95.sum()),
             "confidence.n": n,
@@ -469,9 +460,7 @@ def flat(card):
         out[f"coverage_by_gap.{b['bucket']}.n"] = b["n"]
         for c in ("80", "95"):
             for k in ("inside", "observed_pct"):
-                out[f"coverage_by_gap.{b['bucket']}.coverage_{c}.{k}"] = b[
-                    f"coverage_{c}"
-                ][k]
+                out[f"coverage_by_gap.{b['bucket']}.coverage_{c}.{k}"] = b[f"coverage_{c}"][k]
     return out
 
 
@@ -496,15 +485,11 @@ def check_targets(report, ref, targets, forecaster):
         theirs[t["key"]].append(t)
     pairs, unmatched = [], []
     for key in sorted(mine.keys() | theirs.keys()):
-        a = sorted(
-            mine[key], key=lambda t: (t["log_error"] is None, t["log_error"] or 0)
-        )
-        b = sorted(
-            theirs[key], key=lambda t: (t["log_error"] is None, t["log_error"] or 0)
-        )
+        a = sorted(mine[key], key=lambda t: (t["log_error"] is None, t["log_error"] or 0))
+        b = sorted(theirs[key], key=lambda t: (t["log_error"] is None, t["log_error"] or 0))
         if len(a) != len(b):
             unmatched.append(f"{key}: reference {len(a)}, served {len(b)}")
-        pairs += zip(a, b)
+        pairs += zip(a, b, strict=False)
     kinds = collections.Counter(a["key"][0] for a, _ in pairs)
     counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     label = f"{forecaster} targets matched: {len(pairs)} ({counts})"
@@ -553,11 +538,7 @@ def check_bands_in_force(report, ref, card):
 def check_outcome_verdicts(report, card, targets, forecaster):
     """The scorecard's outcome counts against its own served targets."""
     counts = collections.Counter(
-        f["verdict"]
-        for t in targets
-        if t["kind"] != "event"
-        for f in t["forecasts"]
-        if f["forecaster"] == forecaster
+        f["verdict"] for t in targets if t["kind"] != "event" for f in t["forecasts"] if f["forecaster"] == forecaster
     )
     for v, n in card["outcome_verdicts"].items():
         ok = n == counts[v]
@@ -582,10 +563,7 @@ def check_series(report, ref, server):
     bad_days, bad_confidence = [], []
     for slug in slugs:
         expected, confidence = ref.series(slug)
-        got = {
-            c: {day_of(p["date"]): p for p in served.get(slug, {}).get(c, [])}
-            for c in (80, 95)
-        }
+        got = {c: {day_of(p["date"]): p for p in served.get(slug, {}).get(c, [])} for c in (80, 95)}
         for c in (80, 95):
             if got[c].keys() != expected.keys():
                 missing = sorted(expected.keys() - got[c].keys())
@@ -616,10 +594,7 @@ def check_series(report, ref, server):
                 if len(shown) < MAX_SHOWN:
                     shown.append(
                         f"{slug} {date(day)}: "
-                        + ", ".join(
-                            f"{k} reference={a:.2f} served={b}"
-                            for k, (a, b) in wrong.items()
-                        )
+                        + ", ".join(f"{k} reference={a:.2f} served={b}" for k, (a, b) in wrong.items())
                     )
         mark = latest.get(slug)
         if mark is not None and confidence is not None:
@@ -641,13 +616,10 @@ def check_series(report, ref, server):
     for line in shown:
         print(f"           {line}")
     print(
-        "           largest |reference - served| in USD: "
-        + ", ".join(f"{k} {v:.3g}" for k, v in sorted(worst.items()))
+        "           largest |reference - served| in USD: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(worst.items()))
     )
     agree = f"{len(latest) - len(bad_confidence)}/{len(latest)} agree"
-    report.check(
-        not bad_confidence, "latest_mark.confidence", agree, len(bad_confidence)
-    )
+    report.check(not bad_confidence, "latest_mark.confidence", agree, len(bad_confidence))
     for line in bad_confidence[:MAX_SHOWN]:
         print(f"           {line}")
     return points, companies
@@ -657,9 +629,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset_dir")
     parser.add_argument("base_url", nargs="?")
-    parser.add_argument(
-        "--key", help="an enterprise (export) or pro key: checks daily points"
-    )
+    parser.add_argument("--key", help="an enterprise (export) or pro key: checks daily points")
     parser.add_argument("--reference-only", action="store_true")
     args = parser.parse_args()
     if not args.reference_only and not args.base_url:

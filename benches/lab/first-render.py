@@ -23,9 +23,7 @@ def measure(browser, url):
     sizes = []
     page.on("requestfinished", lambda request: sizes.append(request.sizes()["responseBodySize"]))
     page.goto(url, wait_until="networkidle")
-    paint = page.evaluate(
-        "() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null"
-    )
+    paint = page.evaluate("() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null")
     load = page.evaluate("() => performance.getEntriesByType('navigation')[0].loadEventEnd")
     context.close()
     return paint, load, sum(sizes)

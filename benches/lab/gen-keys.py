@@ -8,6 +8,7 @@ five, an active status, a date and a BLAKE3-shaped hash), but the hashes are ran
 key exists for them, so they cost the server exactly what real keys cost and can never be
 used. Needs nothing beyond Python's standard library.
 """
+
 import os
 import sys
 

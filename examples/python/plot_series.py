@@ -21,9 +21,9 @@ import matplotlib
 
 matplotlib.use("Agg")  # files, no window
 
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-from valuation_marks import Client  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
+from valuation_marks import Client
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--base-url", default=None, help="default: $MARKS_BASE_URL, else http://127.0.0.1:8080")

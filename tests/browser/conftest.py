@@ -7,7 +7,6 @@ context: a fresh tab with empty storage. Run through tests/browser/run.sh.
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -39,9 +38,7 @@ def _binary():
     path = Path(os.environ.get("MARKS_BIN", "target/debug/marks"))
     path = path if path.is_absolute() else ROOT / path
     if not path.exists():
-        pytest.exit(
-            f"no server binary at {path}: build it, or set MARKS_BIN", returncode=2
-        )
+        pytest.exit(f"no server binary at {path}: build it, or set MARKS_BIN", returncode=2)
     return path
 
 
@@ -67,9 +64,7 @@ class Server:
         ]
         if rate_per_min is not None:
             cmd += ["--rate-per-min", str(rate_per_min)]
-        key = subprocess.run(
-            cmd, cwd=ROOT, check=True, capture_output=True, text=True
-        ).stdout.strip()
+        key = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
         # Wait until the server has it; this spends one request of the key's budget.
         deadline = time.monotonic() + 10
         while self.get("/v1/companies?limit=1", key=key)[0] == 401:
@@ -80,9 +75,7 @@ class Server:
 
     def get(self, path, key=None):
         """(status, headers, body) of a GET; body parsed as JSON when it is JSON."""
-        req = urllib.request.Request(
-            self.base + path, headers={"X-API-Key": key} if key else {}
-        )
+        req = urllib.request.Request(self.base + path, headers={"X-API-Key": key} if key else {})
         try:
             with urllib.request.urlopen(req, timeout=30) as res:
                 status, headers, raw = res.status, res.headers, res.read()
@@ -97,9 +90,7 @@ class Server:
         under one header row (the next page's cursor is in X-Next-Cursor)."""
         text, url = "", path
         while url:
-            req = urllib.request.Request(
-                self.base + url, headers={"X-API-Key": key, "Accept": "text/csv"}
-            )
+            req = urllib.request.Request(self.base + url, headers={"X-API-Key": key, "Accept": "text/csv"})
             with urllib.request.urlopen(req, timeout=30) as res:
                 assert res.headers["Content-Type"].startswith("text/csv"), url
                 body = res.read().decode("utf-8")
@@ -167,9 +158,7 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def browser():
     with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium")
-        )
+        b = p.chromium.launch(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"))
         yield b
         b.close()
 
@@ -195,25 +184,17 @@ def open_page(browser, server):
     contexts = []
 
     def make(viewport=DESKTOP, bypass_csp=False):
-        context = browser.new_context(
-            viewport=viewport, base_url=server.base, bypass_csp=bypass_csp
-        )
+        context = browser.new_context(viewport=viewport, base_url=server.base, bypass_csp=bypass_csp)
         contexts.append(context)
         rec = Recorded()
         context.on("request", lambda r: rec.requests.append(r))
         context.on("response", lambda r: rec.responses.append(r))
-        context.on(
-            "requestfailed", lambda r: rec.failed.append(f"{r.url}: {r.failure}")
-        )
+        context.on("requestfailed", lambda r: rec.failed.append(f"{r.url}: {r.failure}"))
         page = context.new_page()
 
         def console(message):
-            if (
-                message.type == "error"
-            ):  # with the URL it is about (a 404 names none in its text)
-                rec.console_errors.append(
-                    f"{message.text} [{message.location.get('url', '')}]"
-                )
+            if message.type == "error":  # with the URL it is about (a 404 names none in its text)
+                rec.console_errors.append(f"{message.text} [{message.location.get('url', '')}]")
 
         page.on("console", console)
         page.on("pageerror", lambda e: rec.page_errors.append(str(e)))
@@ -253,9 +234,7 @@ def wait_list_loaded(page):
 
 def wait_settled(page):
     """/compare and /indices: main is aria-busy until the page has loaded what it shows."""
-    page.wait_for_function(
-        "() => !document.getElementById('main').hasAttribute('aria-busy')"
-    )
+    page.wait_for_function("() => !document.getElementById('main').hasAttribute('aria-busy')")
 
 
 def download(page, button):
@@ -286,7 +265,8 @@ def wait_company_loaded(page):
     """Waits until every section of a company page has settled (data, a note or an error)."""
     page.wait_for_function(
         "() => { const done = (id) => document.getElementById(id).textContent.trim() !== '';"
-        " const res = done('resolution-note') || /verified/i.test(document.getElementById('verify-status').textContent);"
+        " const res = done('resolution-note')"
+        " || /verified/i.test(document.getElementById('verify-status').textContent);"
         " const series = done('series-error') || !document.getElementById('chart-text').hidden;"
         " return (res && series) || done('alert'); }"
     )

@@ -65,7 +65,7 @@ def test_five_companies_and_an_index_rebased_to_a_chosen_date(open_page, server)
     expect(lines).to_have_count(6)
     assert re.search(r"/compare\?c=stripe,revolut,anthropic,openai,databricks&index=fintech$", page.url)
 
-    keys = FIVE + ["index:fintech"]
+    keys = [*FIVE, "index:fintech"]
     values = {k: series_of(server, k) for k in keys}
     # By default, the first day every series has.
     common_first = max(min(v) for v in values.values())
@@ -102,7 +102,7 @@ def test_five_companies_and_an_index_rebased_to_a_chosen_date(open_page, server)
     assert len(table) - 1 == days
     by_date = {r[0]: r for r in table[1:]}
     assert table[1][0] == chosen
-    for k, col in zip(keys, range(1, len(header), 2)):
+    for k, col in zip(keys, range(1, len(header), 2), strict=True):
         assert float(by_date[chosen][col + 1]) == 100
         for d in (chosen, "2025-01-31", last_day):
             cell = by_date[d][col]
@@ -208,4 +208,3 @@ def test_beside_on_a_wide_screen(open_page):
     assert side["x"] > chart["x"] + chart["width"] - 1
     # The table fits its column: no sideways scroll needed.
     assert page.locator(".compare-side .table-scroll").evaluate("(d) => d.scrollWidth <= d.clientWidth")
-

@@ -15,10 +15,7 @@ def rapidoc_id(text):
 def test_docs_list_every_operation_and_schema(open_page, server):
     spec = server.json("/v1/openapi.json")
     operations = [
-        (method, path, op)
-        for path, item in spec["paths"].items()
-        for method, op in item.items()
-        if method in METHODS
+        (method, path, op) for path, item in spec["paths"].items() for method, op in item.items() if method in METHODS
     ]
     assert len(operations) >= 16
     page, _ = open_page(viewport=DESKTOP)
@@ -30,9 +27,7 @@ def test_docs_list_every_operation_and_schema(open_page, server):
         expect(nav).to_contain_text(op["summary"])
     schemas = spec["components"]["schemas"]
     for name in schemas:
-        expect(
-            doc.locator(f'[id="link-cmp--schemas-{rapidoc_id(name)}"]')
-        ).to_have_count(1)
+        expect(doc.locator(f'[id="link-cmp--schemas-{rapidoc_id(name)}"]')).to_have_count(1)
     # Each one opens from the navigation and shows its own section.
     for method, path, op in operations:
         doc.locator(f'[id="link-{method}-{rapidoc_id(path)}"]').click()

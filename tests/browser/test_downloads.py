@@ -106,8 +106,8 @@ def test_the_backtest_downloads_as_the_apis_rows(open_page, server, key):
             return "true" if value else "false"
         return str(value)
 
-    for t, row in zip(targets, body):
-        got = dict(zip(header, row))
+    for t, row in zip(targets, body, strict=True):
+        got = dict(zip(header, row, strict=True))
         assert got["slug"] == "stripe"
         for field in ("kind", "event_id", "event_type", "occurred_on", "marked_on", "mark_usd",
                       "confidence", "observed_usd", "error_pct", "above", "inside_80", "inside_95", "hit"):  # fmt: skip
@@ -131,7 +131,7 @@ def test_csv_cells_follow_the_apis_rules(open_page):
              ['-2+3', 12, '@SUM(A1)'], ['\\tx', 0, '\\rx'], ['a-b', false, '']])"""
     )
     assert text == (
-        'a,b,c\r\n'
+        "a,b,c\r\n"
         '"\'=HYPERLINK(""x"")",-3.25,\r\n'
         '"\'+1",true,"say ""hi"", then go"\r\n'
         '"\'-2+3",12,"\'@SUM(A1)"\r\n'
@@ -166,8 +166,19 @@ def test_the_index_page_downloads_its_tables_and_chart(open_page, server):
     assert name == "indices.csv"
     indices = server.json("/v1/indices", PRO)["indices"]
     table = rows(text)
-    assert table[0] == ["index", "name", "sector", "first_date", "last_date", "date", "level", "lower", "upper", "constituents"]
-    for i, row in zip(indices, table[1:]):
+    assert table[0] == [
+        "index",
+        "name",
+        "sector",
+        "first_date",
+        "last_date",
+        "date",
+        "level",
+        "lower",
+        "upper",
+        "constituents",
+    ]
+    for i, row in zip(indices, table[1:], strict=True):
         latest = i["latest"]
         assert row[:5] == [i["index"], i["name"], i["sector"] or "", i["first_date"], i["last_date"]]
         assert row[5] == latest["date"]

@@ -33,9 +33,7 @@ def listed_slugs(page):
         )
         wait_list_loaded(page)
     assert page.locator("#alert").text_content() == ""
-    hrefs = page.locator("#company-rows th a").evaluate_all(
-        "(links) => links.map((a) => a.getAttribute('href'))"
-    )
+    hrefs = page.locator("#company-rows th a").evaluate_all("(links) => links.map((a) => a.getAttribute('href'))")
     assert all(h.startswith("/explore/") for h in hrefs)
     return [h.removeprefix("/explore/") for h in hrefs]
 
@@ -81,17 +79,11 @@ def test_bad_sort_shows_the_apis_words(open_page, server):
     expect(page.locator("#list-error")).to_contain_text(problem["detail"])
 
 
-@pytest.mark.parametrize(
-    "key,slug", [(PRO, "stripe"), (ENTERPRISE, "openai"), (RESEARCH, "ftx")]
-)
+@pytest.mark.parametrize("key,slug", [(PRO, "stripe"), (ENTERPRISE, "openai"), (RESEARCH, "ftx")])
 def test_chart_has_a_point_per_day_and_a_marker_per_event(open_page, server, key, slug):
     series = server.json(f"/v1/companies/{slug}/marks?coverage=80", key)["series"]
     tier_has_events = key != RESEARCH
-    events = (
-        server.json(f"/v1/companies/{slug}/events", key)["events"]
-        if tier_has_events
-        else []
-    )
+    events = server.json(f"/v1/companies/{slug}/events", key)["events"] if tier_has_events else []
     page, _ = open_page()
     enter_key(page, key, f"/explore/{slug}")
     wait_company_loaded(page)
@@ -105,9 +97,7 @@ def test_chart_has_a_point_per_day_and_a_marker_per_event(open_page, server, key
     if tier_has_events:
         expect(page.locator("#chart-svg path.band95")).to_have_count(1)
         expect(page.locator("#events-table tbody tr")).to_have_count(len(events))
-        marker_links = page.locator("#chart-svg a").evaluate_all(
-            "(as) => as.map((a) => a.getAttribute('href'))"
-        )
+        marker_links = page.locator("#chart-svg a").evaluate_all("(as) => as.map((a) => a.getAttribute('href'))")
         assert marker_links == [e["source_url"] for e in events]
     else:
         expect(page.locator("#chart-svg path.band95")).to_have_count(0)
@@ -141,23 +131,15 @@ def test_free_key_limits_show_in_words(open_page, server):
     _, _, events_problem = server.get("/v1/companies/anthropic/events", key)
     assert series_problem["code"] == events_problem["code"] == "tier_forbidden"
     expect(page.locator("#series-error")).to_contain_text(series_problem["detail"])
-    expect(page.locator("#series-error")).to_contain_text(
-        "not included in this key's tier"
-    )
+    expect(page.locator("#series-error")).to_contain_text("not included in this key's tier")
     expect(page.locator("#events-error")).to_contain_text(events_problem["detail"])
     expect(page.locator("#resolution-note")).to_contain_text("needs an Enterprise key")
     # The latest mark is in the free tier.
     expect(page.locator("#latest-facts")).to_contain_text("$")
-    forbidden = {
-        (r.status, r.url.split("?")[0].removeprefix(server.base))
-        for r in rec.responses
-        if r.status == 403
-    }
+    forbidden = {(r.status, r.url.split("?")[0].removeprefix(server.base)) for r in rec.responses if r.status == 403}
     assert (403, "/v1/companies/anthropic/marks") in forbidden
     assert (403, "/v1/companies/anthropic/events") in forbidden
-    page.screenshot(
-        path=str(SCREENSHOTS / "explore-anthropic-free-390x844.png"), full_page=True
-    )
+    page.screenshot(path=str(SCREENSHOTS / "explore-anthropic-free-390x844.png"), full_page=True)
 
 
 def test_rate_limit_shows_when_to_retry(open_page, server):
@@ -199,15 +181,11 @@ def resolution_page(open_page, route=None):
 def test_resolution_record_is_verified_in_the_browser(open_page, server):
     kid = server.json("/v1/signing-keys")["keys"][0]["kid"]
     page, _ = resolution_page(open_page)
-    expect(page.locator("#verify-status")).to_have_text(
-        re.compile(rf"^Signature verified with key {re.escape(kid)}")
-    )
+    expect(page.locator("#verify-status")).to_have_text(re.compile(rf"^Signature verified with key {re.escape(kid)}"))
     expect(page.locator("#verify-status")).to_have_class("ok")
 
 
-@pytest.mark.parametrize(
-    "change", ["value_usd", "band_80.lower", "basis", "meta.as_of"]
-)
+@pytest.mark.parametrize("change", ["value_usd", "band_80.lower", "basis", "meta.as_of"])
 def test_tampered_resolution_record_is_not_verified(open_page, change):
     def tamper(route):
         response = route.fetch()
@@ -216,9 +194,7 @@ def test_tampered_resolution_record_is_not_verified(open_page, change):
         target = record
         for p in parents:
             target = target[p]
-        target[name] = (
-            target[name] + 1 if isinstance(target[name], int) else target[name] + "x"
-        )
+        target[name] = target[name] + 1 if isinstance(target[name], int) else target[name] + "x"
         route.fulfill(response=response, body=json.dumps(record))
 
     page, _ = resolution_page(open_page, {"**/v1/companies/stripe/resolution": tamper})
@@ -269,9 +245,7 @@ def test_canonical_json_matches_the_published_test_vector(open_page):
 
     def serve(record):
         def handler(route):
-            route.fulfill(
-                status=200, content_type="application/json", body=json.dumps(record)
-            )
+            route.fulfill(status=200, content_type="application/json", body=json.dumps(record))
 
         return handler
 
@@ -286,9 +260,7 @@ def test_canonical_json_matches_the_published_test_vector(open_page):
     )
     changed = json.loads(json.dumps(vector["record"]))
     changed["meta"]["disclaimer"] += " "
-    page, _ = resolution_page(
-        open_page, {"**/v1/companies/stripe/resolution": serve(changed), **keys_route}
-    )
+    page, _ = resolution_page(open_page, {"**/v1/companies/stripe/resolution": serve(changed), **keys_route})
     expect(page.locator("#verify-status")).to_have_text(re.compile(r"^NOT verified"))
 
 
@@ -309,17 +281,11 @@ def test_key_stays_in_session_storage_and_headers(open_page, server):
     for request in rec.requests:
         headers = request.all_headers()
         assert key not in request.url, request.url
-        assert not headers.get("referer"), (
-            f"no-referrer, yet {request.url} had a Referer"
-        )
+        assert not headers.get("referer"), f"no-referrer, yet {request.url} had a Referer"
         if headers.get("x-api-key"):
             assert headers["x-api-key"] == key
-            assert request.url.startswith(server.base + "/v1/"), (
-                "the key goes only to the API"
-            )
-    api_calls = [
-        r for r in rec.requests if r.url.startswith(server.base + "/v1/companies")
-    ]
+            assert request.url.startswith(server.base + "/v1/"), "the key goes only to the API"
+    api_calls = [r for r in rec.requests if r.url.startswith(server.base + "/v1/companies")]
     assert api_calls and all(r.all_headers().get("x-api-key") == key for r in api_calls)
     assert not any(key in url for url in rec.navigations)
     assert key not in page.url
@@ -379,7 +345,9 @@ def test_the_mark_is_explained_beside_the_last_reported_value(open_page, server)
     expect(facts).to_contain_text(f"on {last['occurred_on']} ({profile['days_since_last_event']} days ago)")
     expect(facts).to_contain_text(f"{mark['confidence'] * 100:.1f}%")
     explained = page.locator("#mark-explained")
-    expect(explained).to_contain_text(f"The mark starts from the last reported valuation: {usd_words(last['valuation_usd'])}")
+    expect(explained).to_contain_text(
+        f"The mark starts from the last reported valuation: {usd_words(last['valuation_usd'])}"
+    )
     expect(explained).to_contain_text(drift["explanation"])
     expect(explained).to_contain_text("within ±10% of the value next reported")
     expect(explained).to_contain_text("about 4 times in 5")
@@ -435,7 +403,7 @@ def test_the_company_page_shows_how_the_method_did_on_it(open_page, server, key)
 
 
 def test_the_list_shows_last_reported_and_outcome_and_sorts_by_them(open_page, server):
-    expected, first = server.walk_companies(PRO, sort="-last_event_on")
+    _, first = server.walk_companies(PRO, sort="-last_event_on")
     page, _ = open_page()
     enter_key(page, PRO, "/explore?sort=-last_event_on")
     wait_list_loaded(page)

@@ -23,7 +23,7 @@ def test_the_list_and_the_chart_of_every_day(open_page, server):
     wait_settled(page)
     rows = page.locator("#indices-table tbody tr")
     expect(rows).to_have_count(len(listed))
-    for i, row in zip(listed, rows.all()):
+    for i, row in zip(listed, rows.all(), strict=True):
         expect(row).to_have_attribute("data-index", i["index"])
         expect(row.locator("td").first).to_have_text(two(i["latest"]["level"]))
         expect(row.locator("td").nth(2)).to_have_text(str(i["latest"]["constituents"]))
@@ -38,7 +38,8 @@ def test_the_list_and_the_chart_of_every_day(open_page, server):
     page.keyboard.press("Home")
     first = series[0]
     expect(page.locator("#index-readout")).to_contain_text(
-        f"{first['date']}: level {two(first['level'])}; 80% band {two(first['lower'])} – {two(first['upper'])};"
+        f"{first['date']}: level {two(first['level'])}; "
+        f"80% band {two(first['lower'])} \N{EN DASH} {two(first['upper'])};"
         f" {first['constituents']} companies"
     )
     # The constituents of the last day, by default.

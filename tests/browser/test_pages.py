@@ -31,6 +31,7 @@ def shot_name(path):
     """The screenshot's name: / is overview, /explore/stripe explore-stripe, /compare?c=a,b compare-c-a-b."""
     return re.sub(r"[^a-z0-9]+", "-", path.strip("/")).strip("-") or "overview"
 
+
 STRICT_CSP = {
     "default-src": ["'self'"],
     "script-src": ["'self'"],
@@ -69,9 +70,7 @@ def open_settled(page, path, key=None):
         wait_company_loaded(page)
     elif path == "/docs":
         summary = "List companies with their latest mark"
-        page.locator("rapi-doc").get_by_text(summary).filter(
-            visible=True
-        ).first.wait_for()
+        page.locator("rapi-doc").get_by_text(summary).filter(visible=True).first.wait_for()
     page.wait_for_load_state("networkidle")
 
 
@@ -87,11 +86,7 @@ def test_page_headers_and_markup(server, path):
     assert csp["script-src"] == ["'self'"], "never inline script"
     if path == "/docs":
         # The reference may relax styles (RapiDoc's style attributes and its theme <style>), nothing else.
-        relaxed = {
-            k: v
-            for k, v in csp.items()
-            if k not in ("style-src", "style-src-attr", "style-src-elem")
-        }
+        relaxed = {k: v for k, v in csp.items() if k not in ("style-src", "style-src-attr", "style-src-elem")}
         assert relaxed == {k: v for k, v in STRICT_CSP.items() if k != "style-src"}
         assert csp["style-src"][0] == "'self'"
     else:
@@ -101,12 +96,8 @@ def test_page_headers_and_markup(server, path):
     for script in re.findall(r"<script\b[^>]*>", body, re.IGNORECASE):
         assert re.search(r"\bsrc=", script), f"{path}: inline script {script}"
     assert not re.search(r"<style\b", body, re.IGNORECASE), f"{path}: a <style> element"
-    assert not re.search(r"\sstyle\s*=", body, re.IGNORECASE), (
-        f"{path}: a style attribute"
-    )
-    assert not re.search(r"\son[a-z]+\s*=", body, re.IGNORECASE), (
-        f"{path}: an inline event handler"
-    )
+    assert not re.search(r"\sstyle\s*=", body, re.IGNORECASE), f"{path}: a style attribute"
+    assert not re.search(r"\son[a-z]+\s*=", body, re.IGNORECASE), f"{path}: an inline event handler"
     assert "{{asset:" not in body
 
 
@@ -135,11 +126,7 @@ def test_page_loads_clean_and_is_photographed(open_page, server, path, viewport)
     assert rec.page_errors == []
     assert rec.failed == []
     assert rec.bad_responses() == []
-    others = [
-        r.url
-        for r in rec.requests
-        if not (r.url.startswith(server.base + "/") or r.url.startswith("data:"))
-    ]
+    others = [r.url for r in rec.requests if not (r.url.startswith(server.base + "/") or r.url.startswith("data:"))]
     assert others == [], "requests to another origin"
     name = shot_name(path)
     page.screenshot(
@@ -182,9 +169,7 @@ def test_no_serious_accessibility_violations(open_page, case):
     # this context alone bypasses the CSP.
     page, _ = open_page(viewport=viewport, bypass_csp=True)
     open_settled(page, path, key)
-    page.evaluate(
-        "document.querySelectorAll('details').forEach((d) => { d.open = true; })"
-    )
+    page.evaluate("document.querySelectorAll('details').forEach((d) => { d.open = true; })")
     if path.startswith("/explore/") and key:
         # The keyboard cursor and its readout are part of what is checked.
         page.focus("#chart-svg")

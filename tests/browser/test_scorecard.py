@@ -21,9 +21,7 @@ def served(scorecard, figure):
     assert name in forecasters, f"data-figure={figure}: no forecaster {name}"
     value = forecasters[name]
     for field in fields:
-        assert isinstance(value, dict) and field in value, (
-            f"data-figure={figure}: no field {field}"
-        )
+        assert isinstance(value, dict) and field in value, f"data-figure={figure}: no field {field}"
         value = value[field]
     return value
 
@@ -40,9 +38,7 @@ def test_scorecard_figures_equal_the_api(open_page, server):
         value = served(scorecard, figure)
         assert isinstance(value, (int, float)), f"{figure} is not a number in the API"
         shown = float(text.replace(",", "").rstrip("%"))
-        assert math.isclose(shown, value, rel_tol=0, abs_tol=0), (
-            f"{figure}: page {text}, API {value}"
-        )
+        assert math.isclose(shown, value, rel_tol=0, abs_tol=0), f"{figure}: page {text}, API {value}"
     shown = {f for f, _ in figures}
     missing = [
         f"{f['name']}.{field}"

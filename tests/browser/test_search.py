@@ -21,12 +21,8 @@ def suggestions(page, text):
     box = page.locator("#q")
     box.fill("")
     box.press_sequentially(text, delay=40)
-    page.wait_for_function(
-        "(text) => document.getElementById('q-status').textContent.includes(text)", arg=text
-    )
-    return page.locator("#q-list li[role=option]").evaluate_all(
-        "(lis) => lis.map((li) => li.dataset.slug)"
-    )
+    page.wait_for_function("(text) => document.getElementById('q-status').textContent.includes(text)", arg=text)
+    return page.locator("#q-list li[role=option]").evaluate_all("(lis) => lis.map((li) => li.dataset.slug)")
 
 
 def test_typing_suggests_companies_by_name_and_alias(open_page, server):
@@ -105,7 +101,7 @@ def test_sector_menu_lists_the_sectors_of_the_keys_universe(open_page, server, t
     texts = options.evaluate_all("(os) => os.map((o) => o.textContent)")
     assert values == [""] + [s["sector"] for s in sectors]
     assert texts[0] == "Any sector"
-    for s, text in zip(sectors, texts[1:]):
+    for s, text in zip(sectors, texts[1:], strict=True):
         assert text.startswith(f"{s['sector']} ({s['companies']}"), text
         if s["private"] != s["companies"]:
             assert f"{s['private']} private" in text

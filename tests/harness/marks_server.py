@@ -19,10 +19,11 @@ import json
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Iterator, Optional, Sequence, Union
+from typing import IO, Union
 
-PathLike = Union[str, Path]
+PathLike = Union[str, Path]  # noqa: UP007 - the SDK's tests import this on Python 3.9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +44,8 @@ def serve(
     binary: PathLike,
     *args: PathLike,
     timeout: float = 60.0,
-    stderr: Optional[IO[bytes]] = None,
-    cwd: Optional[PathLike] = None,
+    stderr: IO[bytes] | None = None,
+    cwd: PathLike | None = None,
 ) -> Iterator[Running]:
     """Runs `BINARY serve --addr 127.0.0.1:0 --ready-file F ARGS...` until the block ends.
 
@@ -52,15 +53,14 @@ def serve(
     by default a temporary file whose text is in the error if the server does not start. The
     server is sent SIGTERM at the end, and killed if it has not stopped 15 s later.
     """
-    with tempfile.TemporaryDirectory(prefix="marks-serve-") as work:
+    with contextlib.ExitStack() as owned:
+        work = owned.enter_context(tempfile.TemporaryDirectory(prefix="marks-serve-"))
         ready = Path(work) / "ready.json"
-        log = stderr if stderr is not None else open(Path(work) / "serve.err", "w+b")
+        log = stderr if stderr is not None else owned.enter_context(open(Path(work) / "serve.err", "w+b"))
         command: Sequence[str] = [
             str(binary), "serve", "--addr", "127.0.0.1:0", "--ready-file", str(ready), *map(str, args),
         ]  # fmt: skip
-        process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=cwd
-        )
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=cwd)
         try:
             written = _wait_for(ready, process, timeout, log)
             yield Running(url=written["url"], addr=written["addr"], process=process)
@@ -71,8 +71,6 @@ def serve(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-            if stderr is None:
-                log.close()
 
 
 def _wait_for(ready: Path, process: subprocess.Popen[bytes], timeout: float, log: IO[bytes]) -> dict[str, str]:

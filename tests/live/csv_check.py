@@ -69,7 +69,7 @@ COMPANY_COLUMNS = [
     "last_event_on", "last_event_type", "last_event_usd", "days_since_last_event", "outcome_type",
     "outcome_on", "outcome_usd",
 ]  # fmt: skip
-EXPORT_COLUMNS = COMPANY_COLUMNS[:9] + ["lower_95_usd", "upper_95_usd"] + COMPANY_COLUMNS[9:]
+EXPORT_COLUMNS = [*COMPANY_COLUMNS[:9], "lower_95_usd", "upper_95_usd", *COMPANY_COLUMNS[9:]]
 SERIES_COLUMNS = ["slug", "date", "mark_usd", "lower_usd", "upper_usd"]
 EVENT_COLUMNS = ["slug", "event_id", "occurred_on", "event_type", "valuation_usd", "source_url", "note"]
 INDEX_COLUMNS = ["index", "date", "level", "lower", "upper", "constituents"]
@@ -180,7 +180,7 @@ def table(body, columns):
     assert len(raw) == len(rows) + 1, (len(raw), len(rows))
     assert raw[0] == ",".join(columns), "the header row is the bare column names"
     quoting = []
-    for record, row in zip(raw[1:], rows):
+    for record, row in zip(raw[1:], rows, strict=True):
         cells = tokens(record)
         assert [text for text, _ in cells] == row, (record, row)
         quoting.append([quoted for _, quoted in cells])
@@ -210,7 +210,7 @@ def company_value(item, column):
 def compare(rows, quoting, expected, what):
     """``expected`` is a list of lists of JSON values, one list per row."""
     assert len(rows) == len(expected), f"{what}: {len(rows)} CSV rows, {len(expected)} in JSON"
-    for n, (row, quoted, values) in enumerate(zip(rows, quoting, expected)):
+    for n, (row, quoted, values) in enumerate(zip(rows, quoting, expected, strict=True)):
         want = [expected_cell(v) for v in values]
         assert row == [text for text, _ in want], f"{what} row {n + 1}: {row} != {want}"
         assert quoted == [q for _, q in want], f"{what} row {n + 1}: quoting {quoted} != {want}"
@@ -398,10 +398,7 @@ def check_exports(api, companies):
 def self_test():
     """The reading and the expectations on a table no sample holds: quotes, commas, line breaks
     and formulas in cells."""
-    body = (
-        b'slug,date,mark_usd,lower_usd,upper_usd\r\n'
-        b'"a ""b"", c","\'=1+2",-3.5,,"x\r\ny"\r\n'
-    )
+    body = b'slug,date,mark_usd,lower_usd,upper_usd\r\n"a ""b"", c","\'=1+2",-3.5,,"x\r\ny"\r\n'
     rows, quoting = table(body, SERIES_COLUMNS)
     assert rows == [['a "b", c', "'=1+2", "-3.5", "", "x\r\ny"]], rows
     assert quoting == [[True, True, False, False, True]], quoting

@@ -37,8 +37,20 @@ RESEARCH_PER_MIN = 60
 LEASED_PER_MIN = 3000
 LEASE = LEASED_PER_MIN * 100 // 60_000
 # The companies the fleet's snapshots hold: the two the load reads and enough to page through.
-FLEET_COMPANIES = ("openai", "stripe", "airbnb", "affirm", "abl-space", "anthropic", "databricks", "spacex",
-                   "klarna", "revolut", "canva", "figma")
+FLEET_COMPANIES = (
+    "openai",
+    "stripe",
+    "airbnb",
+    "affirm",
+    "abl-space",
+    "anthropic",
+    "databricks",
+    "spacex",
+    "klarna",
+    "revolut",
+    "canva",
+    "figma",
+)
 
 
 class Fleet:
@@ -54,8 +66,9 @@ class Fleet:
     def start(self, name, argv, env=None, port=None, ready=None):
         """Starts `argv` as `name`; waits for its `ready` file if given (a marks server writes it
         once it answers), else for its `port` to take connections."""
-        log = open(os.path.join(self.work, f"{name}.log"), "wb")
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.repo)
+        # The child writes the log through its own copy of the descriptor.
+        with open(os.path.join(self.work, f"{name}.log"), "wb") as log:
+            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.repo)
         self.processes[name] = process
         with open(os.path.join(self.work, "pids"), "a") as pids:
             pids.write(f"{process.pid}\n")
@@ -91,7 +104,7 @@ class Fleet:
             if name.startswith("replica"):
                 try:
                     source = get(f"http://127.0.0.1:{self.ports[name]}/readyz")[2].get("source")
-                except Exception as error:  # noqa: BLE001 - a diagnostic, whatever went wrong
+                except Exception as error:
                     source = f"no answer: {error}"
                 print(f"--- {name} /readyz source: {json.dumps(source)}", file=sys.stderr)
             try:
@@ -101,7 +114,11 @@ class Fleet:
                 continue
             print(f"--- {name}.log, last lines:\n" + "".join(tail), file=sys.stderr)
         usage = shutil.disk_usage(self.work)
-        print(f"--- {self.work}: {usage.free / 1e9:.2f} GB free of {usage.total / 1e9:.2f} GB", file=sys.stderr, flush=True)
+        print(
+            f"--- {self.work}: {usage.free / 1e9:.2f} GB free of {usage.total / 1e9:.2f} GB",
+            file=sys.stderr,
+            flush=True,
+        )
 
     # --- parts -----------------------------------------------------------------------------
 
@@ -137,8 +154,9 @@ class Fleet:
         return "redis-cluster://" + ",".join(f"127.0.0.1:{p}" for p in ports[:3])
 
     def key_id(self, tenant):
-        listed = subprocess.run([self.marks, "keys", "list", "--keys", self.keys], check=True, capture_output=True,
-                                text=True).stdout
+        listed = subprocess.run(
+            [self.marks, "keys", "list", "--keys", self.keys], check=True, capture_output=True, text=True
+        ).stdout
         ids = [line.split()[0] for line in listed.splitlines() if line.split()[1:2] == [tenant]]
         assert len(ids) == 1, listed
         return ids[0]
@@ -202,9 +220,20 @@ class Fleet:
             f.write(text)
         out = os.path.join(self.work, f"{version}.snap")
         subprocess.run(
-            [self.marks, "build", "--source", source, "--out", out,
-             "--signing-key", os.path.join(self.repo, "sample/demo-signing-key.pem"), "--quiet"],
-            check=True, stdout=subprocess.DEVNULL, cwd=self.repo,
+            [
+                self.marks,
+                "build",
+                "--source",
+                source,
+                "--out",
+                out,
+                "--signing-key",
+                os.path.join(self.repo, "sample/demo-signing-key.pem"),
+                "--quiet",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            cwd=self.repo,
         )
         return out
 
@@ -212,7 +241,11 @@ class Fleet:
         """`marks publish`; the local file is removed once the store holds it."""
         done = subprocess.run(
             [self.marks, "publish", "--snapshot", snapshot, "--to", f"s3://{BUCKET}/{PREFIX}"],
-            env=self.env, check=True, capture_output=True, text=True, cwd=self.repo,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=self.repo,
         )
         os.remove(snapshot)
         return done.stdout.strip()
@@ -227,19 +260,34 @@ class Fleet:
         name = f"replica{index}"
         port = self.ports.setdefault(name, free_port())
         argv = [
-            self.marks, "serve", "--addr", f"127.0.0.1:{port}",
-            "--snapshot-from", f"s3://{BUCKET}/{PREFIX}",
-            "--snapshot-cache", os.path.join(self.work, f"cache-{index}"),
-            "--poll-interval-ms", str(POLL_MS),
-            "--budgets", store or f"redis://127.0.0.1:{self.ports['redis']}",
+            self.marks,
+            "serve",
+            "--addr",
+            f"127.0.0.1:{port}",
+            "--snapshot-from",
+            f"s3://{BUCKET}/{PREFIX}",
+            "--snapshot-cache",
+            os.path.join(self.work, f"cache-{index}"),
+            "--poll-interval-ms",
+            str(POLL_MS),
+            "--budgets",
+            store or f"redis://127.0.0.1:{self.ports['redis']}",
             # The exact counts must not depend on the machine's speed: on a loaded 2-core box a
             # process can stall past the 5 ms default, and a replica would then meter locally.
             # A stopped Redis still fails at once (connection refused), so fallback is tested.
-            "--budgets-timeout-ms", "1000",
-            "--client-ip-header", "X-Forwarded-For",
-            "--max-connections-per-address", "100000",
-            "--keys", self.keys, "--cursor-key", self.cursor_key,
-            "--no-access-log", "--log-format", "json",
+            "--budgets-timeout-ms",
+            "1000",
+            "--client-ip-header",
+            "X-Forwarded-For",
+            "--max-connections-per-address",
+            "100000",
+            "--keys",
+            self.keys,
+            "--cursor-key",
+            self.cursor_key,
+            "--no-access-log",
+            "--log-format",
+            "json",
         ]
         # The port takes connections as soon as it is bound, before the snapshot is loaded and
         # requests are answered; the ready file is written once they are.
@@ -258,7 +306,10 @@ class Fleet:
             conf = conf.replace(f"server 127.0.0.1:808{index} ", f"server 127.0.0.1:{self.ports[f'replica{index}']} ")
         conf = conf.replace("listen 127.0.0.1:8080;", f"listen 127.0.0.1:{port};")
         # Which replica answered, for the checks.
-        conf = conf.replace("proxy_pass http://marks;", "proxy_pass http://marks;\n            add_header X-Served-By $upstream_addr always;")
+        conf = conf.replace(
+            "proxy_pass http://marks;",
+            "proxy_pass http://marks;\n            add_header X-Served-By $upstream_addr always;",
+        )
         if round_robin:
             conf, removed = re.subn(r"^\s*hash \$http_x_api_key consistent;\n", "", conf, flags=re.M)
             assert removed == 1, "deploy/nginx.conf no longer balances by hash $http_x_api_key"
@@ -335,7 +386,7 @@ def wait_port(port, name, process, log, seconds=60):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"{name} exited with {process.returncode}:\n" + open(log).read()[-3000:])
+            raise SystemExit(f"{name} exited with {process.returncode}:\n" + tail_of(log))
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
@@ -347,11 +398,16 @@ def wait_ready(path, name, process, log, seconds=60):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"{name} exited with {process.returncode}:\n" + open(log).read()[-3000:])
+            raise SystemExit(f"{name} exited with {process.returncode}:\n" + tail_of(log))
         if os.path.exists(path):
             return
         time.sleep(0.05)
     raise SystemExit(f"{name} wrote no ready file after {seconds}s")
+
+
+def tail_of(log, chars=3000):
+    with open(log, errors="replace") as f:
+        return f.read()[-chars:]
 
 
 def wait_until(what, predicate, seconds):
@@ -370,7 +426,12 @@ def ok(message):
 class Load:
     """Requests in a loop through a balancer until stopped; every answer must be a 200."""
 
-    PATHS = ["/v1/companies?limit=5", "/v1/companies/openai", "/v1/companies/stripe/events", "/v1/companies?sort=-value_usd&limit=3"]
+    PATHS = (
+        "/v1/companies?limit=5",
+        "/v1/companies/openai",
+        "/v1/companies/stripe/events",
+        "/v1/companies?sort=-value_usd&limit=3",
+    )
 
     def __init__(self, base, key):
         self.base, self.key = base, key
@@ -516,12 +577,28 @@ def run(fleet, args):
 
     # A replica refuses to start with nothing published and nothing cached.
     refused = subprocess.run(
-        [fleet.marks, "serve", "--addr", "127.0.0.1:0", "--snapshot-from", f"s3://{BUCKET}/{PREFIX}",
-         "--snapshot-cache", os.path.join(fleet.work, "cache-empty"), "--keys", fleet.keys],
-        env=fleet.env, capture_output=True, text=True, timeout=60,
+        [
+            fleet.marks,
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--snapshot-from",
+            f"s3://{BUCKET}/{PREFIX}",
+            "--snapshot-cache",
+            os.path.join(fleet.work, "cache-empty"),
+            "--keys",
+            fleet.keys,
+        ],
+        env=fleet.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert refused.returncode != 0 and "no cached snapshot" in refused.stderr, refused.stderr
-    ok("a replica with nothing published and nothing cached refuses to start: " + refused.stderr.strip().splitlines()[-1])
+    ok(
+        "a replica with nothing published and nothing cached refuses to start: "
+        + refused.stderr.strip().splitlines()[-1]
+    )
 
     first = fleet.build(version(0))
     fleet.publish(first)
@@ -544,9 +621,11 @@ def run(fleet, args):
     assert remaining[:RESEARCH_PER_MIN] == sorted(remaining[:RESEARCH_PER_MIN], reverse=True), remaining
     fallbacks = sum(fleet.metric(i, "marks_budget_fallbacks_total") for i in (1, 2, 3))
     assert fallbacks == 0, f"{fallbacks} requests were metered locally during the exact-budget check"
-    ok(f"research key, 150 requests round robin over 3 replicas in {elapsed:.2f}s: {granted} answered 200 "
-       f"(at most {allowed}), {150 - granted} answered 429 with Limit 60, Remaining 0 and Retry-After; "
-       f"remaining counts fall one by one across replicas")
+    ok(
+        f"research key, 150 requests round robin over 3 replicas in {elapsed:.2f}s: {granted} answered 200 "
+        f"(at most {allowed}), {150 - granted} answered 429 with Limit 60, Remaining 0 and Retry-After; "
+        f"remaining counts fall one by one across replicas"
+    )
 
     # The failed-authentication throttle is shared too: one address, bad keys round robin.
     started = time.monotonic()
@@ -555,8 +634,10 @@ def run(fleet, args):
     unauthorized = statuses.count(401)
     assert set(statuses) == {401, 429}, statuses
     assert 20 <= unauthorized <= 20 + refill + 1, f"{unauthorized} answered 401, the address may fail 20 times a minute"
-    ok(f"failed authentication from one address, round robin: {unauthorized} of 45 answered 401 "
-       f"(20 a minute across the fleet), the rest 429")
+    ok(
+        f"failed authentication from one address, round robin: {unauthorized} of 45 answered 401 "
+        f"(20 a minute across the fleet), the rest 429"
+    )
 
     # The shipped balancing by key sends one key to one replica.
     answers, _ = spend(by_key, load_key, 12)
@@ -576,17 +657,22 @@ def run(fleet, args):
             for index in (1, 2, 3):
                 if index not in reached and fleet.readyz(index).get("dataset_version") == published_version:
                     reached[index] = time.monotonic() - published
-            assert time.monotonic() - published < POLL_MS / 1000 + 30, f"{published_version} did not reach every replica: {reached}"
+            assert time.monotonic() - published < POLL_MS / 1000 + 30, (
+                f"{published_version} did not reach every replica: {reached}"
+            )
             time.sleep(0.01)
         latencies.append(max(reached.values()))
     served = load.stop()
     current_version = published_version
-    ok(f"{args.publishes} publishes reached all three replicas: median {statistics.median(latencies):.2f}s, "
-       f"max {max(latencies):.2f}s from `marks publish` returning (poll interval {POLL_MS / 1000}s); "
-       f"{served} requests under load, none failed, versions seen {sorted(load.versions)}")
+    ok(
+        f"{args.publishes} publishes reached all three replicas: median {statistics.median(latencies):.2f}s, "
+        f"max {max(latencies):.2f}s from `marks publish` returning (poll interval {POLL_MS / 1000}s); "
+        f"{served} requests under load, none failed, versions seen {sorted(load.versions)}"
+    )
 
     # 3. A corrupt object and a manifest with a wrong sha256 are refused; the old one serves on.
-    good = open(fleet.build(version(98)), "rb").read()
+    with open(fleet.build(version(98)), "rb") as f:
+        good = f.read()
     corrupt = bytearray(good)
     corrupt[len(corrupt) // 2] ^= 0xFF
     cases = [
@@ -596,13 +682,20 @@ def run(fleet, args):
     for label, sha, body, reason_word in cases:
         refusals = [fleet.metric(i, "marks_snapshot_source_refusals_total") for i in (1, 2, 3)]
         fleet.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/snapshots/{sha}.snap", Body=body)
-        manifest = {"sha256": sha, "size": len(body), "dataset_version": version(98),
-                    "methodology_version": "v0.3.0", "published_at": "2026-11-23T00:00:00Z"}
+        manifest = {
+            "sha256": sha,
+            "size": len(body),
+            "dataset_version": version(98),
+            "methodology_version": "v0.3.0",
+            "published_at": "2026-11-23T00:00:00Z",
+        }
         fleet.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/CURRENT", Body=json.dumps(manifest).encode())
         for index in (1, 2, 3):
             wait_until(
                 f"replica{index} refuses the {label}",
-                lambda: fleet.metric(index, "marks_snapshot_source_refusals_total") > refusals[index - 1],
+                lambda index=index, refusals=refusals: (
+                    fleet.metric(index, "marks_snapshot_source_refusals_total") > refusals[index - 1]
+                ),
                 POLL_MS / 1000 + 30,
             )
             ready = fleet.readyz(index)
@@ -612,8 +705,11 @@ def run(fleet, args):
         ok(f"{label} refused by all three, each still serving {current_version}: {error['reason'][:150]}")
     fleet.publish(fleet.build(version(99)))
     for index in (1, 2, 3):
-        wait_until(f"replica{index} takes the next good publish",
-                   lambda: fleet.readyz(index).get("dataset_version") == version(99), POLL_MS / 1000 + 30)
+        wait_until(
+            f"replica{index} takes the next good publish",
+            lambda index=index: fleet.readyz(index).get("dataset_version") == version(99),
+            POLL_MS / 1000 + 30,
+        )
     ok("the next good publish after the refusals reaches all three")
 
     # 4. Redis stops: replicas answer on their own buckets (bounded), and say so; it comes back.
@@ -625,8 +721,10 @@ def run(fleet, args):
         assert mode == "local_fallback", f"replica{index} budgets mode {mode} without Redis"
     answers, elapsed = spend(round_robin, research_keys[1], 250)
     granted, allowed = check_exact_budget(answers, elapsed, replicas_sharing=3, label="Redis down")
-    ok(f"Redis down: replicas answer on local buckets (readyz budgets.mode local_fallback); a research key "
-       f"got {granted} of 250 round robin, at most {allowed} (3 replicas x its budget), the rest 429")
+    ok(
+        f"Redis down: replicas answer on local buckets (readyz budgets.mode local_fallback); a research key "
+        f"got {granted} of 250 round robin, at most {allowed} (3 replicas x its budget), the rest 429"
+    )
     fleet.start_redis()
 
     def shared_again(index):
@@ -634,7 +732,7 @@ def run(fleet, args):
         return fleet.readyz(index)["budgets"]["mode"] == "shared"
 
     for index in (1, 2, 3):
-        wait_until(f"replica{index} returns to shared budgets", lambda: shared_again(index), 30)
+        wait_until(f"replica{index} returns to shared budgets", lambda index=index: shared_again(index), 30)
     ok("Redis back: all three replicas return to shared budgets")
 
     # 5. A replica killed mid-load: nginx routes around it, no request fails, no budget exceeded.
@@ -642,8 +740,10 @@ def run(fleet, args):
     answers, elapsed = spend(round_robin, research_keys[2], 150, midway=lambda: fleet.stop("replica3", signal.SIGKILL))
     served = load.stop()
     granted, allowed = check_exact_budget(answers, elapsed, label="replica killed")
-    ok(f"replica3 killed mid-load: {served} requests through nginx, none failed; the research key got "
-       f"{granted} of 150 (at most {allowed})")
+    ok(
+        f"replica3 killed mid-load: {served} requests through nginx, none failed; the research key got "
+        f"{granted} of 150 (at most {allowed})"
+    )
 
     check_cluster(fleet, cluster_keys, leased_key, load_key)
     print("fleet check passed", flush=True)
@@ -666,8 +766,7 @@ def check_cluster(fleet, research, leased_key, load_key):
     granted, allowed = check_exact_budget(answers, elapsed, label="cluster")
     fallbacks = sum(fleet.metric(i, "marks_budget_fallbacks_total") for i in (4, 5, 6))
     assert fallbacks == 0, f"{fallbacks} requests metered locally on the cluster"
-    ok(f"cluster: research key, 150 requests round robin: {granted} answered 200 (at most {allowed}), "
-       f"the rest 429")
+    ok(f"cluster: research key, 150 requests round robin: {granted} answered 200 (at most {allowed}), the rest 429")
 
     # A key that leases LEASE tokens a round trip: exact within R x (L - 1), few round trips.
     calls_before = sum(fleet.metric(i, "marks_budget_store_calls_total") for i in (4, 5, 6))
@@ -678,9 +777,11 @@ def check_cluster(fleet, research, leased_key, load_key):
     calls = sum(fleet.metric(i, "marks_budget_store_calls_total") for i in (4, 5, 6)) - calls_before
     leased = sum(fleet.metric(i, "marks_budget_leased_total") for i in (4, 5, 6))
     assert leased > 0 and calls < granted, (calls, granted, leased)
-    ok(f"cluster: a {LEASED_PER_MIN}/min key leasing {LEASE} tokens a round trip: {granted} of {count} answered "
-       f"200 in {elapsed:.1f}s (at most {allowed}: budget, refill, one, and 3 x {LEASE - 1} held), "
-       f"{calls:.0f} round trips")
+    ok(
+        f"cluster: a {LEASED_PER_MIN}/min key leasing {LEASE} tokens a round trip: {granted} of {count} answered "
+        f"200 in {elapsed:.1f}s (at most {allowed}: budget, refill, one, and 3 x {LEASE - 1} held), "
+        f"{calls:.0f} round trips"
+    )
 
     # A master killed while the load runs and a research key spends: every request answered
     # (on local buckets while the cluster fails over, bounded), then shared and exact again.
@@ -699,8 +800,11 @@ def check_cluster(fleet, research, leased_key, load_key):
     granted, allowed = check_exact_budget(answers, elapsed, replicas_sharing=3, label="master killed")
     survivors = [p for p in fleet.cluster_ports if p != master]
     try:
-        wait_until("the cluster fails over", lambda: cluster_ok(survivors[0], 6) and
-                   fleet.master_of(store_key) not in (None, master), 30)
+        wait_until(
+            "the cluster fails over",
+            lambda: cluster_ok(survivors[0], 6) and fleet.master_of(store_key) not in (None, master),
+            30,
+        )
     except AssertionError:
         print(redis_cli(survivors[0], "cluster", "info"), redis_cli(survivors[0], "cluster", "nodes"), flush=True)
         raise
@@ -711,15 +815,20 @@ def check_cluster(fleet, research, leased_key, load_key):
         return fleet.readyz(index)["budgets"]["mode"] == "shared"
 
     for index in (4, 5, 6):
-        wait_until(f"replica{index} returns to shared budgets", lambda: shared_again(index), 30)
+        wait_until(f"replica{index} returns to shared budgets", lambda index=index: shared_again(index), 30)
     served = load.stop() + load_on.stop()
-    ok(f"master 127.0.0.1:{master} killed under load: {served} requests, none failed; the cluster failed over in "
-       f"{failed_over:.1f}s; the research key got {granted} of 250 meanwhile (at most {allowed}: 3 replicas' own "
-       f"buckets while the store did not answer)")
+    ok(
+        f"master 127.0.0.1:{master} killed under load: {served} requests, none failed; the cluster failed over in "
+        f"{failed_over:.1f}s; the research key got {granted} of 250 meanwhile (at most {allowed}: 3 replicas' own "
+        f"buckets while the store did not answer)"
+    )
 
     answers, elapsed = spend_round_robin(urls, research[2], 150)
     granted, allowed = check_exact_budget(answers, elapsed, label="after failover")
-    ok(f"after the failover, a research key round robin: {granted} of 150 answered 200 (at most {allowed}): exact again")
+    ok(
+        f"after the failover, a research key round robin: {granted} of 150 answered 200 "
+        f"(at most {allowed}): exact again"
+    )
 
 
 if __name__ == "__main__":

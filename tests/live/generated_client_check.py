@@ -9,7 +9,8 @@ full) told apart by their disclosure, the exports read line by line into their m
 resumed by range, the changes since an earlier version walked page by page, and an error body
 parsed as its problem type; a search by a brand name, the sectors and their counts, every
 company's aliases, a series and a series export cut to a date range, and the indices (the list,
-a series cut to a range at 95%, a day's constituents, an unknown id). A change to the document that breaks generated clients fails here.
+a series cut to a range at 95%, a day's constituents, an unknown id). A change to the document
+that breaks generated clients fails here.
 
     python tests/live/generated_client_check.py --base-url URL --api-key KEY --since EARLIER_VERSION \
         [--research-key KEY] [--free-key KEY]
@@ -52,20 +53,20 @@ from marks_client.models import (
     CompaniesResponse,
     CompanyProfileResponse,
     CompanySort,
+    Coverage,
+    ExportCompanyLine,
+    ExportHeaderLine,
+    ExportSeriesLine,
     GapBucket,
     IndexConstituentsResponse,
     IndexSeriesResponse,
     IndicesResponse,
-    Coverage,
     LastEvent,
-    Outcome,
-    ExportCompanyLine,
-    ExportHeaderLine,
-    ExportSeriesLine,
     MarkEventsResponse,
     MarkSeriesResponse,
     ObservationDrift,
     ObservationEvent,
+    Outcome,
     ProblemDetail,
     Readiness,
     ReadinessBudgetsMode,
@@ -132,15 +133,17 @@ def main():
     assert isinstance(cut, MarkSeriesResponse) and len(cut.series) == 31, cut
     assert (cut.series[0].date, cut.series[-1].date) == (first, last)
     backwards = get_mark_series.sync("stripe", client=client, from_=last, to=first)
-    assert isinstance(backwards, ProblemDetail) and "\"from\"" in backwards.detail, backwards
+    assert isinstance(backwards, ProblemDetail) and '"from"' in backwards.detail, backwards
     ranged = get_series_export.sync(client=client, from_=first, to=last)
     ranged_lines = ranged.payload.read().decode().splitlines()
     ranged_header = ExportHeaderLine.from_dict(json.loads(ranged_lines[0]))
     assert (ranged_header.from_, ranged_header.to) == (first, last), ranged_header
     assert ExportSeriesLine.from_dict(json.loads(ranged_lines[-1])).series is not None
-    ok(f"q=cursor finds {found.companies[0].name}; {len(sectors.sectors)} sectors counting "
-       f"{len(everyone.companies)} companies; stripe's January 2026 is {len(cut.series)} days, and "
-       f"the series export cut to it has {len(ranged_lines) - 1} lines; from after to is {backwards.code.value}")
+    ok(
+        f"q=cursor finds {found.companies[0].name}; {len(sectors.sectors)} sectors counting "
+        f"{len(everyone.companies)} companies; stripe's January 2026 is {len(cut.series)} days, and "
+        f"the series export cut to it has {len(ranged_lines) - 1} lines; from after to is {backwards.code.value}"
+    )
 
     # The indices: the list, a series cut to a range at 95%, a day's constituents, an unknown id.
     indices = list_indices.sync(client=client)
@@ -156,8 +159,10 @@ def main():
     assert len(members.constituents) == fintech.latest.constituents
     unknown = get_index.sync("biotech", client=client)
     assert isinstance(unknown, ProblemDetail) and unknown.status == 404, unknown
-    ok(f"{len(indices.indices)} indices; fintech's January 2026 at 95% is {len(levels.series)} days, and on "
-       f"{fintech.last_date} it holds {len(members.constituents)} companies at {members.level}")
+    ok(
+        f"{len(indices.indices)} indices; fintech's January 2026 at 95% is {len(levels.series)} days, and on "
+        f"{fintech.last_date} it holds {len(members.constituents)} companies at {members.level}"
+    )
 
     slug = walked[0].slug
     profile = get_company.sync(slug, client=client)
@@ -170,8 +175,12 @@ def main():
     assert resolution.status_code == 200 and resolution.parsed is not None, resolution.status_code
     usage = get_usage.sync_detailed(client=client)
     assert usage.status_code == 200 and usage.parsed is not None, usage.status_code
-    for name, operation in [("getScorecard", get_scorecard), ("getScorecardTargets", get_scorecard_targets),
-                            ("getSigningKeys", get_signing_keys), ("getOpenApi", get_open_api)]:
+    for name, operation in [
+        ("getScorecard", get_scorecard),
+        ("getScorecardTargets", get_scorecard_targets),
+        ("getSigningKeys", get_signing_keys),
+        ("getOpenApi", get_open_api),
+    ]:
         reply = operation.sync_detailed(client=anonymous)
         assert reply.status_code == 200 and reply.parsed is not None, (name, reply.status_code)
     # Enum members have readable names, even where a value starts with a digit.
@@ -181,8 +190,10 @@ def main():
     ready = readyz.sync(client=anonymous)
     assert isinstance(ready, Readiness) and ready.budgets.mode == ReadinessBudgetsMode.LOCAL, ready
     assert metrics.sync_detailed(client=anonymous).content.startswith(b"# HELP")
-    ok(f"every operation answered through the generated client ({slug}: {len(series.series)} points at "
-       f"coverage 95, {len(events.events)} events, a signed resolution, usage, scorecard, keys, document, health)")
+    ok(
+        f"every operation answered through the generated client ({slug}: {len(series.series)} points at "
+        f"coverage 95, {len(events.events)} events, a signed resolution, usage, scorecard, keys, document, health)"
+    )
 
     # What a latest mark rests on: the event it starts from, then the drift (none after a bankruptcy).
     # Every company's mark explained: the event it moves from, the days since, its outcome.
@@ -204,7 +215,8 @@ def main():
             if outcome.event_type.value != "acquisition":
                 assert company.delta_30d_pct is None, company.slug  # the series ended before as_of
         assert (company.status.value == "ipo_completed") == (
-            outcome is not None and outcome.event_type.value in ("ipo", "direct_listing")), company.slug
+            outcome is not None and outcome.event_type.value in ("ipo", "direct_listing")
+        ), company.slug
     assert {"ipo", "bankruptcy", "acquisition"} <= set(outcomes), outcomes
     by_outcome = list_companies.sync(client=client, limit=200, sort=CompanySort.OUTCOME_ON_DESC).companies
     ended = sum(outcomes.values())
@@ -213,13 +225,16 @@ def main():
     by_last = list_companies.sync(client=client, limit=200, sort=CompanySort.LAST_EVENT_ON).companies
     days = [c.last_event.occurred_on for c in by_last]
     assert days == sorted(days) and len(days) == len(everyone.companies)
-    ok(f"every company's mark explained: last event, days since, the mark against it; outcomes {outcomes}; "
-       f"sorted by {CompanySort.OUTCOME_ON_DESC.value} (nulls last) and {CompanySort.LAST_EVENT_ON.value}")
+    ok(
+        f"every company's mark explained: last event, days since, the mark against it; outcomes {outcomes}; "
+        f"sorted by {CompanySort.OUTCOME_ON_DESC.value} (nulls last) and {CompanySort.LAST_EVENT_ON.value}"
+    )
 
     # A company's backtest: full with the key, research (no event values) with a research key.
     listed = next(c.slug for c in everyone.companies if c.outcome and c.outcome.event_type.value == "ipo")
-    research = AuthenticatedClient(base_url=args.base_url, token=args.research_key, prefix="",
-                                   auth_header_name="X-API-Key")
+    research = AuthenticatedClient(
+        base_url=args.base_url, token=args.research_key, prefix="", auth_header_name="X-API-Key"
+    )
     scored = 0
     for name in (slug, listed):
         full = get_backtest.sync(name, client=client)
@@ -227,12 +242,18 @@ def main():
         assert isinstance(full, BacktestFull) and full.disclosure == "full", (name, full)
         assert isinstance(below, BacktestResearch) and below.disclosure == "research", (name, below)
         assert full.forecaster == below.forecaster == "adaptive_gap_profile"
-        assert full.summary.scored_events == below.summary.scored_events == sum(
-            t.kind.value == "event" for t in full.targets)
+        assert (
+            full.summary.scored_events
+            == below.summary.scored_events
+            == sum(t.kind.value == "event" for t in full.targets)
+        )
         assert len(full.targets) == len(below.targets)
-        for shown, hidden in zip(full.targets, below.targets):
+        for shown, hidden in zip(full.targets, below.targets, strict=True):
             assert (shown.mark_usd, shown.band_80.lower, shown.inside_80) == (
-                hidden.mark_usd, hidden.band_80.lower, hidden.inside_80)
+                hidden.mark_usd,
+                hidden.band_80.lower,
+                hidden.inside_80,
+            )
             assert shown.event_id and shown.band_95.upper >= shown.band_80.upper
             if hidden.kind.value == "event":
                 assert hidden.event_id is UNSET and hidden.observed_usd is UNSET, hidden
@@ -242,7 +263,8 @@ def main():
         scored += len(full.targets)
     outcome_targets = [t for t in get_backtest.sync(listed, client=research).targets if t.kind.value != "event"]
     assert [t.event_id for t in outcome_targets] == [
-        next(c for c in everyone.companies if c.slug == listed).outcome.event_id], listed
+        next(c for c in everyone.companies if c.slug == listed).outcome.event_id
+    ], listed
     free = AuthenticatedClient(base_url=args.base_url, token=args.free_key, prefix="", auth_header_name="X-API-Key")
     for _ in range(3):  # the demo free key's budget (10 a minute) may be spent by an earlier check
         reply = get_backtest.sync_detailed(slug, client=free)
@@ -251,8 +273,10 @@ def main():
         time.sleep(int(reply.headers["retry-after"]))
     refused = reply.parsed
     assert isinstance(refused, ProblemDetail) and refused.code.value == "tier_forbidden", refused
-    ok(f"backtests of {slug} and {listed} ({scored} targets) in the full and research forms; "
-       f"a free key gets {refused.code.value}")
+    ok(
+        f"backtests of {slug} and {listed} ({scored} targets) in the full and research forms; "
+        f"a free key gets {refused.code.value}"
+    )
 
     parts = {}
     for company in everyone.companies:
@@ -263,8 +287,10 @@ def main():
             assert observations[0].event_type.value == "bankruptcy", company.slug
         parts[len(observations)] = parts.get(len(observations), 0) + 1
     assert parts.get(2), parts
-    ok(f"observations of {len(everyone.companies)} profiles read as tagged parts: event and drift for {parts[2]}, "
-       f"the bankruptcy alone for {parts.get(1, 0)}")
+    ok(
+        f"observations of {len(everyone.companies)} profiles read as tagged parts: event and drift for {parts[2]}, "
+        f"the bankruptcy alone for {parts.get(1, 0)}"
+    )
 
     # The scorecard's two forms: public without a key, full with one of pro or above.
     card, card_full = get_scorecard.sync(client=anonymous), get_scorecard.sync(client=client)
@@ -274,7 +300,9 @@ def main():
     for form in (card, card_full):
         assert form.methodology_version == form.meta.methodology_version
         assert (form.comparison_with_previous.a, form.comparison_with_previous.b) == (
-            "adaptive_gap_profile", "gap_profile_drift")
+            "adaptive_gap_profile",
+            "gap_profile_drift",
+        )
         assert 0 < form.bands_in_force.level80 < 1 and form.bands_in_force.q80 == form.quantiles_in_force["q80"]
     misses = [m for f in card_full.forecasters for m in f.misses]
     assert misses and all(m.slug and m.valuation_usd and m.band_95_rel.upper >= 1 for m in misses)
@@ -288,8 +316,10 @@ def main():
     assert len(targets.targets) == len(targets_full.targets) > 0
     assert all(t.slug and t.forecasts[0].band_80.lower <= t.forecasts[0].mark_usd for t in targets_full.targets)
     assert all(f.band_80_rel.lower <= 1 <= f.band_80_rel.upper for t in targets.targets for f in t.forecasts)
-    ok(f"the scorecard and its {len(targets.targets)} targets read in both forms: public without a key, "
-       f"full with it ({len(misses)} misses named)")
+    ok(
+        f"the scorecard and its {len(targets.targets)} targets read in both forms: public without a key, "
+        f"full with it ({len(misses)} misses named)"
+    )
 
     export = get_export.sync(client=client)
     assert isinstance(export, File), export
@@ -314,8 +344,10 @@ def main():
     assert json.loads(series_lines[0])["coverage"] == 95
     first_series = ExportSeriesLine.from_dict(json.loads(series_lines[1]))
     assert first_series.series and first_series.coverage.value == 95, first_series.slug
-    ok(f"the exports read into their models: {len(companies)} companies with signed records, "
-       f"{len(series_lines) - 1} series at 95; a range resumed with 206")
+    ok(
+        f"the exports read into their models: {len(companies)} companies with signed records, "
+        f"{len(series_lines) - 1} series at 95; a range resumed with 206"
+    )
 
     since = datetime.date.fromisoformat(args.since)
     walked_changes, cursor, pages = [], UNSET, 0
@@ -331,8 +363,10 @@ def main():
     assert walked_changes and all(change.changes for change in walked_changes), len(walked_changes)
     with_events = [c for c in walked_changes if ChangeKind.EVENTS in c.changes]
     assert with_events and all(c.events_added > 0 for c in with_events), with_events
-    ok(f"changes since {args.since}: {len(walked_changes)} companies over {pages} pages, "
-       f"{len(with_events)} with new events ({', '.join(c.slug for c in with_events)})")
+    ok(
+        f"changes since {args.since}: {len(walked_changes)} companies over {pages} pages, "
+        f"{len(with_events)} with new events ({', '.join(c.slug for c in with_events)})"
+    )
 
     too_old = get_changes.sync(client=client, since=datetime.date(2001, 1, 1))
     assert isinstance(too_old, ProblemDetail) and too_old.code.value == "invalid_parameter", too_old
@@ -342,8 +376,11 @@ def main():
     assert missing.code.value == "not_found", missing.code
     refused = list_companies.sync(client=Client(base_url=args.base_url, headers={"X-API-Key": "vmk_wrong"}))
     assert isinstance(refused, ProblemDetail) and refused.code.value == "invalid_api_key", refused
-    ok(f"errors parse as ProblemDetail: {missing.code.value} ({missing.status}), {refused.code.value} ({refused.status}), "
-       f"{too_old.code.value} ({too_old.status}) for a version older than the change log")
+    ok(
+        f"errors parse as ProblemDetail: {missing.code.value} ({missing.status}), "
+        f"{refused.code.value} ({refused.status}), "
+        f"{too_old.code.value} ({too_old.status}) for a version older than the change log"
+    )
 
 
 if __name__ == "__main__":

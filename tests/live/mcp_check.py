@@ -9,12 +9,26 @@ import argparse
 import asyncio
 import os
 
-from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-TOOLS = {"search_companies", "list_companies", "list_sectors", "get_company", "get_mark_series", "get_mark_events",
-         "get_backtest", "get_resolution", "list_indices", "get_index", "get_index_constituents", "get_scorecard",
-         "get_usage", "get_changes"}
+from mcp import ClientSession
+
+TOOLS = {
+    "search_companies",
+    "list_companies",
+    "list_sectors",
+    "get_company",
+    "get_mark_series",
+    "get_mark_events",
+    "get_backtest",
+    "get_resolution",
+    "list_indices",
+    "get_index",
+    "get_index_constituents",
+    "get_scorecard",
+    "get_usage",
+    "get_changes",
+}
 
 
 def ok(message):
@@ -25,7 +39,9 @@ def check_meta(name, result):
     assert not result.is_error, f"{name}: {result}"
     body = result.structured_content
     meta = body.get("meta") or {}
-    assert meta.get("data_mode") == "illustrative" and meta.get("provenance") == "backtest", f"{name}: no meta in {body}"
+    assert meta.get("data_mode") == "illustrative" and meta.get("provenance") == "backtest", (
+        f"{name}: no meta in {body}"
+    )
     assert meta.get("disclaimer"), f"{name}: no disclaimer"
     assert "disclaimer" in result.content[0].text, f"{name}: the text content lost meta"
     return body
@@ -49,16 +65,24 @@ async def run(args):
         assert series_schema["required"] == ["slug"] and "coverage" in series_schema["properties"], series_schema
         ok(f"initialised; {len(names)} tools, each described with what it returns and a JSON schema")
 
-        first = check_meta("list_companies", await session.call_tool("list_companies", {"limit": 3, "sort": "-value_usd"}))
+        first = check_meta(
+            "list_companies", await session.call_tool("list_companies", {"limit": 3, "sort": "-value_usd"})
+        )
         assert len(first["companies"]) == 3 and first["page"]["has_more"], first["page"]
-        second = check_meta("list_companies", await session.call_tool(
-            "list_companies", {"limit": 3, "sort": "-value_usd", "cursor": first["page"]["next_cursor"]}))
+        second = check_meta(
+            "list_companies",
+            await session.call_tool(
+                "list_companies", {"limit": 3, "sort": "-value_usd", "cursor": first["page"]["next_cursor"]}
+            ),
+        )
         values = [c["latest_mark"]["value_usd"] for c in first["companies"] + second["companies"]]
         assert values == sorted(values, reverse=True), values
         slug = first["companies"][0]["slug"]
         profile = check_meta("get_company", await session.call_tool("get_company", {"slug": slug}))
         assert profile["slug"] == slug
-        series = check_meta("get_mark_series", await session.call_tool("get_mark_series", {"slug": slug, "coverage": 95}))
+        series = check_meta(
+            "get_mark_series", await session.call_tool("get_mark_series", {"slug": slug, "coverage": 95})
+        )
         assert series["coverage"] == 95 and series["series"], series.keys()
         events = check_meta("get_mark_events", await session.call_tool("get_mark_events", {"slug": slug}))
         assert events["events"], events
@@ -72,8 +96,10 @@ async def run(args):
         changes = check_meta("get_changes", await session.call_tool("get_changes", {"since": args.since, "limit": 5}))
         assert changes["versions"] == [args.since, version] and changes["changes"], changes
         assert changes["page"]["has_more"] and len(changes["changes"]) == 5, changes["page"]
-        ok(f"every tool answered with meta: two pages by -value_usd, {slug}'s profile, {len(series['series'])} "
-           f"points at 95, {len(events['events'])} events, a signed record, usage, changes since {args.since}")
+        ok(
+            f"every tool answered with meta: two pages by -value_usd, {slug}'s profile, {len(series['series'])} "
+            f"points at 95, {len(events['events'])} events, a signed record, usage, changes since {args.since}"
+        )
 
         missing = await session.call_tool("get_company", {"slug": "no-such-company"})
         assert missing.is_error and missing.structured_content["code"] == "not_found", missing
@@ -86,9 +112,11 @@ async def run(args):
         too_old = await session.call_tool("get_changes", {"since": "2001-01-01"})
         assert too_old.is_error and too_old.structured_content["code"] == "invalid_parameter", too_old
         assert "/v1/export" in too_old.structured_content["detail"], too_old
-        ok(f"problems come back as tool errors: {missing.structured_content['code']} (404), "
-           f"{bad_sort.structured_content['code']} (422), {too_old.structured_content['code']} for a version "
-           f"older than the change log (422); a slug outside the slug grammar never becomes a URL (invalid_slug)")
+        ok(
+            f"problems come back as tool errors: {missing.structured_content['code']} (404), "
+            f"{bad_sort.structured_content['code']} (422), {too_old.structured_content['code']} for a version "
+            f"older than the change log (422); a slug outside the slug grammar never becomes a URL (invalid_slug)"
+        )
 
 
 def main():

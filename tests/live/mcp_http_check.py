@@ -25,11 +25,12 @@ import urllib.request
 from pathlib import Path
 
 import httpx2
-from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from mcp import Client
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
-from marks_server import serve  # noqa: E402
+from marks_server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED_ORIGIN = "https://agents.example.test"
@@ -53,7 +54,8 @@ def api(base, path, key):
 
 def issue(marks, keys, tier, rate):
     return subprocess.run(
-        [marks, "keys", "issue", "--keys", keys, "--tier", tier, "--tenant", f"mcp-{tier}", "--rate-per-min", str(rate)],
+        [marks, "keys", "issue", "--keys", keys, "--tier", tier, "--tenant", f"mcp-{tier}",
+         "--rate-per-min", str(rate)],
         check=True, capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
 
@@ -118,8 +120,8 @@ def paths(args):
         "list_companies": "/v1/companies?limit=5&sort=-value_usd",
         "list_sectors": "/v1/sectors",
         "get_company": "/v1/companies/stripe",
-        "get_mark_series": "/v1/companies/stripe/marks?" + query(
-            [("coverage", 95), ("from", "2025-01-01"), ("to", "2025-01-31")]),
+        "get_mark_series": "/v1/companies/stripe/marks?"
+        + query([("coverage", 95), ("from", "2025-01-01"), ("to", "2025-01-31")]),
         "get_mark_events": "/v1/companies/stripe/events",
         "get_backtest": "/v1/companies/stripe/backtest",
         "get_resolution": "/v1/companies/stripe/resolution",
@@ -299,8 +301,10 @@ def main():
                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                 "X-API-Key": enterprise, "X-Request-ID": "agent-run-43"})  # fmt: skip
             assert status == 200 and headers["X-Request-ID"] == "agent-run-43", (status, dict(headers))
-            ok("the transport's refusals (403, 413, 405 with Allow: POST, 415) are problem+json with their codes; "
-               "every answer carries X-Request-ID, the client's when it sent one")
+            ok(
+                "the transport's refusals (403, 413, 405 with Allow: POST, 415) are problem+json with their codes; "
+                "every answer carries X-Request-ID, the client's when it sent one"
+            )
     print("mcp over http passed")
 
 
