@@ -71,17 +71,23 @@ pub fn plain_asset_url(name: &str) -> Option<String> {
 /// `{{asset:NAME}}` replaced by `asset_url(NAME)`; a name it does not know is left as it is (and
 /// shows in the page as a broken reference a test finds).
 pub fn fill_asset_urls(text: &str, asset_url: &dyn Fn(&str) -> Option<String>) -> String {
-    const OPEN: &str = "{{asset:";
+    fill_placeholders(text, "asset", asset_url)
+}
+
+/// Each `{{KIND:NAME}}` in `text` replaced by `value(NAME)`; a name `value` does not know is
+/// left as written (and shows in the page, where a test finds it).
+pub fn fill_placeholders(text: &str, kind: &str, value: &dyn Fn(&str) -> Option<String>) -> String {
+    let open = format!("{{{{{kind}:");
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(start) = rest.find(OPEN) {
+    while let Some(start) = rest.find(&open) {
         out.push_str(&rest[..start]);
-        let after = &rest[start + OPEN.len()..];
+        let after = &rest[start + open.len()..];
         match after.find("}}") {
             Some(end) => {
-                match asset_url(&after[..end]) {
+                match value(&after[..end]) {
                     Some(url) => out.push_str(&url),
-                    None => out.push_str(&rest[start..start + OPEN.len() + end + 2]),
+                    None => out.push_str(&rest[start..start + open.len() + end + 2]),
                 }
                 rest = &after[end + 2..];
             }

@@ -8,7 +8,9 @@
 //! gzip variant with its own ETag when that saves anything. Every asset is served at
 //! `/assets/NAME` (revalidated) and at `/assets/FINGERPRINT/NAME` (cached for a year: the
 //! fingerprint is a hash of the content, so a new binary's asset has a new URL). In the shells,
-//! `{{asset:NAME}}` becomes the fingerprinted URL. The pages that depend on the dataset (`/`
+//! `{{asset:NAME}}` becomes the fingerprinted URL, and `{{include:NAME}}` the content of
+//! `web/NAME`: markup several shells share (the key panel, `web/key-panel.html`), written once.
+//! The pages that depend on the dataset (`/`
 //! and `/scorecard`) are the builder's, in the snapshot.
 //!
 //! For work on the pages, `MARKS_WEB_DIR=web` makes the server read the files from that folder
@@ -116,6 +118,19 @@ fn without_leading_comment(text: &str) -> &str {
     }
 }
 
+/// `main` with each `{{include:NAME}}` replaced by the file `web/NAME` among `files`, without
+/// its leading comment; the placeholder's indentation is the fragment's first line's.
+fn with_includes(main: &str, files: &[(String, Vec<u8>)]) -> String {
+    frame::fill_placeholders(main, "include", &|name| {
+        let (_, contents) = files.iter().find(|(path, _)| path == name)?;
+        Some(
+            without_leading_comment(&String::from_utf8_lossy(contents))
+                .trim()
+                .to_string(),
+        )
+    })
+}
+
 /// What an asset URL names.
 #[derive(Debug)]
 pub struct AssetHit<'a> {
@@ -193,8 +208,8 @@ fn web() -> &'static Web {
             let (file, page) = shell.page();
             files.iter().find(|(path, _)| path == file).map(|(_, contents)| {
                 let text = String::from_utf8_lossy(contents);
-                let main = without_leading_comment(&text);
-                let html = frame::render(&Page { main, ..page }, &asset_url);
+                let main = with_includes(without_leading_comment(&text), &files);
+                let html = frame::render(&Page { main: &main, ..page }, &asset_url);
                 prepare(html.into_bytes(), "html")
             })
         };
@@ -314,5 +329,31 @@ mod tests {
         assert!(prepare(vec![b'a'; 4096], "css").gzip.is_some());
         assert!(prepare(vec![b'a'; 4096], "png").gzip.is_none());
         assert_eq!(content_type("js"), "text/javascript; charset=utf-8");
+    }
+
+    #[test]
+    fn every_page_that_reads_the_api_has_the_one_key_panel_and_no_placeholder_is_left() {
+        let panel = String::from_utf8_lossy(WEB.get_file("key-panel.html").expect("web/key-panel.html").contents());
+        let panel = without_leading_comment(&panel).trim();
+        for page in [Shell::Explore, Shell::Compare, Shell::Indices] {
+            let html = String::from_utf8_lossy(&shell(page).expect("the shell is built in").bytes).into_owned();
+            assert_eq!(html.matches(panel).count(), 1, "{page:?} has the key panel once");
+            assert!(!html.contains("{{"), "{page:?} has a placeholder left");
+        }
+    }
+
+    #[test]
+    fn an_include_of_a_file_that_does_not_exist_stays_as_written() {
+        let files = vec![(
+            "part.html".to_string(),
+            b"<!-- for editors -->\n  <p>shared</p>\n".to_vec(),
+        )];
+        assert_eq!(
+            with_includes(
+                "<main>\n  {{include:part.html}}\n  {{include:missing.html}}\n</main>",
+                &files
+            ),
+            "<main>\n  <p>shared</p>\n  {{include:missing.html}}\n</main>"
+        );
     }
 }

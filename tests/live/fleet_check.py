@@ -206,7 +206,7 @@ class Fleet:
     def build(self, version):
         """A snapshot of part of the sample dataset (FLEET_COMPANIES) under a new dataset version.
         The fleet's checks are about publication and budgets, not the data: a small snapshot keeps
-        what three replicas, their caches and the store hold to a few MB each."""
+        what three replicas, their caches and the store hold to 15 MB a version, not 130 MB."""
         source = os.path.join(self.work, f"dataset-{version}")
         shutil.copytree(os.path.join(self.repo, "sample"), source)
         keep = keep_rows(os.path.join(source, "companies.csv"), lambda row: row["slug"] in FLEET_COMPANIES)

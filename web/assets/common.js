@@ -334,7 +334,7 @@ export function needsTier(scope, what) {
   return `${what} needs ${an(TIER_FOR[scope])} key or above (scope ${scope}); ${tier}.`;
 }
 
-/* ---------- the key panel (#key-panel: the same markup on every page that reads the API) ---------- */
+/* ---------- the key panel (#key-panel: web/key-panel.html, included in every page that reads the API) ---------- */
 
 let changingKey = false; // the form is open again to replace a key
 
