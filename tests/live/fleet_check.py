@@ -32,6 +32,10 @@ import boto3
 BUCKET = "marks-fleet"
 PREFIX = "prod"
 POLL_MS = 500
+# How long a publication or a refusal may take to reach a replica before the check calls it lost:
+# a bound on a hang, not a timing (the latency is printed, never asserted); generous because a
+# loaded machine's download, check and swap can take many poll intervals.
+PUBLISH_DEADLINE_S = 120
 RESEARCH_PER_MIN = 60
 # A key whose budget leases several tokens a round trip: 3000/min over the 100 ms lease window.
 LEASED_PER_MIN = 3000
@@ -657,7 +661,7 @@ def run(fleet, args):
             for index in (1, 2, 3):
                 if index not in reached and fleet.readyz(index).get("dataset_version") == published_version:
                     reached[index] = time.monotonic() - published
-            assert time.monotonic() - published < POLL_MS / 1000 + 30, (
+            assert time.monotonic() - published < PUBLISH_DEADLINE_S, (
                 f"{published_version} did not reach every replica: {reached}"
             )
             time.sleep(0.01)
@@ -696,7 +700,7 @@ def run(fleet, args):
                 lambda index=index, refusals=refusals: (
                     fleet.metric(index, "marks_snapshot_source_refusals_total") > refusals[index - 1]
                 ),
-                POLL_MS / 1000 + 30,
+                PUBLISH_DEADLINE_S,
             )
             ready = fleet.readyz(index)
             assert ready["dataset_version"] == current_version, ready
@@ -708,7 +712,7 @@ def run(fleet, args):
         wait_until(
             f"replica{index} takes the next good publish",
             lambda index=index: fleet.readyz(index).get("dataset_version") == version(99),
-            POLL_MS / 1000 + 30,
+            PUBLISH_DEADLINE_S,
         )
     ok("the next good publish after the refusals reaches all three")
 
