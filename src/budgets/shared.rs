@@ -376,6 +376,8 @@ impl SharedBudgets {
         match reply {
             Ok(Ok((granted, remaining, reset_ms, retry_ms))) => {
                 self.answered();
+                // The store grants at most what was asked; a reply saying more is not believed.
+                let granted = granted.min(want);
                 let reset_at = asked + Duration::from_millis(reset_ms);
                 let held = self.hold(bucket, limit, granted, returned, remaining, reset_at, asked);
                 let allowed = granted >= 1;
@@ -432,7 +434,7 @@ impl SharedBudgets {
             lease.limit = limit;
         }
         // What went back is no longer held here; other requests may have spent some meanwhile.
-        lease.held = lease.held.saturating_sub(returned) + extra;
+        lease.held = lease.held.saturating_sub(returned).saturating_add(extra);
         lease.until = asked + LEASE_HELD;
         lease.store_remaining = store_remaining;
         lease.reset_at = reset_at;

@@ -84,7 +84,7 @@ pub(crate) fn read_file_or(path: &Path, missing: Missing) -> Result<KeysFile, Ke
     toml::from_str(&text).map_err(|err| {
         let line = err
             .span()
-            .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+            .map(|span| text.get(..span.start).unwrap_or(&text).matches('\n').count() + 1);
         match line {
             Some(line) => fail(format!("line {line}: {}", err.message())),
             None => fail(err.message().to_string()),

@@ -31,13 +31,15 @@ if [[ ! -x "$MARKS_BIN" ]]; then
   exit 2
 fi
 
+# Debian's packages this script installs when they are missing (chromium, npm).
+SUDO=""
+if [[ "$(id -u)" -ne 0 ]]; then SUDO="sudo"; fi
+
 if [[ ! -x "$CHROMIUM" ]]; then
   if [[ "$CHROMIUM" != /usr/bin/chromium ]]; then
     echo "run.sh: CHROMIUM=$CHROMIUM is not an executable" >&2
     exit 2
   fi
-  SUDO=""
-  if [[ "$(id -u)" -ne 0 ]]; then SUDO="sudo"; fi
   if ! apt-cache show chromium >/dev/null 2>&1; then
     $SUDO apt-get update
   fi
@@ -58,6 +60,11 @@ fi
 VENDOR=target/browser-vendor
 export AXE_JS="$ROOT/$VENDOR/axe-core-$AXE_VERSION/package/axe.min.js"
 if [[ ! -f "$AXE_JS" ]]; then
+  if ! command -v npm >/dev/null; then
+    echo "installing Debian's npm (to fetch axe-core from the npm registry)"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q npm >/dev/null ||
+      { $SUDO apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q npm >/dev/null; }
+  fi
   mkdir -p "$VENDOR/axe-core-$AXE_VERSION"
   (cd "$VENDOR" && npm pack --silent "axe-core@$AXE_VERSION" >/dev/null)
   tar -xzf "$VENDOR/axe-core-$AXE_VERSION.tgz" -C "$VENDOR/axe-core-$AXE_VERSION"

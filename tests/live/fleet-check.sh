@@ -14,7 +14,9 @@ command -v redis-server >/dev/null || missing+=(redis-server)
 command -v nginx >/dev/null || missing+=(nginx)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+  # A fresh machine's package lists may be empty: read them once if the install cannot.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
+    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
 fi
 venv=target/fleet-venv
 if [ ! -x "$venv/bin/moto_server" ]; then

@@ -3,7 +3,7 @@
 snapshots from the store and sharing budgets through Redis; then the same budgets on a Redis
 Cluster (three masters, three replicas, made with `redis-cli --cluster create`), with a master
 killed under load. Asserts with exact counts what docs/fleet.md promises; with --publishes N it
-also measures publication latency (the README's figure). Every process it starts is stopped by
+also measures publication latency (docs/fleet.md's figure, by benches/lab/fleet.sh). Every process it starts is stopped by
 its PID at the end, even on failure.
 
 Run by tests/live/fleet-check.sh, which installs the parts and builds the binary.
@@ -272,15 +272,15 @@ class Fleet:
             f"s3://{BUCKET}/{PREFIX}",
             "--snapshot-cache",
             os.path.join(self.work, f"cache-{index}"),
-            "--poll-interval-ms",
-            str(POLL_MS),
-            "--budgets",
+            "--poll-interval",
+            f"{POLL_MS}ms",
+            "--budget-store",
             store or f"redis://127.0.0.1:{self.ports['redis']}",
             # The exact counts must not depend on the machine's speed: on a loaded 2-core box a
             # process can stall past the 5 ms default, and a replica would then meter locally.
             # A stopped Redis still fails at once (connection refused), so fallback is tested.
-            "--budgets-timeout-ms",
-            "1000",
+            "--budget-store-timeout",
+            "1s",
             "--client-ip-header",
             "X-Forwarded-For",
             "--max-connections-per-address",
@@ -550,7 +550,7 @@ def main():
     parser.add_argument("--marks", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--moto-server", required=True)
-    parser.add_argument("--publishes", type=int, default=3, help="publications timed (the README figure uses 10)")
+    parser.add_argument("--publishes", type=int, default=3, help="publications timed (docs/fleet.md's figure uses 10)")
     args = parser.parse_args()
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     fleet = Fleet(os.path.abspath(args.marks), args.work, repo)
