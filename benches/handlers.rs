@@ -7,7 +7,7 @@
 
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -25,11 +25,12 @@ use marks::keys::ring::{KeyRing, RememberedKey};
 const KEY: &str = "vmk_bench_enterprise";
 const PEER: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
-/// The sample snapshot, built once into a temp dir, and a state serving it with the demo keys.
+/// The sample snapshot, built into Cargo's temporary directory for benches (`target/tmp`,
+/// replaced by each run), and a state serving it with the demo keys.
 fn state() -> Arc<State> {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::tempdir().expect("temp dir").keep();
-    let snapshot = dir.join("sample.snap");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let snapshot = dir.join("bench-sample.snap");
     marks_builder::build(&marks_builder::BuildOptions {
         source: repo.join("sample"),
         out: snapshot.clone(),
@@ -41,7 +42,7 @@ fn state() -> Arc<State> {
         progress: false,
     })
     .expect("sample builds");
-    let keys = dir.join("keys.toml");
+    let keys = dir.join("bench-keys.toml");
     std::fs::copy(repo.join("sample/demo-keys.toml"), &keys).expect("keys");
     let entry = marks::keys::file::KeyEntry {
         key_id: "bench".into(),

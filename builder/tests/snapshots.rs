@@ -478,10 +478,11 @@ fn the_event_history_is_append_only() {
     assert!(err.contains("older than the previous snapshot"), "{err}");
 }
 
-fn damaged(bytes: &[u8], change: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
+/// A copy of `bytes` changed by `change`, in a temporary file removed when the path is dropped.
+fn damaged(bytes: &[u8], change: impl FnOnce(&mut Vec<u8>)) -> tempfile::TempPath {
     let mut copy = bytes.to_vec();
     change(&mut copy);
-    let file = tempfile::NamedTempFile::new().unwrap().into_temp_path().keep().unwrap();
+    let file = tempfile::NamedTempFile::new().unwrap().into_temp_path();
     std::fs::write(&file, copy).unwrap();
     file
 }
@@ -492,7 +493,7 @@ fn damaged_snapshots_are_refused_with_a_reason() {
     let good = dir.path().join("good.snap");
     marks_builder::build(&options(&sample(), &good)).unwrap();
     let bytes = std::fs::read(&good).unwrap();
-    let open = |path: PathBuf| Snapshot::open(&path, &OpenOptions::default()).unwrap_err();
+    let open = |path: tempfile::TempPath| Snapshot::open(&path, &OpenOptions::default()).unwrap_err();
     assert!(matches!(
         open(damaged(&bytes, |b| b[HEADER_LEN + 1000] ^= 1)),
         SnapshotError::ChecksumMismatch

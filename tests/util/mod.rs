@@ -55,12 +55,14 @@ pub fn try_build(source: &Path, out: &Path, previous: Option<&Path>) -> Result<B
     })
 }
 
-/// The bundled sample, built once per test process.
+/// The bundled sample, built once per test process into Cargo's temporary directory for the
+/// tests (`target/tmp`): a fixed name, replaced by each run's build, so runs leave no copies
+/// behind (the build writes a temporary file and renames it, so a process that has the old
+/// one open keeps reading it).
 pub fn sample_snapshot() -> &'static Path {
     static SNAPSHOT: OnceLock<PathBuf> = OnceLock::new();
     SNAPSHOT.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir").keep();
-        let out = dir.join("sample.snap");
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sample.snap");
         build(&sample_dir(), &out);
         out
     })
