@@ -3,8 +3,8 @@
 snapshots from the store and sharing budgets through Redis; then the same budgets on a Redis
 Cluster (three masters, three replicas, made with `redis-cli --cluster create`), with a master
 killed under load. Asserts with exact counts what docs/fleet.md promises; with --publishes N it
-also measures publication latency (docs/fleet.md's figure, by benches/lab/fleet.sh). Every process it starts is stopped by
-its PID at the end, even on failure.
+also measures publication latency (docs/fleet.md's figure, by benches/lab/fleet.sh). Every
+process it starts is stopped by its PID at the end, even on failure.
 
 Run by tests/live/fleet-check.sh, which installs the parts and builds the binary.
 """
