@@ -4,7 +4,8 @@
 //!
 //! `{{asset:NAME}}` placeholders, in the frame and a page's head, become URLs the caller names:
 //! the binary's fingerprinted ones, or for the builder (which does not know the binary's
-//! fingerprints) plain `/assets/NAME` ([`plain_asset_url`]).
+//! fingerprints) plain `/assets/NAME` ([`plain_asset_url`]). [`fill_placeholders`] fills any
+//! kind of `{{KIND:NAME}}`: the binary also fills its shells' `{{include:NAME}}` with it.
 
 /// The frame, compiled in.
 pub const FRAME: &str = include_str!("../../web/frame.html");

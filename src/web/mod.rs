@@ -10,8 +10,8 @@
 //! fingerprint is a hash of the content, so a new binary's asset has a new URL). In the shells,
 //! `{{asset:NAME}}` becomes the fingerprinted URL, and `{{include:NAME}}` the content of
 //! `web/NAME`: markup several shells share (the key panel, `web/key-panel.html`), written once.
-//! The pages that depend on the dataset (`/`
-//! and `/scorecard`) are the builder's, in the snapshot.
+//! The pages that depend on the dataset (`/` and `/scorecard`) are the builder's, in the
+//! snapshot.
 //!
 //! For work on the pages, `MARKS_WEB_DIR=web` makes the server read the files from that folder
 //! (once, at first use) instead of the copy compiled in, so a page can be edited and tried
