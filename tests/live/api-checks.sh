@@ -19,8 +19,9 @@ venv=target/ci-venv
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-"$venv/bin/pip" install --quiet --disable-pip-version-check -r examples/python/requirements.txt schemathesis \
-  "openapi-python-client==0.29.*" "mcp==2.*"
+# The checking tools pinned: the versions the checks are known to pass with, raised deliberately.
+"$venv/bin/pip" install --quiet --disable-pip-version-check -r examples/python/requirements.txt "schemathesis==4.32.5" \
+  "openapi-python-client==0.29.1" "mcp==2.3.0"
 # The examples use the SDK, installed from its directory as a user would.
 "$venv/bin/pip" install --quiet --disable-pip-version-check ./clients/python
 
