@@ -320,6 +320,13 @@ pub fn compare_rows(sort: usize, a: (RowKey<'_>, &str), b: (RowKey<'_>, &str)) -
 }
 
 impl ArchivedCompanyEntry {
+    /// Whether the company is in the sector `code` names: a [`ArchivedIndex::sector_code`], the
+    /// sector's position plus one, or 0 for any sector. Compared in `u32`, so no position of a
+    /// crafted snapshot's sectors overflows.
+    pub fn in_sector(&self, code: u16) -> bool {
+        code == 0 || u32::from(self.sector.to_native()) + 1 == u32::from(code)
+    }
+
     pub fn row_key(&self, sort: usize) -> RowKey<'_> {
         RowKey::of(
             sort,

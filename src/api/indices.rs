@@ -175,7 +175,7 @@ fn render(
     let mut members: Vec<Constituent<'_>> = index
         .companies
         .iter()
-        .filter(|c| sector == 0 || u32::from(c.sector.to_native()) + 1 == u32::from(sector))
+        .filter(|c| c.in_sector(sector))
         .filter(|c| c.index_from.to_native() <= julian && julian < c.index_until.to_native())
         .filter_map(|c| {
             let body = if coverage == 95 {

@@ -184,7 +184,7 @@ impl<'a> Page<'a> {
                 let mut found = search::find(index, search.as_deref().unwrap_or(""));
                 found.retain(|&(position, _)| {
                     let company = &companies[position as usize];
-                    (sector == 0 || u32::from(company.sector.to_native()) + 1 == u32::from(sector))
+                    company.in_sector(sector)
                         && (query.status == 0 || company.status == query.status)
                         && (universe != UNIVERSE_FREE || in_free_universe(index, position))
                 });
