@@ -372,6 +372,24 @@ def test_a_listed_sold_or_bankrupt_company_says_what_happened(open_page, slug, w
     )
 
 
+def assert_drawn_at_its_box_width(page, box, svg):
+    """The chart's SVG is drawn at its box's width (not scaled from another width, which would
+    shrink its labels on a phone)."""
+    widths = page.locator(box).evaluate(
+        "(box, svg) => [box.clientWidth, Number(document.querySelector(svg).getAttribute('width'))]", svg
+    )
+    assert abs(max(280, widths[0]) - widths[1]) <= 2, f"{svg} drawn {widths[1]} wide in a box {widths[0]} wide"
+
+
+def test_the_backtest_chart_is_drawn_at_phone_width(open_page):
+    page, _ = open_page(viewport=PHONE)
+    enter_key(page, PRO, "/explore/stripe")
+    wait_company_loaded(page)
+    page.wait_for_function("() => !document.getElementById('backtest-figure').hidden")
+    assert_drawn_at_its_box_width(page, "#backtest-chart", "#backtest-svg")
+    assert_drawn_at_its_box_width(page, "#chart", "#chart-svg")
+
+
 @pytest.mark.parametrize("key", [PRO, RESEARCH])
 def test_the_company_page_shows_how_the_method_did_on_it(open_page, server, key):
     backtest = server.json("/v1/companies/stripe/backtest", key)
@@ -384,6 +402,7 @@ def test_the_company_page_shows_how_the_method_did_on_it(open_page, server, key)
     expect(page.locator("#backtest-table tbody tr")).to_have_count(len(targets))
     expect(page.locator("#backtest-svg")).to_have_attribute("data-targets", str(len(targets)))
     expect(page.locator("#backtest-svg g.target")).to_have_count(len(targets))
+    assert_drawn_at_its_box_width(page, "#backtest-chart", "#backtest-svg")
     summary = backtest["summary"]
     expect(page.locator("#backtest-summary")).to_contain_text(
         f"{summary['scored_events']} scored events: {summary['inside_80']} inside the 80% band"

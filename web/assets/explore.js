@@ -277,8 +277,9 @@ async function renderBacktest(slug, name) {
   $('backtest-wrap').hidden = false;
   $('backtest-download-box').hidden = false;
   shown.backtest = targets;
-  drawBacktest(targets);
+  // Shown before it is drawn: a hidden box has no width to draw at.
   $('backtest-figure').hidden = false;
+  drawBacktest(targets);
 }
 
 /** What happened at a scored event, in words: its value when this key may read it, else where
@@ -356,6 +357,15 @@ function drawBacktest(targets) {
 
 /* What the company page shows, for its downloads. */
 const shown = { slug: '', backtest: [] };
+
+/* The backtest chart is redrawn at its box's width when that changes, as the mark chart is. */
+new ResizeObserver(() => {
+  const svg = $('backtest-svg');
+  const width = Math.max(280, $('backtest-chart').clientWidth);
+  if (svg && shown.backtest.length && Math.abs(width - Number(svg.getAttribute('width'))) > 2) {
+    drawBacktest(shown.backtest);
+  }
+}).observe($('backtest-chart'));
 
 const BACKTEST_COLUMNS = ['slug', 'kind', 'event_id', 'event_type', 'occurred_on', 'marked_on', 'gap_years',
   'mark_usd', 'lower_80_usd', 'upper_80_usd', 'lower_95_usd', 'upper_95_usd', 'confidence',
