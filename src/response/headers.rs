@@ -208,7 +208,9 @@ impl MeteredHead {
     /// and `policy`.
     pub fn new(limit: &HeaderValue, policy: &HeaderValue) -> MeteredHead {
         let block = |vary: HeaderValue| {
-            let mut headers = HeaderMap::with_capacity(10);
+            // Room for the two hyper adds over HTTP/2 (`content-length`, `date`) as well: a
+            // clone keeps its original's table, and a full one is rehashed on the next insert.
+            let mut headers = HeaderMap::with_capacity(11 + 2);
             headers.insert(header::CONTENT_TYPE, JSON);
             headers.insert(header::CACHE_CONTROL, PRIVATE_NO_CACHE);
             headers.insert(header::VARY, vary);

@@ -29,7 +29,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
@@ -61,12 +61,22 @@ where
             drop(stream);
             return;
         };
-        tokio::spawn(Watched {
+        let mut task = Box::pin(Watched {
             stream,
             deadline: None,
             stall: self.stall,
             slot,
         });
+        // Most streams are answered in their first poll (the body is in the snapshot and the
+        // window has room), so that poll runs here, on the connection's task, and only a stream
+        // that has to wait becomes a task of its own: a spawned task per response cost about
+        // 3,000 instructions of scheduling, a tenth of HTTP/2's whole cost per request. Waiting,
+        // it was woken by nothing (the no-op waker); a task is polled once when spawned, which
+        // registers its own waker wherever this poll left the no-op one.
+        let mut first = Context::from_waker(Waker::noop());
+        if task.as_mut().poll(&mut first).is_pending() {
+            tokio::spawn(task);
+        }
     }
 }
 
