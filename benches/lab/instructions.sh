@@ -101,7 +101,7 @@ row() { # protocol(h1|h2) operation path
     "$reference" --addr "127.0.0.1:$((port + 50))" --body "$body" --threads 1 --http2 "$reference_http2")
   read -r _ _ s < <(count "same-headers-$port" "http://127.0.0.1:$((port + 60))/" "X-API-Key: $key" -- \
     "$reference" --addr "127.0.0.1:$((port + 60))" --body "$body" --headers "$headers" --threads 1 \
-    --http2 "$reference_http2")
+    --http2 "$reference_http2" --h2-streams first-poll-inline)
   printf '| %s | %d | %d | %d | %d | %d |\n' "$operation" "$m" "$b" "$s" $((m - b)) $((m - s)) | tee -a "$work/results.md"
 }
 

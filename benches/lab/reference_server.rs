@@ -17,12 +17,20 @@
 //! With `--http2 on` it also answers HTTP/2 with prior knowledge over plain TCP, as `marks serve
 //! --http2` does: the reference for the HTTP/2 rows of `benches/lab/instructions.sh`.
 //!
+//! With `--h2-streams first-poll-inline` an HTTP/2 stream's first poll runs where hyper hands the
+//! stream over, and only a stream that has to wait becomes a task, as in `marks serve`
+//! (`src/server/h2_streams.rs`); by default (`spawned`) each stream is a task, as hyper's tokio
+//! executor runs it. The same-headers reference uses the first, so that it measures what the
+//! headers cost a server that runs its streams as marks does.
+//!
 //! Usage: cargo run --release --example reference_server -- --addr 127.0.0.1:9000 --body FILE
 //!        [--headers FILE] [--status 304] [--threads 1] [--runtime multi-thread|current-thread]
-//!        [--tls-cert FILE --tls-key FILE] [--http2 on|off]
+//!        [--tls-cert FILE --tls-key FILE] [--http2 on|off] [--h2-streams spawned|first-poll-inline]
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::task::{Context, Waker};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -39,6 +47,26 @@ struct Args {
     tls: Option<tokio_rustls::TlsAcceptor>,
     tls_files: (Option<String>, Option<String>),
     cleartext_http2: bool,
+    streams: StreamExecutor,
+}
+
+/// Where an HTTP/2 stream runs (`--h2-streams`).
+#[derive(Clone, Copy)]
+struct StreamExecutor {
+    first_poll_inline: bool,
+}
+
+impl<F> hyper::rt::Executor<F> for StreamExecutor
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    fn execute(&self, stream: F) {
+        let mut task = Box::pin(stream);
+        if self.first_poll_inline && task.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_ready() {
+            return;
+        }
+        tokio::spawn(task);
+    }
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -52,6 +80,9 @@ fn parse_args() -> Result<Args, String> {
         tls: None,
         tls_files: (None, None),
         cleartext_http2: false,
+        streams: StreamExecutor {
+            first_poll_inline: false,
+        },
     };
     let mut argv = std::env::args().skip(1);
     while let Some(flag) = argv.next() {
@@ -85,6 +116,13 @@ fn parse_args() -> Result<Args, String> {
                     "on" => true,
                     "off" => false,
                     other => return Err(format!("--http2: {other}: on or off")),
+                }
+            }
+            "--h2-streams" => {
+                args.streams.first_poll_inline = match value.as_str() {
+                    "spawned" => false,
+                    "first-poll-inline" => true,
+                    other => return Err(format!("--h2-streams: {other}: spawned or first-poll-inline")),
                 }
             }
             other => return Err(format!("unknown flag {other}")),
@@ -179,6 +217,7 @@ async fn serve(listener: tokio::net::TcpListener, args: &Args) {
         let headers = args.headers.clone();
         let tls = args.tls.clone();
         let cleartext_http2 = args.cleartext_http2;
+        let streams = args.streams;
         tokio::spawn(async move {
             let service = service_fn(move |_request| {
                 let mut response = hyper::Response::new(Full::new(body.clone()));
@@ -195,7 +234,7 @@ async fn serve(listener: tokio::net::TcpListener, args: &Args) {
             });
             match tls {
                 None if cleartext_http2 => {
-                    let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    let _ = hyper_util::server::conn::auto::Builder::new(streams)
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
                 }
@@ -206,7 +245,7 @@ async fn serve(listener: tokio::net::TcpListener, args: &Args) {
                 }
                 Some(acceptor) => {
                     let Ok(tls) = acceptor.accept(stream).await else { return };
-                    let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    let _ = hyper_util::server::conn::auto::Builder::new(streams)
                         .serve_connection(TokioIo::new(tls), service)
                         .await;
                 }
