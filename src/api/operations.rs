@@ -259,7 +259,8 @@ fn company<'s>(call: &Call<'s>) -> Result<&'s ArchivedCompanyEntry, ApiError> {
     };
     let index = call.loaded.snapshot.index();
     let shown = || slug.chars().take(64).collect::<String>();
-    let (position, company) = index
+    let (position, company) = call
+        .loaded
         .company(&slug)
         .ok_or_else(|| ApiError::NotFound(format!("No company has the slug {:?}.", shown())))?;
     if call.caller.tier.limited_universe() {

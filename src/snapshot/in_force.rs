@@ -15,7 +15,7 @@ use ed25519_dalek::VerifyingKey;
 use marks_format::{regular_file, OpenOptions, Snapshot, SnapshotError};
 
 use crate::snapshot::identity::FileIdentity;
-use crate::snapshot::{with_causes, LoadError, LoadedSnapshot, Refusal};
+use crate::snapshot::{with_causes, LoadError, LoadedSnapshot, Refusal, SlugIndex};
 
 #[derive(Debug)]
 pub struct SnapshotInForce {
@@ -89,11 +89,12 @@ impl SnapshotInForce {
                 let meta = snapshot.body(&snapshot.index().meta_json);
                 let etag_seed = snapshot.header().checksum as u64;
                 let loaded = Arc::new(LoadedSnapshot {
-                    snapshot,
                     path: path.to_owned(),
                     identity: before,
                     loaded_at: SystemTime::now(),
                     csv_meta: crate::response::csv_meta(&meta),
+                    slugs: SlugIndex::new(&snapshot),
+                    snapshot,
                     meta,
                     etag_seed,
                 });
