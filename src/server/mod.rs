@@ -137,22 +137,24 @@ pub async fn start(
         .keep_alive(true);
     state.budgets.streams.set_limit(h2.h2_max_streams as usize);
     let streams = WatchingExecutor::new(state.budgets.streams.clone(), h2.h2_stream_timeout);
+    // The HTTP/2 settings, for the builder of connections that chose HTTP/2 by ALPN and for the
+    // one that tells it by its preface (hyper and hyper-util each have their own builder type).
+    macro_rules! http2_settings {
+        ($builder:expr) => {
+            $builder
+                .timer(TokioTimer::new())
+                .max_header_list_size(config.connections.max_header_bytes)
+                // No server pings: they would keep an unused connection busy past the idle deadline.
+                .keep_alive_interval(None)
+                .max_concurrent_streams(h2.h2_max_concurrent_streams)
+                .max_send_buf_size(h2.h2_max_send_buffer as usize)
+        };
+    }
     let mut http2 = hyper::server::conn::http2::Builder::new(streams.clone());
-    http2
-        .timer(TokioTimer::new())
-        .max_header_list_size(config.connections.max_header_bytes)
-        // No server pings: they would keep an unused connection busy past the idle deadline.
-        .keep_alive_interval(None)
-        .max_concurrent_streams(h2.h2_max_concurrent_streams)
-        .max_send_buf_size(h2.h2_max_send_buffer as usize);
+    http2_settings!(http2);
     let mut auto = hyper_util::server::conn::auto::Builder::new(streams);
     auto.http1().header_read_timeout(None).max_buf_size(max_header_bytes);
-    auto.http2()
-        .timer(TokioTimer::new())
-        .max_header_list_size(config.connections.max_header_bytes)
-        .keep_alive_interval(None)
-        .max_concurrent_streams(h2.h2_max_concurrent_streams)
-        .max_send_buf_size(h2.h2_max_send_buffer as usize);
+    http2_settings!(auto.http2());
     let (shutdown, shutdown_rx) = watch::channel(false);
     let hsts_secs = config.listen.hsts_max_age.as_secs();
     let hsts = (config.tls.is_some() && hsts_secs > 0)
