@@ -390,6 +390,26 @@ def test_the_backtest_chart_is_drawn_at_phone_width(open_page):
     assert_drawn_at_its_box_width(page, "#chart", "#chart-svg")
 
 
+def test_the_backtest_and_events_tables_fit_a_phone(open_page, server):
+    """At 390 pixels the tables need no sideways scroll: what a wide screen shows in its own
+    columns (the band, what happened, the note and source) goes under the cells beside it."""
+    targets = server.json("/v1/companies/stripe/backtest", PRO)["targets"]
+    page, _ = open_page(viewport=PHONE)
+    enter_key(page, PRO, "/explore/stripe")
+    wait_company_loaded(page)
+    page.wait_for_function("() => !document.getElementById('backtest-wrap').hidden")
+    for region in ("#backtest-wrap", "#events-wrap"):
+        widths = page.locator(region).evaluate("(box) => [box.scrollWidth, box.clientWidth]")
+        assert widths[0] <= widths[1], f"{region} is {widths[0]} wide in a box of {widths[1]}"
+    first_row = page.locator("#backtest-table tbody tr").first
+    expect(first_row.locator("td").nth(1)).to_contain_text(usd_words(targets[0]["observed_usd"]))
+    band = targets[0]["band_80"]
+    expect(first_row.locator("td").nth(2)).to_contain_text(
+        f"80%: {usd_words(band['lower'])} \u2013 {usd_words(band['upper'])}"
+    )
+    expect(page.locator("#backtest-table thead th", has_text="What happened")).to_be_hidden()
+
+
 @pytest.mark.parametrize("key", [PRO, RESEARCH])
 def test_the_company_page_shows_how_the_method_did_on_it(open_page, server, key):
     backtest = server.json("/v1/companies/stripe/backtest", key)

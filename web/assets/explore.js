@@ -267,13 +267,19 @@ async function renderBacktest(slug, name) {
   $('backtest-summary').textContent = `${s.scored_events} scored event${s.scored_events === 1 ? '' : 's'}: `
     + `${s.inside_80} inside the 80% band, ${s.inside_95} inside the 95% band, ${s.hits} within ±10% of the forecast`
     + `${targets.length > s.scored_events ? '; and the outcome, against the mark the day before' : ''}.`;
-  $('backtest-table').tBodies[0].replaceChildren(...targets.map((t) => el('tr', {},
-    el('td', { class: 'nowrap', text: t.occurred_on }),
-    el('td', { text: words(t.event_type) + (t.kind === 'event' ? '' : ' (outcome)') }),
-    el('td', { class: 'num', text: usd(t.mark_usd) }),
-    el('td', { class: 'num', text: band(t.band_80 && t.band_80.lower, t.band_80 && t.band_80.upper) }),
-    el('td', { class: 'num wide-only', text: `${(t.confidence * 100).toFixed(0)}%` }),
-    el('td', { text: happened(t) }))));
+  // On a phone the band goes under the forecast and what happened under the event, as the
+  // events table puts its note under the type: five columns do not fit 390 pixels.
+  $('backtest-table').tBodies[0].replaceChildren(...targets.map((t) => {
+    const band80 = band(t.band_80 && t.band_80.lower, t.band_80 && t.band_80.upper);
+    return el('tr', {},
+      el('td', { class: 'nowrap', text: t.occurred_on }),
+      el('td', {}, words(t.event_type) + (t.kind === 'event' ? '' : ' (outcome)'),
+        el('span', { class: 'sub narrow-only', text: happened(t) })),
+      el('td', { class: 'num' }, usd(t.mark_usd), el('span', { class: 'sub narrow-only', text: `80%: ${band80}` })),
+      el('td', { class: 'num wide-only', text: band80 }),
+      el('td', { class: 'num wide-only', text: `${(t.confidence * 100).toFixed(0)}%` }),
+      el('td', { class: 'wide-only', text: happened(t) }));
+  }));
   $('backtest-wrap').hidden = false;
   $('backtest-download-box').hidden = false;
   shown.backtest = targets;
