@@ -75,9 +75,12 @@ count() { # name url header-args -- server command...
 }
 
 port=9400
-row() { # protocol(h1|h2) operation path
+row() { # protocol(h1|h2) operation path [marks log flags, default --no-access-log]
   PROTOCOL=$1
   local operation=$2 path=$3
+  shift 3
+  local log=("$@")
+  if [ ${#log[@]} -eq 0 ]; then log=(--no-access-log); fi
   local http2=() reference_http2=off
   if [ "$PROTOCOL" = h2 ]; then http2=(--http2); reference_http2=on; fi
   port=$((port + 1))
@@ -96,7 +99,7 @@ row() { # protocol(h1|h2) operation path
   # callgrind_annotate.
   read -r _ _ m < <(count "marks-$port" "http://127.0.0.1:$port$path" "X-API-Key: $key" -- \
     "$marks" serve --addr "127.0.0.1:$port" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
-    "${http2[@]}" --threads 1 --no-access-log --log-level warn)
+    "${http2[@]}" --threads 1 "${log[@]}" --log-level warn)
   read -r _ _ b < <(count "bare-$port" "http://127.0.0.1:$((port + 50))/" "X-API-Key: $key" -- \
     "$reference" --addr "127.0.0.1:$((port + 50))" --body "$body" --threads 1 --http2 "$reference_http2")
   read -r _ _ s < <(count "same-headers-$port" "http://127.0.0.1:$((port + 60))/" "X-API-Key: $key" -- \
@@ -112,4 +115,6 @@ row() { # protocol(h1|h2) operation path
 row h1 getCompany /v1/companies/openai
 row h1 "listCompanies limit=50" "/v1/companies?limit=50"
 row h2 "getCompany, HTTP/2 (h2c)" /v1/companies/openai
+# The access log as production runs it: text lines to a file (its writer thread counted too).
+row h1 "getCompany, access log to a file" /v1/companies/openai --access-log "$work/access.log"
 echo "instructions per request (user space, callgrind); written to $work/results.md"

@@ -37,6 +37,7 @@ use crate::api::state::State;
 use crate::api::{self, Budgeting, Connection, Response, Step};
 use crate::mcp::hosted::McpEndpoint;
 use crate::response::body::ResponseBody;
+use crate::response::headers::X_REQUEST_ID;
 use crate::server::access_log::{AccessLog, Entry};
 use crate::server::connection_guard::{ConnectionGuard, Deadlines};
 use crate::server::h2_streams::WatchingExecutor;
@@ -456,7 +457,7 @@ fn log_entry(
     let entry = Entry {
         request_id: response
             .headers()
-            .get("x-request-id")
+            .get(&X_REQUEST_ID)
             .and_then(|v| v.to_str().ok())
             .unwrap_or(""),
         key_id: outcome.caller.as_ref().map_or("-", |caller| &caller.key_id),
