@@ -6,13 +6,15 @@
 //! that h2 keeps for the stream, waiting for ever; the connection's idle deadline cannot help
 //! while another stream on the same connection moves. So:
 //!
-//! - [`WatchingExecutor`] runs every stream task inside [`Watched`], which drops the task when
-//!   it has made no progress for the stall deadline; h2 then resets the stream (RST_STREAM
-//!   CANCEL) and frees what it queued. Progress is the response body handing over a piece
-//!   (`response::body::note_progress`): HTTP/2 bodies are paced (`ResponseBody::paced`),
-//!   handed over in pieces of at most `response::body::PIECE` bytes. hyper gives h2 a piece only once the stream's window
-//!   has room beyond what h2 already holds, then asks for the next; so a stream's task lives
-//!   until its last piece is handed over, and a reader must take a piece per deadline.
+//! - [`WatchingExecutor`] runs every stream inside [`Watched`]: its first poll where hyper hands
+//!   it over (most answers are complete in it), and a stream that has to wait as a task of its
+//!   own. [`Watched`] drops the task when it has made no progress for the stall deadline; h2
+//!   then resets the stream (RST_STREAM CANCEL) and frees what it queued. Progress is the
+//!   response body handing over a piece (`response::body::note_progress`): HTTP/2 bodies are
+//!   paced (`ResponseBody::paced`), handed over in pieces of at most `response::body::PIECE`
+//!   bytes. hyper gives h2 a piece only once the stream's window has room beyond what h2
+//!   already holds, then asks for the next; so a stream's task lives until its last piece is
+//!   handed over, and a reader must take a piece per deadline.
 //! - The last piece is h2's to send once the task is gone, and a peer that keeps its window
 //!   just short of it could leave it queued. Handing the last byte over alone would keep the
 //!   task alive until then, but it costs every response a second DATA frame (measured: 30% of
@@ -26,6 +28,7 @@
 //!   the server holds for HTTP/2 streams never exceeds the limit and its eighth.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -74,8 +77,15 @@ where
         // it was woken by nothing (the no-op waker); a task is polled once when spawned, which
         // registers its own waker wherever this poll left the no-op one.
         let mut first = Context::from_waker(Waker::noop());
-        if task.as_mut().poll(&mut first).is_pending() {
-            tokio::spawn(task);
+        match std::panic::catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(&mut first))) {
+            Ok(Poll::Ready(())) => {}
+            Ok(Poll::Pending) => {
+                tokio::spawn(task);
+            }
+            // A panic (reported by the panic hook) ends its own stream only: h2 resets it as
+            // the task drops, as when every stream was a task of its own, and the connection
+            // and its other streams go on.
+            Err(_) => {}
         }
     }
 }
