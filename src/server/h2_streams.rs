@@ -72,8 +72,9 @@ where
         });
         // Most streams are answered in their first poll (the body is in the snapshot and the
         // window has room), so that poll runs here, on the connection's task, and only a stream
-        // that has to wait becomes a task of its own: a spawned task per response cost about
-        // 3,000 instructions of scheduling, a tenth of HTTP/2's whole cost per request. Waiting,
+        // that has to wait becomes a task of its own: a spawned task per response (made,
+        // scheduled, polled, freed) cost about 5,000 instructions, a tenth of an HTTP/2
+        // request's whole cost (`benches/lab/instructions.sh`). Waiting,
         // it was woken by nothing (the no-op waker); a task is polled once when spawned, which
         // registers its own waker wherever this poll left the no-op one.
         let mut first = Context::from_waker(Waker::noop());
