@@ -17,20 +17,18 @@
    The chart takes the focus: Left and Right move a cursor by a day, Page Up and Page Down by 30
    days, Home and End to the ends. */
 
-import { svgEl, setAttrs, logTicks, timeTicks, nearestIn } from '/assets/common.js';
+import {
+  svgEl, setAttrs, logTicks, timeTicks, nearestIn, chartWidth, redrawOnResize,
+} from '/assets/common.js';
 
 export function lineChart(box, spec) {
   const state = { day: null, width: 0, geom: null, spec };
   const draw = () => {
-    state.width = Math.max(280, Math.round(box.clientWidth || 720));
+    state.width = chartWidth(box);
     render(box, state);
   };
   draw();
-  if (box.chartObserver) box.chartObserver.disconnect();
-  box.chartObserver = new ResizeObserver(() => {
-    if (Math.abs(Math.max(280, box.clientWidth) - state.width) > 2) draw();
-  });
-  box.chartObserver.observe(box);
+  redrawOnResize(box, () => state.width, draw);
   return {
     setCursor: (day) => setCursor(state, day),
   };

@@ -46,6 +46,19 @@ export function svgEl(tag, attrs = {}, ...children) {
   return node;
 }
 
+/** The width a chart is drawn at in `box`: the box's, at least 280 px (720 while it has none). */
+export const chartWidth = (box) => Math.max(280, Math.round(box.clientWidth || 720));
+
+/** Calls `draw` whenever `box`'s chart width moves more than 2 px from `drawnWidth()`, the
+ * width it was last drawn at; one observer per box, however often the chart is drawn anew. */
+export function redrawOnResize(box, drawnWidth, draw) {
+  if (box.chartObserver) box.chartObserver.disconnect();
+  box.chartObserver = new ResizeObserver(() => {
+    if (Math.abs(chartWidth(box) - drawnWidth()) > 2) draw();
+  });
+  box.chartObserver.observe(box);
+}
+
 export function hostOf(url) {
   try { return new URL(url).hostname.replace(/^www\./, ''); } catch { return url; }
 }

@@ -15,7 +15,7 @@ import {
   $, el, svgEl, setAttrs, say, facts, sourceLink, hostOf,
   usd, usdFull, band, words, an, pct, pctCell, STATUS, displayName,
   getKey, api, problemWords, showError, loadUsage, allows, needsTier, showKeyStatus, initKeyPanel, showMeta,
-  dayNumber, nearestIn, logTicks, timeTicks,
+  dayNumber, nearestIn, logTicks, timeTicks, chartWidth, redrawOnResize,
   toCsv, fetchCsv, fileName, downloadButton, companySearch,
 } from '/assets/common.js';
 
@@ -271,14 +271,15 @@ async function renderBacktest(slug, name) {
   // events table puts its note under the type: five columns do not fit 390 pixels.
   $('backtest-table').tBodies[0].replaceChildren(...targets.map((t) => {
     const band80 = band(t.band_80 && t.band_80.lower, t.band_80 && t.band_80.upper);
+    const what = happened(t);
     return el('tr', {},
       el('td', { class: 'nowrap', text: t.occurred_on }),
       el('td', {}, words(t.event_type) + (t.kind === 'event' ? '' : ' (outcome)'),
-        el('span', { class: 'sub narrow-only', text: happened(t) })),
+        el('span', { class: 'sub narrow-only', text: what })),
       el('td', { class: 'num' }, usd(t.mark_usd), el('span', { class: 'sub narrow-only', text: `80%: ${band80}` })),
       el('td', { class: 'num wide-only', text: band80 }),
       el('td', { class: 'num wide-only', text: `${(t.confidence * 100).toFixed(0)}%` }),
-      el('td', { class: 'wide-only', text: happened(t) }));
+      el('td', { class: 'wide-only', text: what }));
   }));
   $('backtest-wrap').hidden = false;
   $('backtest-download-box').hidden = false;
@@ -286,6 +287,8 @@ async function renderBacktest(slug, name) {
   // Shown before it is drawn: a hidden box has no width to draw at.
   $('backtest-figure').hidden = false;
   drawBacktest(targets);
+  redrawOnResize($('backtest-chart'), () => Number($('backtest-svg')?.getAttribute('width')),
+    () => shown.backtest.length && drawBacktest(shown.backtest));
 }
 
 /** What happened at a scored event, in words: its value when this key may read it, else where
@@ -300,7 +303,7 @@ function happened(t) {
 
 function drawBacktest(targets) {
   const box = $('backtest-chart');
-  const W = Math.max(280, Math.round(box.clientWidth || 720));
+  const W = chartWidth(box);
   const H = Math.round(Math.min(300, Math.max(200, W * 0.36)));
   const M = { l: 58, r: 14, t: 12, b: 28 };
   const values = [];
@@ -363,15 +366,6 @@ function drawBacktest(targets) {
 
 /* What the company page shows, for its downloads. */
 const shown = { slug: '', backtest: [] };
-
-/* The backtest chart is redrawn at its box's width when that changes, as the mark chart is. */
-new ResizeObserver(() => {
-  const svg = $('backtest-svg');
-  const width = Math.max(280, $('backtest-chart').clientWidth);
-  if (svg && shown.backtest.length && Math.abs(width - Number(svg.getAttribute('width'))) > 2) {
-    drawBacktest(shown.backtest);
-  }
-}).observe($('backtest-chart'));
 
 const BACKTEST_COLUMNS = ['slug', 'kind', 'event_id', 'event_type', 'occurred_on', 'marked_on', 'gap_years',
   'mark_usd', 'lower_80_usd', 'upper_80_usd', 'lower_95_usd', 'upper_95_usd', 'confidence',
@@ -523,9 +517,7 @@ function renderSeries(s80, s95, evs) {
   $('series-download-box').hidden = false;
   $('series95-download').hidden = !p95;
   drawChart();
-  new ResizeObserver(() => {
-    if (Math.abs($('chart').clientWidth - chart.width) > 2) drawChart();
-  }).observe($('chart'));
+  redrawOnResize($('chart'), () => chart.width, drawChart);
   renderSeriesText();
 }
 
@@ -540,7 +532,7 @@ function nearestIndex(d) {
 
 function drawChart() {
   const box = $('chart');
-  const W = Math.max(280, Math.round(box.clientWidth || 720));
+  const W = chartWidth(box);
   const H = Math.round(Math.min(420, Math.max(240, W * 0.46)));
   const M = { l: 58, r: 14, t: 12, b: 28 };
   const { pts, p95, days, events } = chart;
