@@ -3,12 +3,14 @@
 # same-headers reference server, on the same request, in one run.
 #
 #   bash benches/lab/instructions.sh        # REQUEST_SECONDS=6 by default
+#   ONLY=HTTP/2 bash benches/lab/instructions.sh   # only the rows whose operation names this
 #
 # Throughput on a shared 2-core machine drifts by 10-20% from minute to minute; an instruction
 # count does not, so this is the instrument for telling whether a change to the request path
 # made it cheaper. Each server runs under valgrind with counting switched off while it starts
 # (opening and checksumming the snapshot), on for REQUEST_SECONDS of keep-alive requests from
-# wrk, off again. Kernel work (the socket calls, the same for every server) is not counted.
+# wrk, off again. The references answer any path with the same bytes and are asked marks' path,
+# so that the request each server parses and (over HTTP/2) HPACK-decodes is the same. Kernel work (the socket calls, the same for every server) is not counted.
 # The HTTP/2 rows do the same over cleartext HTTP/2 (prior knowledge) with h2load, several
 # streams per connection, so HPACK and h2's stream work are counted too; TLS is left out because
 # its cost is the same bytes' encryption for every server.
@@ -84,6 +86,8 @@ row() { # protocol(h1|h2) operation path [marks log flags, default --no-access-l
   local http2=() reference_http2=off
   if [ "$PROTOCOL" = h2 ]; then http2=(--http2); reference_http2=on; fi
   port=$((port + 1))
+  # Skipped rows keep their port, so each row's profiles keep their names.
+  if [[ "$operation" != *"${ONLY:-}"* ]]; then return; fi
   local body="$work/body-$port.json" headers="$work/headers-$port.txt"
   "$marks" serve --addr "127.0.0.1:$port" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
     "${http2[@]}" --threads 1 --no-access-log --log-level warn >/dev/null 2>&1 &
@@ -100,9 +104,9 @@ row() { # protocol(h1|h2) operation path [marks log flags, default --no-access-l
   read -r _ _ m < <(count "marks-$port" "http://127.0.0.1:$port$path" "X-API-Key: $key" -- \
     "$marks" serve --addr "127.0.0.1:$port" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
     "${http2[@]}" --threads 1 "${log[@]}" --log-level warn)
-  read -r _ _ b < <(count "bare-$port" "http://127.0.0.1:$((port + 50))/" "X-API-Key: $key" -- \
+  read -r _ _ b < <(count "bare-$port" "http://127.0.0.1:$((port + 50))$path" "X-API-Key: $key" -- \
     "$reference" --addr "127.0.0.1:$((port + 50))" --body "$body" --threads 1 --http2 "$reference_http2")
-  read -r _ _ s < <(count "same-headers-$port" "http://127.0.0.1:$((port + 60))/" "X-API-Key: $key" -- \
+  read -r _ _ s < <(count "same-headers-$port" "http://127.0.0.1:$((port + 60))$path" "X-API-Key: $key" -- \
     "$reference" --addr "127.0.0.1:$((port + 60))" --body "$body" --headers "$headers" --threads 1 \
     --http2 "$reference_http2" --h2-streams first-poll-inline)
   printf '| %s | %d | %d | %d | %d | %d |\n' "$operation" "$m" "$b" "$s" $((m - b)) $((m - s)) | tee -a "$work/results.md"
