@@ -13,6 +13,7 @@ pub mod access_log;
 pub mod connection_guard;
 pub mod h2_streams;
 pub mod tls;
+pub mod write_batch;
 
 use std::cell::RefCell;
 use std::convert::Infallible;
@@ -41,6 +42,7 @@ use crate::response::headers::X_REQUEST_ID;
 use crate::server::access_log::{AccessLog, Entry};
 use crate::server::connection_guard::{ConnectionGuard, Deadlines};
 use crate::server::h2_streams::WatchingExecutor;
+use crate::server::write_batch::{Protocol, TaskPolls, WriteBatch};
 use crate::settings::{Agents, Connections, Http2, Listen};
 
 /// What the server is told: its sections of the settings, the TLS acceptor resolved from the
@@ -391,10 +393,15 @@ async fn serve_connection(
     };
     match &shared.config.tls {
         None if shared.config.listen.http2 => {
-            let stream = ConnectionGuard::new(stream, deadlines);
+            let polls = TaskPolls::default();
+            let stream = WriteBatch::new(
+                ConnectionGuard::new(stream, deadlines),
+                Protocol::ByPreface,
+                polls.clone(),
+            );
             let builder = shared.auto.clone();
-            watcher
-                .watch(builder.serve_connection(TokioIo::new(stream), service))
+            polls
+                .count(watcher.watch(builder.serve_connection(TokioIo::new(stream), service)))
                 .await
         }
         None => {
@@ -412,11 +419,17 @@ async fn serve_connection(
                 .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
             // Above TLS, the guard sees the HTTP/2 preface and frames, as over plain TCP.
-            let io = TokioIo::new(ConnectionGuard::new(tls, deadlines));
+            let guarded = ConnectionGuard::new(tls, deadlines);
             if h2 {
-                Ok(watcher.watch(shared.http2.serve_connection(io, service)).await?)
+                let polls = TaskPolls::default();
+                let io = TokioIo::new(WriteBatch::new(guarded, Protocol::Http2, polls.clone()));
+                Ok(polls
+                    .count(watcher.watch(shared.http2.serve_connection(io, service)))
+                    .await?)
             } else {
-                Ok(watcher.watch(shared.http1.serve_connection(io, service)).await?)
+                Ok(watcher
+                    .watch(shared.http1.serve_connection(TokioIo::new(guarded), service))
+                    .await?)
             }
         }
     }

@@ -1,0 +1,345 @@
+//! HTTP/2 responses written in one batch per poll of their connection, not one write each.
+//!
+//! `h2` writes out its frames whenever a DATA frame larger than 256 bytes is queued ahead of
+//! another frame, and hyper polls the connection between the streams it accepts: so a client
+//! with sixteen requests in flight got sixteen writes (sixteen TLS records, sixteen syscalls)
+//! for the sixteen answers one read brought in. [`WriteBatch`] holds what the connection writes
+//! during one poll of its task and writes it out at the first flush of the next poll, which it
+//! asks for at once (it wakes the task the moment it holds bytes): one write for all the answers
+//! a poll produced. A response waits no longer than the rest of the poll that made it.
+//!
+//! What is held is bounded: past [`WRITE_AT`] bytes the batch is written out within the poll,
+//! and a shutdown writes it before closing. HTTP/1.1 connections (told apart by the HTTP/2
+//! preface, or by ALPN) pass through untouched: one request at a time gains nothing from it.
+//!
+//! `benches/lab/production.sh` measures it (docs/performance.md).
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A batch this large is written out without waiting for the next poll.
+const WRITE_AT: usize = 32 * 1024;
+/// A buffer grown past this (by a large answer) is freed once written, not kept per connection.
+const KEEP_CAPACITY: usize = 16 * 1024;
+
+/// What an HTTP/2 client sends first (RFC 9113 3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Counts the polls of the connection's task: the clock a batch is held by.
+#[derive(Clone, Debug, Default)]
+pub struct TaskPolls(Arc<AtomicU32>);
+
+impl TaskPolls {
+    /// `connection`, counting each of its polls.
+    pub fn count<F: Future>(&self, connection: F) -> Counted<F> {
+        Counted {
+            connection,
+            polls: self.clone(),
+        }
+    }
+
+    fn current(&self) -> u32 {
+        self.0.load(Relaxed)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A connection future whose polls are counted ([`TaskPolls::count`]).
+    #[derive(Debug)]
+    pub struct Counted<F> {
+        #[pin]
+        connection: F,
+        polls: TaskPolls,
+    }
+}
+
+impl<F: Future> Future for Counted<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        this.polls.0.fetch_add(1, Relaxed);
+        this.connection.poll(cx)
+    }
+}
+
+/// Whether a connection's writes are batched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/2 (by ALPN): batched.
+    Http2,
+    /// Either, told by the first bytes read: batched if they are the HTTP/2 preface.
+    ByPreface,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Undecided,
+    Batched,
+    PassThrough,
+}
+
+/// A connection's byte stream whose HTTP/2 writes are batched per poll (see the module's notes).
+#[derive(Debug)]
+pub struct WriteBatch<S> {
+    inner: S,
+    mode: Mode,
+    held: Vec<u8>,
+    /// Bytes of `held` already written (a write may take part of it).
+    written: usize,
+    polls: TaskPolls,
+    /// The poll in which `held` took its first byte.
+    held_since: Option<u32>,
+}
+
+impl<S> WriteBatch<S> {
+    /// `inner`, batched by the polls `polls` counts: the caller wraps the connection's future
+    /// in [`TaskPolls::count`] of the same `polls`.
+    pub fn new(inner: S, protocol: Protocol, polls: TaskPolls) -> WriteBatch<S> {
+        WriteBatch {
+            inner,
+            mode: match protocol {
+                Protocol::Http2 => Mode::Batched,
+                Protocol::ByPreface => Mode::Undecided,
+            },
+            held: Vec::new(),
+            written: 0,
+            polls,
+            held_since: None,
+        }
+    }
+
+    /// Takes `bytes` into the batch; the first byte of a batch wakes the task, so that the
+    /// next poll, which writes the batch out, comes right after this one.
+    fn hold(&mut self, bytes: &[u8], cx: &Context<'_>) {
+        if self.held_since.is_none() {
+            self.held_since = Some(self.polls.current());
+            cx.waker().wake_by_ref();
+        }
+        self.held.extend_from_slice(bytes);
+    }
+}
+
+impl<S: AsyncWrite + Unpin> WriteBatch<S> {
+    /// Writes out everything held.
+    fn poll_write_held(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.written < self.held.len() {
+            let n = std::task::ready!(Pin::new(&mut self.inner).poll_write(cx, &self.held[self.written..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.written += n;
+        }
+        if self.held.capacity() > KEEP_CAPACITY {
+            self.held = Vec::new();
+        } else {
+            self.held.clear();
+        }
+        self.written = 0;
+        self.held_since = None;
+        Poll::Ready(Ok(()))
+    }
+
+    /// Room for more: a full batch is written out first.
+    fn poll_room(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.held.len() >= WRITE_AT {
+            std::task::ready!(self.poll_write_held(cx))?;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for WriteBatch<S> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if this.mode == Mode::Undecided && buf.filled().len() > before {
+            let first = &buf.filled()[before..];
+            let n = first.len().min(H2_PREFACE.len());
+            this.mode = if first[..n] == H2_PREFACE[..n] {
+                Mode::Batched
+            } else {
+                Mode::PassThrough
+            };
+        }
+        poll
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for WriteBatch<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.mode != Mode::Batched {
+            return Pin::new(&mut this.inner).poll_write(cx, buf);
+        }
+        std::task::ready!(this.poll_room(cx))?;
+        this.hold(buf, cx);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.mode != Mode::Batched {
+            return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        }
+        std::task::ready!(this.poll_room(cx))?;
+        let mut taken = 0;
+        for buf in bufs {
+            this.hold(buf, cx);
+            taken += buf.len();
+        }
+        Poll::Ready(Ok(taken))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        // Slices are copied into the batch; h2 then keeps large DATA payloads out of its own
+        // buffer, as it does over a vectored socket.
+        self.mode == Mode::Batched || self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Some(since) = this.held_since {
+            if since == this.polls.current() {
+                // Still the poll that made these bytes: the task is already woken for the next.
+                return Poll::Ready(Ok(()));
+            }
+            std::task::ready!(this.poll_write_held(cx))?;
+        }
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        std::task::ready!(this.poll_write_held(cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::Wake;
+
+    /// A byte sink that keeps each write it is given, as the socket would see them.
+    #[derive(Default)]
+    struct Writes(Vec<Vec<u8>>, bool);
+
+    impl AsyncRead for Writes {
+        fn poll_read(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+            buf.put_slice(b"GET / HTTP/1.1\r\n\r\n");
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl AsyncWrite for Writes {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+            self.get_mut().0.push(buf.to_vec());
+            Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            self.get_mut().1 = true;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[derive(Default)]
+    struct Wakes(AtomicUsize);
+
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// One poll of the connection's task: what `Counted` does before the connection runs.
+    fn next_poll(polls: &TaskPolls) {
+        polls.0.fetch_add(1, Relaxed);
+    }
+
+    fn write_and_flush(io: &mut WriteBatch<Writes>, cx: &mut Context<'_>, bytes: &[u8]) {
+        let parts = [io::IoSlice::new(&bytes[..1]), io::IoSlice::new(&bytes[1..])];
+        assert!(matches!(Pin::new(&mut *io).poll_write_vectored(cx, &parts), Poll::Ready(Ok(n)) if n == bytes.len()));
+        assert!(matches!(Pin::new(&mut *io).poll_flush(cx), Poll::Ready(Ok(()))));
+    }
+
+    #[test]
+    fn what_one_poll_writes_goes_out_in_one_write_at_the_next() {
+        let wakes = Arc::new(Wakes::default());
+        let waker = std::task::Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let polls = TaskPolls::default();
+        let mut io = WriteBatch::new(Writes::default(), Protocol::Http2, polls.clone());
+        next_poll(&polls);
+        for answer in [&b"first answer"[..], b"second", b"third"] {
+            write_and_flush(&mut io, &mut cx, answer);
+        }
+        assert!(io.inner.0.is_empty(), "written within the poll that made them");
+        assert_eq!(wakes.0.load(Relaxed), 1, "the task is woken once, for the next poll");
+        next_poll(&polls);
+        assert!(matches!(Pin::new(&mut io).poll_flush(&mut cx), Poll::Ready(Ok(()))));
+        assert_eq!(io.inner.0, [b"first answersecondthird".to_vec()]);
+        // Nothing held: a flush writes nothing more, and a new batch wakes the task again.
+        assert!(matches!(Pin::new(&mut io).poll_flush(&mut cx), Poll::Ready(Ok(()))));
+        assert_eq!(io.inner.0.len(), 1);
+        write_and_flush(&mut io, &mut cx, b"later");
+        assert_eq!(wakes.0.load(Relaxed), 2);
+    }
+
+    #[test]
+    fn a_full_batch_goes_out_within_the_poll_and_a_shutdown_writes_what_is_held() {
+        let waker = std::task::Waker::from(Arc::new(Wakes::default()));
+        let mut cx = Context::from_waker(&waker);
+        let polls = TaskPolls::default();
+        let mut io = WriteBatch::new(Writes::default(), Protocol::Http2, polls.clone());
+        next_poll(&polls);
+        let frame = vec![7u8; 16 * 1024];
+        for _ in 0..3 {
+            write_and_flush(&mut io, &mut cx, &frame);
+        }
+        assert_eq!(
+            io.inner.0.len(),
+            1,
+            "the batch reached {WRITE_AT} bytes and was written"
+        );
+        assert_eq!(io.inner.0[0].len(), 2 * frame.len());
+        assert!(matches!(Pin::new(&mut io).poll_shutdown(&mut cx), Poll::Ready(Ok(()))));
+        assert_eq!(io.inner.0.len(), 2);
+        assert_eq!(io.inner.0[1].len(), frame.len());
+        assert!(io.inner.1, "shut down after the last bytes");
+    }
+
+    #[test]
+    fn http1_connections_pass_through() {
+        let waker = std::task::Waker::from(Arc::new(Wakes::default()));
+        let mut cx = Context::from_waker(&waker);
+        let polls = TaskPolls::default();
+        let mut io = WriteBatch::new(Writes::default(), Protocol::ByPreface, polls.clone());
+        let mut space = [0u8; 64];
+        let mut read = ReadBuf::new(&mut space);
+        assert!(matches!(
+            Pin::new(&mut io).poll_read(&mut cx, &mut read),
+            Poll::Ready(Ok(()))
+        ));
+        next_poll(&polls);
+        for part in [&b"HTTP/1.1 200 OK\r\n\r\n"[..], b"{}"] {
+            assert!(matches!(Pin::new(&mut io).poll_write(&mut cx, part), Poll::Ready(Ok(n)) if n == part.len()));
+        }
+        assert_eq!(io.inner.0.len(), 2, "each write straight to the socket");
+    }
+}
