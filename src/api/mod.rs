@@ -123,6 +123,8 @@ struct Exchange<'a, B> {
 #[derive(Debug)]
 pub struct Outcome {
     pub operation: Operation,
+    /// The id the answer carries (`X-Request-ID`).
+    pub request_id: HeaderValue,
     /// The key the request was answered for, if one was accepted.
     pub caller: Option<Arc<Caller>>,
     /// Body bytes sent.
@@ -298,6 +300,7 @@ pub fn exchange<B>(
         .record(exchange.operation, response.status().as_u16(), latency, bytes);
     let outcome = Outcome {
         operation: exchange.operation,
+        request_id: exchange.request_id,
         caller: exchange.caller,
         bytes,
         latency,

@@ -151,6 +151,11 @@ impl McpEndpoint {
     ) -> (Response, Outcome) {
         let latency = started.elapsed();
         let bytes = hyper::body::Body::size_hint(response.body()).exact().unwrap_or(0) as usize;
+        let request_id = response
+            .headers()
+            .get(&X_REQUEST_ID)
+            .cloned()
+            .unwrap_or(HeaderValue::from_static(""));
         self.state
             .metrics
             .record(Operation::Mcp, response.status().as_u16(), latency, bytes);
@@ -158,6 +163,7 @@ impl McpEndpoint {
             response,
             Outcome {
                 operation: Operation::Mcp,
+                request_id,
                 caller,
                 bytes,
                 latency,

@@ -4,8 +4,9 @@
 //! A request formats its line itself, from fixed fields (digits by `itoa`, the timestamp's
 //! seconds formatted once a second), straight into a shared buffer under a short lock. A
 //! writer thread takes the whole buffer every 50 ms, or as soon as it passes 64 KiB, and writes
-//! it out in pieces that end at line boundaries (each at most `PIPE_BUF`, so a line never
-//! interleaves with another writer's on a pipe). When the destination falls so far behind that
+//! it out: to a file in one write (appends are whole), to standard output in pieces that end at
+//! line boundaries (each at most `PIPE_BUF`, so a line never interleaves with another writer's
+//! on a pipe). When the destination falls so far behind that
 //! 8 MiB are waiting, lines are dropped, not requests delayed, and counted
 //! (`marks_access_log_dropped_total`). The fields, and the text and JSON shapes, are those of
 //! the operational log lines.
@@ -219,8 +220,14 @@ fn write_until_stopped(shared: &Shared, mut sink: Sink, destination: &Destinatio
     }
 }
 
-/// Writes `bytes` in pieces of at most `ATOMIC_WRITE` that end at a newline.
+/// Writes `bytes`: to a file at once, to standard output in pieces of at most `ATOMIC_WRITE`
+/// that end at a newline.
 fn write_in_whole_lines(sink: &mut Sink, mut bytes: &[u8]) {
+    if let Sink::File(file) = sink {
+        // Nowhere to report a failure but the destination that failed; the lines are lost.
+        let _ = file.write_all(bytes);
+        return;
+    }
     while !bytes.is_empty() {
         let end = if bytes.len() <= ATOMIC_WRITE {
             bytes.len()
@@ -327,7 +334,7 @@ fn push_plain(out: &mut Vec<u8>, value: &str) {
 fn push_quoted(out: &mut Vec<u8>, value: &str) {
     out.push(b'"');
     // Almost every value (a path, a request id, a method) has nothing to replace: copied whole.
-    if value.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\') {
+    if value.bytes().all(|b| QUOTED_AS_IS[usize::from(b)]) {
         out.extend_from_slice(value.as_bytes());
         out.push(b'"');
         return;
@@ -341,6 +348,18 @@ fn push_quoted(out: &mut Vec<u8>, value: &str) {
     }
     out.push(b'"');
 }
+
+/// The bytes `push_quoted` copies as they are: visible ASCII but `"` and `\`. A table, as the
+/// check runs on every byte of every line's path and request id.
+const QUOTED_AS_IS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0x21;
+    while b < 0x7f {
+        table[b] = b != b'"' as usize && b != b'\\' as usize;
+        b += 1;
+    }
+    table
+};
 
 /// A JSON string's content. Values are almost always plain (paths, ids), so they are copied
 /// whole when no byte needs escaping; UTF-8 beyond ASCII is valid JSON as it is.

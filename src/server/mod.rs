@@ -38,7 +38,6 @@ use crate::api::state::State;
 use crate::api::{self, Budgeting, Connection, Response, Step};
 use crate::mcp::hosted::McpEndpoint;
 use crate::response::body::ResponseBody;
-use crate::response::headers::X_REQUEST_ID;
 use crate::server::access_log::{AccessLog, Entry};
 use crate::server::connection_guard::{ConnectionGuard, Deadlines};
 use crate::server::h2_streams::WatchingExecutor;
@@ -468,11 +467,7 @@ fn log_entry(
         return;
     };
     let entry = Entry {
-        request_id: response
-            .headers()
-            .get(&X_REQUEST_ID)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or(""),
+        request_id: outcome.request_id.to_str().unwrap_or(""),
         key_id: outcome.caller.as_ref().map_or("-", |caller| &caller.key_id),
         operation: outcome.operation.name(),
         method,
