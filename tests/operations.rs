@@ -554,3 +554,65 @@ async fn http2_connections_may_rest_between_requests_and_connections_are_capped(
         .unwrap();
     assert_eq!(reply.status, 200);
 }
+
+/// Over HTTP/2 the answers one poll of a connection makes are written together
+/// (`src/server/write_batch.rs`): many streams at once on one connection, with batches past the
+/// size at which one is written out early, each get their own bytes, whole, as HTTP/1.1 gets
+/// them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_http2_streams_at_once_each_get_their_own_whole_answer() {
+    use http_body_util::{BodyExt, Empty};
+    let server = TestServer::start_with(Options::settings(|s| s.listen.http2 = true)).await;
+    let list = server.get("/v1/companies?limit=200", Some(ENTERPRISE)).await.json();
+    let mut paths: Vec<String> = list["companies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("/v1/companies/{}", c["slug"].as_str().unwrap()))
+        .collect();
+    // Series larger than a batch, among the small answers.
+    paths.extend(["stripe", "openai", "spacex"].map(|slug| format!("/v1/companies/{slug}/marks")));
+    let mut expected = Vec::new();
+    for path in &paths {
+        let reply = server.get(path, Some(ENTERPRISE)).await;
+        assert_eq!(reply.status, 200, "{path}");
+        expected.push(reply.body);
+    }
+
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let (sender, connection) =
+        hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let streams: Vec<_> = paths
+        .iter()
+        .map(|path| {
+            let mut sender = sender.clone();
+            let request = http::Request::builder()
+                .uri(format!("http://{}{path}", server.addr))
+                .header("x-api-key", ENTERPRISE)
+                .body(Empty::<bytes::Bytes>::new())
+                .unwrap();
+            tokio::spawn(async move {
+                let response = sender.send_request(request).await.unwrap();
+                assert_eq!(response.version(), http::Version::HTTP_2);
+                let status = response.status().as_u16();
+                (status, response.into_body().collect().await.unwrap().to_bytes())
+            })
+        })
+        .collect();
+    for ((path, stream), expected) in paths.iter().zip(streams).zip(expected) {
+        let (status, body) = tokio::time::timeout(Duration::from_secs(30), stream)
+            .await
+            .unwrap_or_else(|_| panic!("{path}: no answer"))
+            .unwrap();
+        assert_eq!(status, 200, "{path}");
+        assert!(
+            body == expected,
+            "{path}: {} bytes, not the {} HTTP/1.1 got",
+            body.len(),
+            expected.len()
+        );
+    }
+}

@@ -25,8 +25,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A batch this large is written out without waiting for the next poll.
 const WRITE_AT: usize = 32 * 1024;
-/// A buffer grown past this (by a large answer) is freed once written, not kept per connection.
-const KEEP_CAPACITY: usize = 16 * 1024;
+/// What a batch's buffer starts with: room for several answers before it grows. It is freed
+/// once written, so an idle connection holds none.
+const FIRST_CAPACITY: usize = 8 * 1024;
 
 /// What an HTTP/2 client sends first (RFC 9113 3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -122,6 +123,9 @@ impl<S> WriteBatch<S> {
             self.held_since = Some(self.polls.current());
             cx.waker().wake_by_ref();
         }
+        if self.held.capacity() == 0 {
+            self.held.reserve(FIRST_CAPACITY.max(bytes.len()));
+        }
         self.held.extend_from_slice(bytes);
     }
 }
@@ -136,11 +140,7 @@ impl<S: AsyncWrite + Unpin> WriteBatch<S> {
             }
             self.written += n;
         }
-        if self.held.capacity() > KEEP_CAPACITY {
-            self.held = Vec::new();
-        } else {
-            self.held.clear();
-        }
+        self.held = Vec::new();
         self.written = 0;
         self.held_since = None;
         Poll::Ready(Ok(()))
@@ -294,6 +294,7 @@ mod tests {
         next_poll(&polls);
         assert!(matches!(Pin::new(&mut io).poll_flush(&mut cx), Poll::Ready(Ok(()))));
         assert_eq!(io.inner.0, [b"first answersecondthird".to_vec()]);
+        assert_eq!(io.held.capacity(), 0, "a written batch's buffer is freed");
         // Nothing held: a flush writes nothing more, and a new batch wakes the task again.
         assert!(matches!(Pin::new(&mut io).poll_flush(&mut cx), Poll::Ready(Ok(()))));
         assert_eq!(io.inner.0.len(), 1);
