@@ -8,7 +8,7 @@
 //! asks for at once (it wakes the task the moment it holds bytes): one write for all the answers
 //! a poll produced. A response waits no longer than the rest of the poll that made it.
 //!
-//! What is held is bounded: past [`WRITE_AT`] bytes the batch is written out within the poll,
+//! What is held is bounded: past `WRITE_AT` (32 KiB) the batch is written out within the poll,
 //! and a shutdown writes it before closing. HTTP/1.1 connections (told apart by the HTTP/2
 //! preface, or by ALPN) pass through untouched: one request at a time gains nothing from it.
 //!
