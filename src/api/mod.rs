@@ -47,7 +47,9 @@ use crate::api::state::State;
 use crate::budgets::local::Decision;
 use crate::budgets::shared::Bucket;
 use crate::keys::ring::{Caller, RememberedKey};
-use crate::response::headers::{Composed, AUTH_FAILURES_POLICY, MINUTE_POLICY, PROBLEM_JSON, X_REQUEST_ID};
+use crate::response::headers::{
+    Composed, Composition, MadeRequestId, Part, AUTH_FAILURES_POLICY, MINUTE_POLICY, PROBLEM_JSON, X_REQUEST_ID,
+};
 use crate::response::problem::ApiError;
 use crate::response::{Budget, Metering, Negotiation, Representation};
 use crate::snapshot::{epoch_seconds, LoadedSnapshot};
@@ -114,9 +116,7 @@ struct Exchange<'a, B> {
     /// Set when the client address's failed-authentication budget refused the request.
     auth_throttle: Option<Decision>,
     /// The client's `X-Request-ID`, or one made for it.
-    request_id: HeaderValue,
-    /// Where this request's own header values are written.
-    composed: Composed,
+    request_id: RequestId,
 }
 
 /// The access-log facts of a request, returned alongside the response.
@@ -124,7 +124,7 @@ struct Exchange<'a, B> {
 pub struct Outcome {
     pub operation: Operation,
     /// The id the answer carries (`X-Request-ID`).
-    pub request_id: HeaderValue,
+    pub request_id: RequestId,
     /// The key the request was answered for, if one was accepted.
     pub caller: Option<Arc<Caller>>,
     /// Body bytes sent.
@@ -208,8 +208,7 @@ pub fn admit<B>(
 ) -> Result<Arc<Caller>, Box<Response>> {
     let mut connection = Connection::default();
     let asked = RequestHeaders::of(request.headers());
-    let mut composed = Composed::new();
-    let request_id = request_id(state, asked.request_id, &mut composed);
+    let request_id = request_id(state, asked.request_id);
     let mut exchange = Exchange {
         state,
         request,
@@ -223,7 +222,6 @@ pub fn admit<B>(
         decision: None,
         auth_throttle: None,
         request_id,
-        composed,
     };
     match access::authenticate(state, exchange.asked.api_key, &mut exchange.connection.key) {
         Ok(caller) => Ok(caller),
@@ -270,9 +268,8 @@ pub fn exchange<B>(
     budgeting: Budgeting,
     started: Instant,
 ) -> Step {
-    let mut composed = Composed::new();
     let asked = RequestHeaders::of(request.headers());
-    let request_id = request_id(state, asked.request_id, &mut composed);
+    let request_id = request_id(state, asked.request_id);
     let mut exchange = Exchange {
         state,
         request,
@@ -286,7 +283,6 @@ pub fn exchange<B>(
         decision: None,
         auth_throttle: None,
         request_id,
-        composed,
     };
     let response = match exchange.answer() {
         Ok(representation) => exchange.respond(representation),
@@ -332,11 +328,58 @@ impl From<ApiError> for Stop {
 }
 
 /// The id an answer carries: the client's `X-Request-ID` (`asked`) when it is usable, else a
-/// new one written into `composed`.
-pub(crate) fn request_id(state: &State, asked: Option<&HeaderValue>, composed: &mut Composed) -> HeaderValue {
+/// new one.
+pub(crate) fn request_id(state: &State, asked: Option<&HeaderValue>) -> RequestId {
     match asked {
-        Some(value) if valid_request_id(value) => value.clone(),
-        _ => composed.request_id(state.next_request_id()),
+        Some(value) if valid_request_id(value) => RequestId::Given(value.clone()),
+        _ => RequestId::Made(MadeRequestId::new(state.next_request_id())),
+    }
+}
+
+/// The id an answer carries (`X-Request-ID`).
+#[derive(Clone, Debug)]
+pub enum RequestId {
+    /// A header value already made: the client's own id, echoed.
+    Given(HeaderValue),
+    /// Made by this server, composed into the answer's headers with its other values.
+    Made(MadeRequestId),
+}
+
+impl RequestId {
+    pub fn as_str(&self) -> &str {
+        match self {
+            RequestId::Given(value) => value.to_str().unwrap_or(""),
+            RequestId::Made(id) => id.as_str(),
+        }
+    }
+
+    /// The id written into `text`, to be taken from its [`Composition`] with
+    /// [`RequestId::composed`]; a given id needs no room.
+    fn compose(&self, text: &mut Composed) -> Option<Part> {
+        match self {
+            RequestId::Given(_) => None,
+            RequestId::Made(id) => Some(text.request_id(id)),
+        }
+    }
+
+    /// The id as a header value, from `composition` where [`RequestId::compose`] put it.
+    fn composed(&self, composition: &Composition, part: Option<Part>) -> HeaderValue {
+        match (self, part) {
+            (RequestId::Made(_), Some(part)) => composition.changing(part),
+            _ => self.header_value(),
+        }
+    }
+
+    /// The id as a header value on its own.
+    pub fn header_value(&self) -> HeaderValue {
+        match self {
+            RequestId::Given(value) => value.clone(),
+            RequestId::Made(id) => {
+                let mut text = Composed::new();
+                let part = text.request_id(id);
+                text.finish().changing(part)
+            }
+        }
     }
 }
 
@@ -507,15 +550,15 @@ impl<'a, B> Exchange<'a, B> {
     /// The response for `representation`, with this request's id and rate-limit headers.
     fn respond(&mut self, representation: Representation) -> Response {
         let head = self.request.method() == Method::HEAD;
+        // The answer's own values, composed into one buffer and allocated once.
+        let mut text = Composed::new();
+        let request_id = self.request_id.compose(&mut text);
+        let budget = budget(&mut text, self.decision, self.caller.is_some(), self.auth_throttle);
+        let composed = text.finish();
         let metering = Metering {
-            request_id: self.request_id.clone(),
+            request_id: self.request_id.composed(&composed, request_id),
             budget_headers: self.caller.as_deref().map(|caller| &*caller.headers),
-            budget: budget(
-                &mut self.composed,
-                self.decision,
-                self.caller.is_some(),
-                self.auth_throttle,
-            ),
+            budget: budget.map(|parts| parts.values(&composed)),
         };
         representation.into_response(head, metering)
     }
@@ -524,7 +567,7 @@ impl<'a, B> Exchange<'a, B> {
         let body = error.body(
             &self.state.resolved.public_base_url,
             self.request.uri().path(),
-            self.request_id.to_str().unwrap_or(""),
+            self.request_id.as_str(),
         );
         let representation = Representation::uncached(error.status(), Bytes::from(body), PROBLEM_JSON);
         let mut response = self.respond(representation);
@@ -579,30 +622,49 @@ impl BucketOf<'_> {
 }
 
 /// The budget a request was metered against: the key's, or, when no key was accepted and the
-/// client's address was refused, that address's failed-authentication budget.
+/// client's address was refused, that address's failed-authentication budget; its values
+/// written into `text`.
 fn budget(
     text: &mut Composed,
     decision: Option<Decision>,
     has_caller: bool,
     auth_throttle: Option<Decision>,
-) -> Option<Budget> {
+) -> Option<BudgetParts> {
     let (decision, name, throttle_limits) = match (decision, has_caller, auth_throttle) {
         (Some(decision), true, _) => (decision, MINUTE_POLICY, None),
         (_, _, Some(decision)) => {
             let policy = text.policy(AUTH_FAILURES_POLICY, decision.limit);
-            (
-                decision,
-                AUTH_FAILURES_POLICY,
-                Some((HeaderValue::from(decision.limit), policy)),
-            )
+            (decision, AUTH_FAILURES_POLICY, Some((decision.limit, policy)))
         }
         _ => return None,
     };
     let reset_at = epoch_seconds(SystemTime::now()) + decision.reset_after;
-    Some(Budget {
-        remaining: text.changing_number(decision.remaining.into()),
+    Some(BudgetParts {
+        remaining: text.number(decision.remaining.into()),
         reset: text.number(reset_at),
         ratelimit: text.ratelimit(name, decision.remaining, decision.reset_after),
         throttle_limits,
     })
+}
+
+/// Where [`budget`] wrote its values.
+struct BudgetParts {
+    remaining: Part,
+    reset: Part,
+    ratelimit: Part,
+    /// A failed-authentication budget's limit and `RateLimit-Policy`.
+    throttle_limits: Option<(u32, Part)>,
+}
+
+impl BudgetParts {
+    fn values(self, composed: &Composition) -> Budget {
+        Budget {
+            remaining: composed.changing(self.remaining),
+            reset: composed.value(self.reset),
+            ratelimit: composed.changing(self.ratelimit),
+            throttle_limits: self
+                .throttle_limits
+                .map(|(limit, policy)| (HeaderValue::from(limit), composed.value(policy))),
+        }
+    }
 }

@@ -33,10 +33,10 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use crate::api::routes::Operation;
 use crate::api::state::State;
-use crate::api::{self, access, Outcome, Response};
+use crate::api::{self, access, Outcome, RequestId, Response};
 use crate::mcp::{MarksTools, McpPeer};
 use crate::response::body::{Payload, ResponseBody};
-use crate::response::headers::{Composed, NOSNIFF, NO_STORE, PROBLEM_JSON, X_REQUEST_ID};
+use crate::response::headers::{NOSNIFF, NO_STORE, PROBLEM_JSON, X_REQUEST_ID};
 use crate::response::problem::ApiError;
 use crate::settings::Agents;
 
@@ -88,7 +88,7 @@ impl McpEndpoint {
         let address: IpAddr = access::client_address(state, request.headers(), peer.ip());
         request.extensions_mut().insert(McpPeer(address));
         // The client's request id if it sent a usable one, as the API answers.
-        let request_id = api::request_id(state, request.headers().get(X_REQUEST_ID), &mut Composed::new());
+        let request_id = api::request_id(state, request.headers().get(X_REQUEST_ID));
         let answer = self.service.handle(request).await;
         let mut response = if is_transport_refusal(&answer) {
             self.problem(answer, &request_id).await
@@ -96,7 +96,7 @@ impl McpEndpoint {
             answer.map(ResponseBody::streamed)
         };
         let headers = response.headers_mut();
-        headers.insert(X_REQUEST_ID, request_id);
+        headers.insert(X_REQUEST_ID, request_id.header_value());
         headers.insert(header::X_CONTENT_TYPE_OPTIONS, NOSNIFF);
         headers.entry(header::CACHE_CONTROL).or_insert(NO_STORE);
         headers.insert(header::VARY, HeaderValue::from_static("X-API-Key, Origin"));
@@ -108,7 +108,7 @@ impl McpEndpoint {
     async fn problem(
         &self,
         refusal: http::Response<BoxBody<Bytes, std::convert::Infallible>>,
-        request_id: &HeaderValue,
+        request_id: &RequestId,
     ) -> Response {
         let (parts, body) = refusal.into_parts();
         // The transport's reasons are a line of text; more is not read.
@@ -128,11 +128,7 @@ impl McpEndpoint {
             status: parts.status,
             detail,
         };
-        let body = error.body(
-            &self.state.resolved.public_base_url,
-            Self::PATH,
-            request_id.to_str().unwrap_or(""),
-        );
+        let body = error.body(&self.state.resolved.public_base_url, Self::PATH, request_id.as_str());
         let mut response = Response::new(ResponseBody::new(Payload::Bytes(Bytes::from(body))));
         *response.status_mut() = error.status();
         let headers = response.headers_mut();
@@ -151,11 +147,13 @@ impl McpEndpoint {
     ) -> (Response, Outcome) {
         let latency = started.elapsed();
         let bytes = hyper::body::Body::size_hint(response.body()).exact().unwrap_or(0) as usize;
-        let request_id = response
-            .headers()
-            .get(&X_REQUEST_ID)
-            .cloned()
-            .unwrap_or(HeaderValue::from_static(""));
+        let request_id = RequestId::Given(
+            response
+                .headers()
+                .get(&X_REQUEST_ID)
+                .cloned()
+                .unwrap_or(HeaderValue::from_static("")),
+        );
         self.state
             .metrics
             .record(Operation::Mcp, response.status().as_u16(), latency, bytes);

@@ -19,7 +19,7 @@
 //! evict the fixed headers every twenty answers or so, and every lookup of those names would
 //! walk a chain of dead values comparing bytes (`benches/lab/production.sh`, the HTTP/2 row).
 
-use bytes::BytesMut;
+use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 use http::HeaderMap;
 
@@ -72,78 +72,140 @@ pub const X_NEXT_CURSOR: HeaderName = HeaderName::from_static("x-next-cursor");
 pub const X_UNIVERSE_NOTE: HeaderName = HeaderName::from_static("x-universe-note");
 
 /// The header values a request composes for itself (its id, remaining budget, reset time,
-/// `RateLimit`), written into one buffer and handed out as slices of it: one allocation per
-/// request rather than one per value. Every method writes only ASCII digits, lowercase hex and
-/// fixed text of this crate, never bytes from a request or a file; that is what lets them
-/// skip `HeaderValue`'s byte-by-byte check, which `benches/lab/instructions.sh` counted at 500
-/// instructions per request.
+/// `RateLimit`), written into one buffer on the stack and handed out as slices of one
+/// allocation ([`Composed::finish`]): one allocation per request rather than one per value.
+/// Every method writes only ASCII digits, lowercase hex and fixed text of this crate, never
+/// bytes from a request or a file; that is what lets them skip `HeaderValue`'s byte-by-byte
+/// check, which `benches/lab/instructions.sh` counted at 500 instructions per request.
 #[derive(Debug)]
-pub struct Composed(BytesMut);
+pub struct Composed {
+    text: [u8; COMPOSED_CAPACITY],
+    len: usize,
+}
 
-impl Composed {
-    pub fn new() -> Composed {
-        Composed(BytesMut::with_capacity(128))
-    }
+/// Room for the most one answer composes: a request id (20 bytes), a remaining budget and a
+/// reset time (at most 10 and 20 digits), a `RateLimit` and a `RateLimit-Policy` value (at
+/// most 51 and 33 bytes, for the failed-authentication budget).
+const COMPOSED_CAPACITY: usize = 192;
 
-    /// `req_` and 16 hex digits, from a request counter.
-    pub fn request_id(&mut self, mixed: u64) -> HeaderValue {
+/// Where one value is in a [`Composed`] buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct Part {
+    start: usize,
+    end: usize,
+}
+
+/// A request id this server made: `req_` and 16 hex digits, from a request counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MadeRequestId([u8; 20]);
+
+impl MadeRequestId {
+    pub fn new(mixed: u64) -> MadeRequestId {
         let mut id = *b"req_0000000000000000";
         for (i, slot) in id[4..].iter_mut().enumerate() {
             *slot = b"0123456789abcdef"[((mixed >> (60 - 4 * i)) & 0xf) as usize];
         }
-        never_indexed(self.value(&[&id]))
+        MadeRequestId(id)
     }
 
-    /// A number that stays the same over many answers (a reset time, in whole seconds).
-    pub fn number(&mut self, n: u64) -> HeaderValue {
-        self.value(&[itoa::Buffer::new().format(n).as_bytes()])
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl Composed {
+    pub fn new() -> Composed {
+        Composed {
+            text: [0; COMPOSED_CAPACITY],
+            len: 0,
+        }
     }
 
-    /// A number that changes from one answer to the next (a remaining budget).
-    pub fn changing_number(&mut self, n: u64) -> HeaderValue {
-        never_indexed(self.number(n))
+    /// A request id this server made.
+    pub fn request_id(&mut self, id: &MadeRequestId) -> Part {
+        self.part(&[&id.0])
+    }
+
+    /// A number.
+    pub fn number(&mut self, n: u64) -> Part {
+        self.part(&[itoa::Buffer::new().format(n).as_bytes()])
     }
 
     /// The IETF draft `RateLimit` value: `<policy>;r=<remaining>;t=<seconds to full>`.
-    pub fn ratelimit(&mut self, policy: &'static [u8], remaining: u32, reset_after: u64) -> HeaderValue {
+    pub fn ratelimit(&mut self, policy: &'static [u8], remaining: u32, reset_after: u64) -> Part {
         let (mut r, mut t) = (itoa::Buffer::new(), itoa::Buffer::new());
-        never_indexed(self.value(&[
+        self.part(&[
             policy,
             b";r=",
             r.format(remaining).as_bytes(),
             b";t=",
             t.format(reset_after).as_bytes(),
-        ]))
+        ])
     }
 
     /// The IETF draft `RateLimit-Policy` value: `<policy>;q=<quota>;w=60`.
-    pub fn policy(&mut self, policy: &'static [u8], quota: u32) -> HeaderValue {
-        self.value(&[policy, b";q=", itoa::Buffer::new().format(quota).as_bytes(), b";w=60"])
+    pub fn policy(&mut self, policy: &'static [u8], quota: u32) -> Part {
+        self.part(&[policy, b";q=", itoa::Buffer::new().format(quota).as_bytes(), b";w=60"])
     }
 
-    /// The concatenation of `parts`, which the methods above make only of visible ASCII.
-    #[allow(unsafe_code)]
-    fn value(&mut self, parts: &[&[u8]]) -> HeaderValue {
+    /// The concatenation of `parts`, which the methods above make only of visible ASCII and
+    /// never longer than the buffer holds (a part that would not fit is cut short, never
+    /// written past the end).
+    fn part(&mut self, parts: &[&[u8]]) -> Part {
+        let start = self.len;
         for part in parts {
-            self.0.extend_from_slice(part);
+            let end = (self.len + part.len()).min(COMPOSED_CAPACITY);
+            let fits = end - self.len;
+            debug_assert_eq!(fits, part.len(), "the composed values outgrew their buffer");
+            self.text[self.len..end].copy_from_slice(&part[..fits]);
+            self.len = end;
         }
-        let text = self.0.split().freeze();
-        debug_assert!(text.iter().all(|b| (0x20..0x7f).contains(b)), "{text:?}");
-        // SAFETY: the only requirement is that the bytes be a valid field value; see above.
-        unsafe { HeaderValue::from_maybe_shared_unchecked(text) }
+        Part { start, end: self.len }
+    }
+
+    /// The values composed so far, in one allocation (none when nothing was composed).
+    pub fn finish(self) -> Composition {
+        if self.len == 0 {
+            return Composition(Bytes::new());
+        }
+        Composition(Bytes::from_owner(self))
     }
 }
 
-/// `value` marked for HPACK to send literally and keep out of its table (see the module's
-/// notes); HTTP/1.1 ignores the mark.
-fn never_indexed(mut value: HeaderValue) -> HeaderValue {
-    value.set_sensitive(true);
-    value
+impl AsRef<[u8]> for Composed {
+    fn as_ref(&self) -> &[u8] {
+        &self.text[..self.len]
+    }
 }
 
 impl Default for Composed {
     fn default() -> Self {
         Composed::new()
+    }
+}
+
+/// The values of a finished [`Composed`] buffer, each a header value sharing its allocation.
+#[derive(Debug)]
+pub struct Composition(Bytes);
+
+impl Composition {
+    /// A value that stays the same over many answers (a reset time, in whole seconds; a policy).
+    #[allow(unsafe_code)]
+    pub fn value(&self, part: Part) -> HeaderValue {
+        let text = self.0.slice(part.start..part.end);
+        debug_assert!(text.iter().all(|b| (0x20..0x7f).contains(b)), "{text:?}");
+        // SAFETY: the only requirement is that the bytes be a valid field value, and
+        // `Composed` writes nothing else (see its notes).
+        unsafe { HeaderValue::from_maybe_shared_unchecked(text) }
+    }
+
+    /// A value that changes from one answer to the next (a request id, a remaining budget,
+    /// `RateLimit`), marked for HPACK to send literally and keep out of its table (see the
+    /// module's notes); HTTP/1.1 ignores the mark.
+    pub fn changing(&self, part: Part) -> HeaderValue {
+        let mut value = self.value(part);
+        value.set_sensitive(true);
+        value
     }
 }
 
@@ -276,7 +338,9 @@ pub struct BudgetHeaders {
 impl BudgetHeaders {
     pub fn new(rate_per_min: u32) -> BudgetHeaders {
         let limit = HeaderValue::from(rate_per_min);
-        let policy = Composed::new().policy(MINUTE_POLICY, rate_per_min);
+        let mut text = Composed::new();
+        let policy = text.policy(MINUTE_POLICY, rate_per_min);
+        let policy = text.finish().value(policy);
         BudgetHeaders {
             head: MeteredHead::new(&limit, &policy),
             limit,
@@ -332,23 +396,53 @@ mod tests {
 
     #[test]
     fn values_that_change_per_answer_are_kept_out_of_hpack_tables_and_fixed_ones_are_not() {
-        let mut composed = Composed::new();
+        let mut text = Composed::new();
+        let id = text.request_id(&MadeRequestId::new(0x0123_4567_89ab_cdef));
+        let remaining = text.number(5999);
+        let ratelimit = text.ratelimit(MINUTE_POLICY, 5999, 1);
+        let policy = text.policy(MINUTE_POLICY, 6000);
+        let reset = text.number(1_800_000_000);
+        let composed = text.finish();
         let per_answer = [
-            composed.request_id(0x0123_4567_89ab_cdef),
-            composed.changing_number(5999),
-            composed.ratelimit(MINUTE_POLICY, 5999, 1),
+            composed.changing(id),
+            composed.changing(remaining),
+            composed.changing(ratelimit),
         ];
         for value in &per_answer {
             assert!(value.is_sensitive(), "{value:?} would be indexed");
         }
         assert_eq!(per_answer[0], "req_0123456789abcdef");
+        assert_eq!(per_answer[1], "5999");
         assert_eq!(per_answer[2], "\"minute\";r=5999;t=1");
-        let policy = composed.policy(MINUTE_POLICY, 6000);
+        let policy = composed.value(policy);
+        assert_eq!(policy, "\"minute\";q=6000;w=60");
         assert!(
             !policy.is_sensitive(),
             "a budget's fixed policy is indexed once per connection"
         );
-        let reset = composed.number(1_800_000_000);
+        let reset = composed.value(reset);
+        assert_eq!(reset, "1800000000");
         assert!(!reset.is_sensitive(), "a reset time repeats for a second's answers");
+    }
+
+    #[test]
+    fn the_most_one_answer_composes_fits() {
+        let mut text = Composed::new();
+        let parts = [
+            text.request_id(&MadeRequestId::new(u64::MAX)),
+            text.number(u64::from(u32::MAX)),
+            text.number(u64::MAX),
+            text.ratelimit(AUTH_FAILURES_POLICY, u32::MAX, u64::MAX),
+            text.policy(AUTH_FAILURES_POLICY, u32::MAX),
+        ];
+        let composed = text.finish();
+        let values: Vec<String> = parts
+            .iter()
+            .map(|&part| composed.value(part).to_str().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(values[0], "req_ffffffffffffffff");
+        assert_eq!(values[2], u64::MAX.to_string());
+        assert_eq!(values[3], format!("\"auth-failures\";r={};t={}", u32::MAX, u64::MAX));
+        assert_eq!(values[4], format!("\"auth-failures\";q={};w=60", u32::MAX));
     }
 }

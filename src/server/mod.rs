@@ -467,7 +467,7 @@ fn log_entry(
         return;
     };
     let entry = Entry {
-        request_id: outcome.request_id.to_str().unwrap_or(""),
+        request_id: outcome.request_id.as_str(),
         key_id: outcome.caller.as_ref().map_or("-", |caller| &caller.key_id),
         operation: outcome.operation.name(),
         method,
