@@ -6,7 +6,8 @@
 //! backlog), a maximum header size per request, and per connection the deadlines of
 //! [`ConnectionGuard`] (idle, and one request head arriving too slowly), plus a TLS handshake
 //! timeout. HTTP/2 streams are each held to a stall deadline, and the server to a budget of
-//! them ([`crate::server::h2_streams`]).
+//! them ([`crate::server::h2_streams`]), and what an HTTP/2 connection writes is written out
+//! once per poll of its task ([`crate::server::write_batch`]).
 //! Shutdown: stop accepting, let in-flight requests finish within a bound, then return.
 
 pub mod access_log;
