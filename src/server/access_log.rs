@@ -341,8 +341,8 @@ fn push_quoted(out: &mut Vec<u8>, value: &str) {
     }
     for b in value.bytes() {
         match b {
+            b if QUOTED_AS_IS[usize::from(b)] => out.push(b),
             b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
-            b if b.is_ascii_graphic() => out.push(b),
             _ => out.push(b'?'),
         }
     }
