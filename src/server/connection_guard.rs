@@ -78,6 +78,11 @@ pub struct ConnectionGuard<S> {
 /// What an HTTP/2 client sends first (RFC 9113 3.4), over TLS and by prior knowledge alike.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// Whether a connection's first bytes read are the start of the HTTP/2 preface.
+pub(crate) fn starts_h2_preface(first: &[u8]) -> bool {
+    H2_PREFACE.starts_with(&first[..first.len().min(H2_PREFACE.len())])
+}
+
 /// The frame boundaries of both directions of an HTTP/2 connection.
 #[derive(Debug)]
 struct H2Frames {
@@ -300,7 +305,7 @@ impl<S> ConnectionGuard<S> {
     fn note_read(&mut self, read: &[u8]) -> io::Result<()> {
         if self.first_read {
             self.first_read = false;
-            if read.len() >= 3 && H2_PREFACE.starts_with(&read[..read.len().min(H2_PREFACE.len())]) {
+            if read.len() >= 3 && starts_h2_preface(read) {
                 self.become_h2();
             }
         }

@@ -23,14 +23,13 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::server::connection_guard::starts_h2_preface;
+
 /// A batch this large is written out without waiting for the next poll.
 const WRITE_AT: usize = 32 * 1024;
 /// What a batch's buffer starts with: room for several answers before it grows. It is freed
 /// once written, so an idle connection holds none.
 const FIRST_CAPACITY: usize = 8 * 1024;
-
-/// What an HTTP/2 client sends first (RFC 9113 3.4).
-const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// Counts the polls of the connection's task: the clock a batch is held by.
 #[derive(Clone, Debug, Default)]
@@ -161,9 +160,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for WriteBatch<S> {
         let before = buf.filled().len();
         let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
         if this.mode == Mode::Undecided && buf.filled().len() > before {
-            let first = &buf.filled()[before..];
-            let n = first.len().min(H2_PREFACE.len());
-            this.mode = if first[..n] == H2_PREFACE[..n] {
+            this.mode = if starts_h2_preface(&buf.filled()[before..]) {
                 Mode::Batched
             } else {
                 Mode::PassThrough
@@ -267,6 +264,18 @@ mod tests {
         }
     }
 
+    /// A waker that counts its wakes.
+    fn counting_waker() -> (Arc<Wakes>, std::task::Waker) {
+        let wakes = Arc::new(Wakes::default());
+        (wakes.clone(), std::task::Waker::from(wakes))
+    }
+
+    /// A batch over a fresh sink, and the poll counter it is held by.
+    fn batch(protocol: Protocol) -> (WriteBatch<Writes>, TaskPolls) {
+        let polls = TaskPolls::default();
+        (WriteBatch::new(Writes::default(), protocol, polls.clone()), polls)
+    }
+
     /// One poll of the connection's task: what `Counted` does before the connection runs.
     fn next_poll(polls: &TaskPolls) {
         polls.0.fetch_add(1, Relaxed);
@@ -280,11 +289,9 @@ mod tests {
 
     #[test]
     fn what_one_poll_writes_goes_out_in_one_write_at_the_next() {
-        let wakes = Arc::new(Wakes::default());
-        let waker = std::task::Waker::from(wakes.clone());
+        let (wakes, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
-        let polls = TaskPolls::default();
-        let mut io = WriteBatch::new(Writes::default(), Protocol::Http2, polls.clone());
+        let (mut io, polls) = batch(Protocol::Http2);
         next_poll(&polls);
         for answer in [&b"first answer"[..], b"second", b"third"] {
             write_and_flush(&mut io, &mut cx, answer);
@@ -304,10 +311,9 @@ mod tests {
 
     #[test]
     fn a_full_batch_goes_out_within_the_poll_and_a_shutdown_writes_what_is_held() {
-        let waker = std::task::Waker::from(Arc::new(Wakes::default()));
+        let (_, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
-        let polls = TaskPolls::default();
-        let mut io = WriteBatch::new(Writes::default(), Protocol::Http2, polls.clone());
+        let (mut io, polls) = batch(Protocol::Http2);
         next_poll(&polls);
         let frame = vec![7u8; 16 * 1024];
         for _ in 0..3 {
@@ -327,10 +333,9 @@ mod tests {
 
     #[test]
     fn http1_connections_pass_through() {
-        let waker = std::task::Waker::from(Arc::new(Wakes::default()));
+        let (_, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
-        let polls = TaskPolls::default();
-        let mut io = WriteBatch::new(Writes::default(), Protocol::ByPreface, polls.clone());
+        let (mut io, polls) = batch(Protocol::ByPreface);
         let mut space = [0u8; 64];
         let mut read = ReadBuf::new(&mut space);
         assert!(matches!(
