@@ -16,7 +16,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::dataset::{Company, Dataset, DatasetError, Status};
 use crate::methodology::indices::{IndexBuilder, IndexDay, Membership};
 use crate::methodology::scorecard::disclosure::Disclosure;
-use crate::methodology::{usd, Band, Coverage, Fit, MarkDay, Params, METHODOLOGY_VERSION};
+use crate::methodology::{usd, Band, Coverage, Fit, MarkDay, METHODOLOGY_VERSION};
 use crate::render;
 use crate::render::changes;
 use crate::render::export::{Spool, SpooledBody};
@@ -105,7 +105,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
     let load_time = started.elapsed();
 
     let started = Instant::now();
-    let fit = Fit::new(&dataset, Params::default());
+    let fit = Fit::new(&dataset);
     let fit_time = started.elapsed();
 
     let started = Instant::now();
@@ -214,9 +214,9 @@ fn render_company(
     kid: &str,
     deflating: &Deflating,
 ) -> Result<Rendered, BuildError> {
-    let marks = fit.marks(company);
-    let facts = EventFacts::of(company, dataset.info.as_of);
-    let record = render::resolution_record(meta, &dataset.info, company, &marks, kid)
+    let marks = fit.marks(position, company);
+    let facts = EventFacts::of(company, &fit.histories[position], dataset.info.as_of);
+    let record = render::resolution_record(meta, &dataset.info, company, &marks, &facts, kid)
         .ok_or_else(|| KeyError::Canonical(format!("{} has no mark to resolve", company.slug)))?;
     let dates = render::series_dates(&marks.series);
     let with_gzip = |body: Vec<u8>| {
@@ -243,7 +243,7 @@ fn render_company(
         list_row_csv: render::table::company_row(company, &marks, &facts, false),
         sort_days: facts.sort_days(),
         bodies: [
-            with_gzip(render::profile(meta, company, &marks, &facts)),
+            with_gzip(render::profile(meta, company, &marks, &facts, dataset.info.as_of)),
             marks_80,
             marks_95,
             with_gzip(render::events(meta, company)),
@@ -453,7 +453,7 @@ fn write_snapshot(
     // side by side (serialising and deflating them is one core's work each), then copied in.
     let spooled = |disclosure| -> Result<SpooledBody, BuildError> {
         let mut body = SpooledBody::create(out_dir, options.gzip_level, GZIP_MIN_BYTES)?;
-        render::scorecard_targets(&mut body, &meta, fit, disclosure)?;
+        render::scorecard_targets(&mut body, &meta, dataset, fit, disclosure)?;
         Ok(body)
     };
     let (public, full) = rayon::join(|| spooled(Disclosure::Public), || spooled(Disclosure::Full));

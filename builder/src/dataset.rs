@@ -82,32 +82,94 @@ string_enum!(
 );
 
 string_enum!(
-    /// What kind of report an event is. Listings and bankruptcies are outcomes, everything
-    /// else an observation.
+    /// What kind of record an event is (docs/design.md section 2): an observation of value, an
+    /// outcome that ends the private period, a sale's agreement, closing or failure, or the
+    /// withdrawal of an earlier record.
     EventType {
         PrimaryRound = "primary_round",
+        DownRound = "down_round",
         TenderOffer = "tender_offer",
         SecondarySale = "secondary_sale",
-        DownRound = "down_round",
+        FundMark = "fund_mark",
         Ipo = "ipo",
         DirectListing = "direct_listing",
+        SpacListing = "spac_listing",
         Acquisition = "acquisition",
+        AcquisitionClosed = "acquisition_closed",
+        AcquisitionTerminated = "acquisition_terminated",
         Bankruptcy = "bankruptcy",
+        WindDown = "wind_down",
+        Retraction = "retraction",
     }
 );
 
 impl EventType {
-    /// Listings end a company's private life: they are held out as validations, never inputs.
+    /// A listing ends a company's private period at its offer (or reference) price.
     pub fn is_listing(self) -> bool {
-        matches!(self, EventType::Ipo | EventType::DirectListing)
+        matches!(self, EventType::Ipo | EventType::DirectListing | EventType::SpacListing)
     }
 
-    /// Terminal events end a company's series: listings (the day before) and bankruptcies (on
-    /// their day, at their value). They are outcomes to score, never inputs to a mark.
+    /// A failure ends the company: its equity written off, or nearly.
+    pub fn is_failure(self) -> bool {
+        matches!(self, EventType::Bankruptcy | EventType::WindDown)
+    }
+
+    /// Outcomes end the private period: listings, a closed sale, failures. They are scored,
+    /// never inputs to a mark.
     pub fn is_terminal(self) -> bool {
-        self.is_listing() || self == EventType::Bankruptcy
+        self.is_listing() || self.is_failure() || self == EventType::AcquisitionClosed
+    }
+
+    /// Observations of value a mark may start from (an agreed sale and a fund's mark among them).
+    pub fn is_anchor(self) -> bool {
+        matches!(
+            self,
+            EventType::PrimaryRound
+                | EventType::DownRound
+                | EventType::TenderOffer
+                | EventType::SecondarySale
+                | EventType::Acquisition
+                | EventType::FundMark
+        )
+    }
+
+    /// Whether a record of this type may carry a valuation of 0: a write-off (a failure, a
+    /// fund's mark of 0), a terminated deal, a retraction, or a sale whose price was not
+    /// disclosed.
+    pub fn may_be_zero(self) -> bool {
+        matches!(
+            self,
+            EventType::Bankruptcy
+                | EventType::WindDown
+                | EventType::FundMark
+                | EventType::Acquisition
+                | EventType::AcquisitionClosed
+                | EventType::AcquisitionTerminated
+                | EventType::Retraction
+        )
     }
 }
+
+string_enum!(
+    /// How firm a reported figure is.
+    ReportedAs {
+        Closed = "closed",
+        Announced = "announced",
+        InTalks = "in_talks",
+        Estimate = "estimate",
+    }
+);
+
+string_enum!(
+    /// The grade of an event's source: A a primary document, B a major news organisation, C
+    /// another outlet with a masthead, D a blog, an aggregator or a copy.
+    SourceGrade {
+        A = "A",
+        B = "B",
+        C = "C",
+        D = "D",
+    }
+);
 
 string_enum!(
     /// `meta.data_mode` of SPEC 2.1.
@@ -143,10 +205,29 @@ pub struct Event {
     pub event_type: EventType,
     pub occurred_on: Day,
     pub valuation_usd: u64,
+    /// Empty in records that predate the column.
+    pub reported_as: Option<ReportedAs>,
     pub source_url: String,
+    /// Empty in records that predate the column.
+    pub source_grade: Option<SourceGrade>,
     pub note: String,
+    /// The earlier record this one corrects (or, for a `retraction`, withdraws).
+    pub supersedes: Option<String>,
+    /// The later record that corrects this one, if any.
+    pub superseded_by: Option<String>,
+    /// The later `retraction` that withdraws this one, if any.
+    pub retracted_by: Option<String>,
     /// Line in events.csv, for messages about this event.
     pub line: u64,
+}
+
+impl Event {
+    /// Part of the effective view (docs/design.md section 2): neither corrected nor withdrawn
+    /// by a later record, and not itself a retraction. The methodology, the lists and the
+    /// pages read only these; getMarkEvents returns every record.
+    pub fn is_effective(&self) -> bool {
+        self.superseded_by.is_none() && self.retracted_by.is_none() && self.event_type != EventType::Retraction
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -164,23 +245,20 @@ pub struct Company {
 }
 
 impl Company {
-    /// The valuation observations: every event that is not an outcome (listing, bankruptcy).
-    pub fn observations(&self) -> impl Iterator<Item = &Event> {
-        self.events.iter().filter(|e| !e.event_type.is_terminal())
+    /// The effective view of the history, in date order (file order within a day).
+    pub fn effective(&self) -> impl DoubleEndedIterator<Item = &Event> {
+        self.events.iter().filter(|e| e.is_effective())
     }
 
-    pub fn listing(&self) -> Option<&Event> {
-        self.events.iter().find(|e| e.event_type.is_listing())
-    }
-
-    pub fn bankruptcy(&self) -> Option<&Event> {
-        self.events.iter().find(|e| e.event_type == EventType::Bankruptcy)
-    }
-
-    /// The event that ends the company's private series, if any: its listing or bankruptcy
-    /// (the dataset checks allow at most one of them).
+    /// The effective outcome that ended the private period, if any: a listing, a closed sale,
+    /// a bankruptcy or a wind-down (the dataset checks allow at most one).
     pub fn terminal(&self) -> Option<&Event> {
-        self.events.iter().find(|e| e.event_type.is_terminal())
+        self.effective().find(|e| e.event_type.is_terminal())
+    }
+
+    /// The effective listing, if the private period ended in one.
+    pub fn listing(&self) -> Option<&Event> {
+        self.terminal().filter(|e| e.event_type.is_listing())
     }
 }
 
@@ -290,6 +368,7 @@ fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
     if raw.disclaimer.get_ref().trim().is_empty() {
         return Err(at(&raw.disclaimer, "disclaimer is empty".into()));
     }
+    check_text("disclaimer", raw.disclaimer.get_ref()).map_err(|reason| at(&raw.disclaimer, reason))?;
     if let Some(key) = &raw.quickstart_key {
         let text = key.get_ref();
         if text.is_empty() || text.len() > 64 || !text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
@@ -425,7 +504,7 @@ fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
     let mut companies = Vec::new();
     let mut seen: HashMap<String, u64> = HashMap::new();
     table.for_each_row(|line, fields| {
-        let [slug, name, sector, status, aliases] = fields else {
+        let [slug, name, sector, status, aliases_text] = fields else {
             return Err("wrong number of fields".into());
         };
         if !is_valid_slug(slug) {
@@ -439,6 +518,7 @@ fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
         if name.trim().is_empty() {
             return Err(format!("company {slug:?} has an empty name"));
         }
+        check_text(&format!("the name of {slug:?}"), name)?;
         if name.trim().len() > MAX_NAME_BYTES {
             return Err(format!(
                 "company {slug:?} has a name of {} bytes; names are at most {MAX_NAME_BYTES} bytes of UTF-8",
@@ -449,12 +529,13 @@ fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
             .ok_or_else(|| format!("unknown sector {sector:?} (expected one of {})", Sector::expected()))?;
         let status = Status::parse(status)
             .ok_or_else(|| format!("unknown status {status:?} (expected one of {})", Status::expected()))?;
-        let aliases: Vec<String> = aliases
+        let aliases: Vec<String> = aliases_text
             .split(';')
             .map(str::trim)
             .filter(|a| !a.is_empty())
             .map(str::to_string)
             .collect();
+        check_text(&format!("the aliases of {slug:?}"), aliases_text)?;
         if let Some(long) = aliases.iter().find(|a| a.len() > MAX_NAME_BYTES) {
             return Err(format!(
                 "company {slug:?} has an alias of {} bytes; aliases are at most {MAX_NAME_BYTES} bytes of UTF-8",
@@ -488,11 +569,20 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
             "source_url",
             "note",
         ],
-        &[],
+        // Optional: datasets made before these columns existed leave them out.
+        &["reported_as", "source_grade", "supersedes"],
     )?;
-    let mut seen: HashMap<String, u64> = HashMap::new();
+    /// Where each record went, for `supersedes` (which must name an earlier one).
+    struct Placed {
+        line: u64,
+        company: usize,
+        position: usize,
+    }
+    let mut seen: HashMap<String, Placed> = HashMap::new();
     table.for_each_row(|line, fields| {
-        let [event_id, slug, event_type, occurred_on, valuation, source_url, note] = fields else {
+        let [event_id, slug, event_type, occurred_on, valuation, source_url, note, reported_as, source_grade, supersedes] =
+            fields
+        else {
             return Err("wrong number of fields".into());
         };
         if !is_valid_event_id(event_id) {
@@ -500,8 +590,8 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
                 "event_id {event_id:?} must be 1-64 characters of A-Z, a-z, 0-9, '-', '_', '.'"
             ));
         }
-        if let Some(first) = seen.insert(event_id.to_string(), line) {
-            return Err(format!("duplicate event_id {event_id:?} (first on line {first})"));
+        if let Some(first) = seen.get(*event_id) {
+            return Err(format!("duplicate event_id {event_id:?} (first on line {})", first.line));
         }
         let company = companies
             .binary_search_by(|c| c.slug.as_str().cmp(slug))
@@ -530,13 +620,69 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
         if !(source_url.is_empty() || is_http) {
             return Err(format!("source_url {source_url:?} is not an http(s) address"));
         }
-        companies[company].events.push(Event {
+        check_text(&format!("source_url of event {event_id}"), source_url)?;
+        check_text(&format!("note of event {event_id}"), note)?;
+        let reported_as = optional(reported_as, ReportedAs::parse, "reported_as", ReportedAs::expected)?;
+        let source_grade = optional(source_grade, SourceGrade::parse, "source_grade", SourceGrade::expected)?;
+        let supersedes = match *supersedes {
+            "" if event_type == EventType::Retraction => {
+                return Err(format!(
+                    "retraction {event_id} names no record in supersedes: a retraction withdraws an earlier record"
+                ))
+            }
+            "" => None,
+            id => {
+                let Some(earlier) = seen.get(id) else {
+                    return Err(format!(
+                        "event {event_id} supersedes {id:?}, which is not an earlier record of events.csv"
+                    ));
+                };
+                let target = &companies[earlier.company].events[earlier.position];
+                if earlier.company != company {
+                    return Err(format!(
+                        "event {event_id} of {slug:?} supersedes {id} of {:?} (line {}): a correction is of the same company",
+                        companies[earlier.company].slug, earlier.line
+                    ));
+                }
+                if let Some(by) = target.superseded_by.as_ref().or(target.retracted_by.as_ref()) {
+                    return Err(format!(
+                        "event {event_id} supersedes {id} (line {}), which {by} already supersedes: correct the newest record of a chain",
+                        earlier.line
+                    ));
+                }
+                Some(id.to_string())
+            }
+        };
+        if let Some(id) = &supersedes {
+            let earlier = &seen[id.as_str()];
+            let target = &mut companies[earlier.company].events[earlier.position];
+            if event_type == EventType::Retraction {
+                target.retracted_by = Some(event_id.to_string());
+            } else {
+                target.superseded_by = Some(event_id.to_string());
+            }
+        }
+        let events = &mut companies[company].events;
+        seen.insert(
+            event_id.to_string(),
+            Placed {
+                line,
+                company,
+                position: events.len(),
+            },
+        );
+        events.push(Event {
             event_id: event_id.to_string(),
             event_type,
             occurred_on,
             valuation_usd,
+            reported_as,
             source_url: source_url.to_string(),
+            source_grade,
             note: note.to_string(),
+            supersedes,
+            superseded_by: None,
+            retracted_by: None,
             line,
         });
         Ok(())
@@ -548,8 +694,46 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
     Ok(())
 }
 
-/// A whole, positive number of dollars; 0 only for a bankruptcy, where holders wrote the equity
-/// off (docs/design.md section 2).
+/// An optional column's value: empty, or one of its names.
+fn optional<T>(
+    text: &str,
+    parse: fn(&str) -> Option<T>,
+    column: &str,
+    expected: fn() -> String,
+) -> Result<Option<T>, String> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    parse(text)
+        .map(Some)
+        .ok_or_else(|| format!("unknown {column} {text:?} (expected one of {}, or empty)", expected()))
+}
+
+/// Refuses a character that changes how text reads without being seen: C0 and C1 controls
+/// (line breaks and tabs among them), bidirectional overrides and isolates, zero-width
+/// characters and line or paragraph separators. A dataset's text ends up in JSON, CSV cells and
+/// pages; none of its fields needs any of these.
+pub fn check_text(what: &str, text: &str) -> Result<(), String> {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
+                    | '\u{2066}'..='\u{2069}' | '\u{feff}'
+            )
+    };
+    match text.chars().enumerate().find(|&(_, c)| hidden(c)) {
+        None => Ok(()),
+        Some((at, c)) => Err(format!(
+            "{what} holds the invisible or control character U+{:04X} at character {}: text fields take printable characters only",
+            u32::from(c),
+            at + 1
+        )),
+    }
+}
+
+/// A whole, non-negative number of dollars; 0 only where the event type allows it (a write-off,
+/// a terminated deal, a retraction, an undisclosed sale price: docs/design.md section 2).
 fn parse_valuation(text: &str, event_type: EventType) -> Result<u64, String> {
     let digits = text.strip_prefix('+').unwrap_or(text);
     if let Some(rest) = text.strip_prefix('-') {
@@ -563,9 +747,9 @@ fn parse_valuation(text: &str, event_type: EventType) -> Result<u64, String> {
     let value: u64 = digits
         .parse()
         .map_err(|_| format!("valuation_usd {text} is above the largest supported value {MAX_VALUATION_USD}"))?;
-    if value == 0 && event_type != EventType::Bankruptcy {
+    if value == 0 && !event_type.may_be_zero() {
         return Err(format!(
-            "valuation_usd 0 is not positive (only a bankruptcy may carry 0; this is a {event_type})"
+            "valuation_usd 0 is not positive (only a failure, a fund's write-off, a terminated or undisclosed sale or a retraction may carry 0; this is a {event_type})"
         ));
     }
     if value > MAX_VALUATION_USD {
@@ -576,8 +760,9 @@ fn parse_valuation(text: &str, event_type: EventType) -> Result<u64, String> {
     Ok(value)
 }
 
-/// The checks that need a company's whole history: its status agrees with its events, it has
-/// something to mark, and nothing is reported after it listed.
+/// The checks that need a company's whole history, read in its effective view: it has something
+/// to mark, its status agrees with its outcome, at most one outcome ends its private period,
+/// and nothing is reported after that.
 fn check_histories(companies_path: &Path, events_path: &Path, companies: &[Company]) -> Result<(), DatasetError> {
     let company_error = |company: &Company, reason: String| DatasetError::Row {
         path: companies_path.to_owned(),
@@ -591,92 +776,70 @@ fn check_histories(companies_path: &Path, events_path: &Path, companies: &[Compa
     };
     for company in companies {
         let slug = &company.slug;
-        let Some(first) = company.events.first() else {
+        if company.events.is_empty() {
             return Err(company_error(
                 company,
                 format!("company {slug:?} has no events in events.csv"),
             ));
+        }
+        let Some(first) = company.effective().next() else {
+            return Err(company_error(
+                company,
+                format!("every event of {slug:?} is superseded or retracted: it has nothing to mark"),
+            ));
         };
-        let listings: Vec<&Event> = company.events.iter().filter(|e| e.event_type.is_listing()).collect();
-        if let [_, second, ..] = listings.as_slice() {
+        let outcomes: Vec<&Event> = company.effective().filter(|e| e.event_type.is_terminal()).collect();
+        if let [outcome, second, ..] = outcomes.as_slice() {
             return Err(event_error(
                 second,
                 format!(
-                    "second listing event for {slug:?} (the first is on line {})",
-                    listings[0].line
+                    "second outcome for {slug:?}: this {} follows the {} on line {}, and a listing, closed sale, bankruptcy or wind-down ends the private period",
+                    second.event_type, outcome.event_type, outcome.line
                 ),
             ));
         }
-        match (company.status, listings.first()) {
+        let listing = company.listing();
+        match (company.status, listing) {
             (Status::Private, Some(listing)) => {
                 return Err(company_error(
                     company,
                     format!(
-                    "status is \"private\" but {slug:?} has a {} on {} (events.csv:{}); set it to \"ipo_completed\"",
-                    listing.event_type, listing.occurred_on, listing.line
-                ),
+                        "status is \"private\" but {slug:?} has a {} on {} (events.csv:{}); set it to \"ipo_completed\"",
+                        listing.event_type, listing.occurred_on, listing.line
+                    ),
                 ))
             }
             (Status::IpoCompleted, None) => {
                 return Err(company_error(
                     company,
-                    format!("status is \"ipo_completed\" but {slug:?} has no ipo or direct_listing event"),
+                    format!("status is \"ipo_completed\" but {slug:?} has no ipo, direct_listing or spac_listing event"),
                 ))
             }
             _ => {}
         }
-        let bankruptcies: Vec<&Event> = company
-            .events
-            .iter()
-            .filter(|e| e.event_type == EventType::Bankruptcy)
-            .collect();
-        if let [_, second, ..] = bankruptcies.as_slice() {
-            return Err(event_error(
-                second,
-                format!(
-                    "second bankruptcy event for {slug:?} (the first is on line {}); a bankruptcy ends the series",
-                    bankruptcies[0].line
-                ),
-            ));
-        }
-        if let Some(bankruptcy) = bankruptcies.first() {
-            if first.event_type.is_terminal() || first.occurred_on >= bankruptcy.occurred_on {
+        if let Some(outcome) = outcomes.first() {
+            if first.event_type.is_terminal() || first.occurred_on >= outcome.occurred_on {
                 return Err(event_error(
-                    bankruptcy,
-                    format!("{slug:?} needs a valuation event before the day of its bankruptcy to be marked"),
-                ));
-            }
-            if let Some(late) = company
-                .events
-                .iter()
-                .find(|e| e.line != bankruptcy.line && e.occurred_on >= bankruptcy.occurred_on)
-            {
-                return Err(event_error(
-                    late,
+                    outcome,
                     format!(
-                        "event {} on {} is on or after {slug:?}'s bankruptcy on {} (line {}): a bankruptcy ends the series",
-                        late.event_id, late.occurred_on, bankruptcy.occurred_on, bankruptcy.line
+                        "{slug:?} needs a valuation event before the day of its {} to be marked",
+                        outcome.event_type
                     ),
                 ));
             }
-        }
-        if let Some(listing) = listings.first() {
-            if first.event_type.is_listing() || first.occurred_on >= listing.occurred_on {
-                return Err(event_error(
-                    listing,
-                    format!("{slug:?} needs a valuation event before the day of its listing to be marked"),
-                ));
-            }
-            if let Some(late) = company
-                .events
-                .iter()
-                .find(|e| !e.event_type.is_listing() && e.occurred_on > listing.occurred_on)
-            {
+            // Records of the outcome's own day that the file lists before it are the
+            // company's last private news; anything after it is not.
+            let after = company
+                .effective()
+                .skip_while(|e| e.line != outcome.line)
+                .skip(1)
+                .next();
+            if let Some(late) = after {
                 return Err(event_error(
                     late,
                     format!(
-                        "event {} on {} is after {slug:?} listed on {} (line {}): a listed company has no private mark",
-                        late.event_id, late.occurred_on, listing.occurred_on, listing.line
+                        "event {} on {} comes after {slug:?}'s {} on {} (line {}), which ended its private period",
+                        late.event_id, late.occurred_on, outcome.event_type, outcome.occurred_on, outcome.line
                     ),
                 ));
             }
@@ -718,13 +881,27 @@ mod tests {
     }
 
     #[test]
-    fn only_a_bankruptcy_may_carry_zero() {
+    fn zero_only_where_the_type_allows_it() {
         assert_eq!(parse_valuation("0", EventType::Bankruptcy), Ok(0));
         assert_eq!(parse_valuation("5000000", EventType::Bankruptcy), Ok(5_000_000));
         assert!(parse_valuation("-1", EventType::Bankruptcy).is_err());
-        for event_type in EventType::ALL.iter().filter(|t| **t != EventType::Bankruptcy) {
-            let refusal = parse_valuation("0", *event_type).unwrap_err();
-            assert!(refusal.contains("only a bankruptcy"), "{refusal}");
+        for &event_type in EventType::ALL {
+            let parsed = parse_valuation("0", event_type);
+            assert_eq!(parsed.is_ok(), event_type.may_be_zero(), "{event_type}: {parsed:?}");
+        }
+        for refused in [EventType::PrimaryRound, EventType::Ipo, EventType::TenderOffer] {
+            let refusal = parse_valuation("0", refused).unwrap_err();
+            assert!(refusal.contains("only a failure"), "{refusal}");
+        }
+    }
+
+    #[test]
+    fn hidden_characters_are_refused_with_their_place() {
+        assert!(check_text("note", "Series B, $1.2B (Reuters) \u{e9}t\u{e9} \u{65e5}\u{672c}").is_ok());
+        for hidden in ['\0', '\r', '\n', '\t', '\u{7f}', '\u{85}', '\u{202e}', '\u{200b}', '\u{2066}', '\u{feff}', '\u{2028}'] {
+            let text = format!("ab{hidden}c");
+            let refusal = check_text("note of event e1", &text).unwrap_err();
+            assert!(refusal.contains(&format!("U+{:04X} at character 3", u32::from(hidden))), "{refusal}");
         }
     }
 }

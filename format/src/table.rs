@@ -38,6 +38,9 @@ pub const COMPANY_COLUMNS: &[&str] = &[
     "outcome_type",
     "outcome_on",
     "outcome_usd",
+    "outcome_kind",
+    "last_event_source_grade",
+    "next_reported_usd",
 ];
 
 /// The companies export: a list row and the 95% band.
@@ -64,6 +67,9 @@ pub const EXPORT_COMPANY_COLUMNS: &[&str] = &[
     "outcome_type",
     "outcome_on",
     "outcome_usd",
+    "outcome_kind",
+    "last_event_source_grade",
+    "next_reported_usd",
 ];
 
 /// getMarkSeries and the series export: one row per day; the band of the coverage asked for.
@@ -76,8 +82,13 @@ pub const EVENT_COLUMNS: &[&str] = &[
     "occurred_on",
     "event_type",
     "valuation_usd",
+    "reported_as",
     "source_url",
+    "source_grade",
     "note",
+    "supersedes",
+    "superseded_by",
+    "retracted_by",
 ];
 
 /// An index's series: one row per day; the band of the coverage asked for.

@@ -1,49 +1,43 @@
-//! Methodology v0.4.0, "gap-profile drift" with adaptive bands: from each company's valuation
-//! events to its daily marks, bands and confidence, and the walk-forward scorecard that measures
-//! them against the previous methods (v0.3.0, v0.2.0) and two naive baselines (docs/design.md
-//! section 3).
+//! Methodology v0.5.0, "a fair value today" (docs/design.md section 3): from each company's
+//! effective history to its daily marks, bands, confidence and next-print forecast, and the
+//! scorecard that measures them.
 //!
 //! Where to find what:
 //! - [`params`]: every constant, in the table the scorecard publishes;
-//! - [`forecasters`]: the method's point forecast and scale (`gap_profile`: pairs of events,
-//!   pooled bucket drifts, the drift profile over the gap since the last event), the comparison
-//!   forecasters (`local_trend`, v0.2.0; `baselines`), and the walk-forward `backtest` of them
-//!   all at every scored event and outcome;
-//! - [`adaptive`]: v0.4.0's bands (an 80% level that adapts to its own misses, a conformal 95%)
-//!   and its empirical confidence;
-//! - [`conformal`]: split-conformal quantiles, as the comparison forecasters' bands, and the
-//!   normal-model confidence they state;
-//! - [`fit`]: the fitted method over a dataset and the published series of one company;
+//! - [`history`]: one company's anchors, outcome and spells, from the effective view;
+//! - [`profile`]: the fair-value (bridge) and next-print profiles pooled from every company's
+//!   spells, day by day;
+//! - [`bands`]: the month-end residuals, and the bands and `confidence` they set, day by day;
+//! - [`fit`]: the fitted method over a dataset and the published marks of one company;
 //! - [`scorecard`] (with its bootstrap and what it discloses to whom) and [`stats`]: the
-//!   published backtest's numbers and their statistics;
+//!   published scores and their statistics;
 //! - [`timeline`]: values that change on given days, read by day;
 //! - [`indices`]: the private-market indices, value-weighted and chain-linked, from the
 //!   published marks.
 //!
-//! Everything here is causal: a mark on day t uses only events on or before t, pooled
-//! estimates only what was complete before t. Listings and bankruptcies are outcomes, never
-//! inputs: they are held out and scored.
+//! Everything here is causal but for the effective view itself: a mark on day t uses only
+//! anchors on or before t and pooled estimates only what was complete before t. Outcomes
+//! (listings, closed sales, failures) end the private period: they are scored, never anchors.
 
-pub mod adaptive;
-pub mod conformal;
+pub mod bands;
 pub mod fit;
-pub mod forecasters;
+pub mod history;
 pub mod indices;
 pub mod params;
+pub mod profile;
 pub mod scorecard;
 pub mod stats;
 pub mod timeline;
 
 use serde::Serialize;
 
-pub use conformal::{confidence, normal_cdf, Coverage, Quantiles, Z80, Z95};
-pub use fit::{CompanyMarks, Fit, MarkBasis, MarkDay};
-pub use params::Params;
+pub use fit::{CompanyMarks, Coverage, Fit, MarkBasis, MarkDay};
+pub use params::{Params, PARAMS};
 pub use scorecard::Scorecard;
 
 /// The version every response's `meta`, every resolution record and the scorecard carry. Any
 /// change to a constant in [`params`] or to a formula bumps it.
-pub const METHODOLOGY_VERSION: &str = "v0.4.0";
+pub const METHODOLOGY_VERSION: &str = "v0.5.0";
 /// Years are 365.25 days everywhere in the method.
 pub const DAYS_PER_YEAR: f64 = 365.25;
 

@@ -1,5 +1,5 @@
-//! A value that changes on given days, read by day: the pooled growth rates of the v0.2.0
-//! comparison forecaster and the conformal quantiles in force on each day.
+//! A value that changes on given days, read by day: the bands and confidence in force on each
+//! day, set by the month-end residuals known by then.
 
 use marks_format::day::Day;
 

@@ -14,7 +14,7 @@ use marks_format::day::Day;
 /// The home page.
 pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
     let info = &dataset.info;
-    let events: usize = dataset.companies.iter().map(|c| c.events.len()).sum();
+    let events: usize = dataset.companies.iter().map(|c| c.effective().count()).sum();
     let fresh = Freshness::of(dataset);
     let mut main = String::new();
     let _ = write!(
@@ -32,9 +32,9 @@ pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
          <div><dt>Events</dt><dd>{events}</dd></div>\
          <div><dt>Data</dt><dd>{mode}, {provenance}</dd></div></dl>\n\
          <p class=\"note\">How fresh this is: the newest reported event is from {newest}, and at least half the companies \
-         were last reported {median_age} days or more before the marks' date. A mark that has gone quiet is the \
-         method's estimate of the next reported valuation, shown beside the last reported one; every company page \
-         says which and why.</p>\n\
+         were last reported {median_age} days or more before the marks' date. A quiet company's mark is today's value \
+         estimate: its last reported value moved by how values moved between prints of companies quiet as long, \
+         with the forecast of its next reported valuation beside it; every company page says which and why.</p>\n\
          <p class=\"note\">{disclaimer}</p>\n",
         version = info.dataset_version,
         as_of = info.as_of,
@@ -47,7 +47,7 @@ pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
     );
     main.push_str("<h2>How good are the marks?</h2>\n");
     main.push_str(&headline(scorecard));
-    main.push_str("<p><a href=\"/scorecard\">The whole scorecard</a>: every forecaster, coverage, the confidence claim, every listing and bankruptcy.</p>\n");
+    main.push_str("<p><a href=\"/scorecard\">The whole scorecard</a>: the mark, the next-print forecast and the last print on the value today and on the next reported value, the bands' coverage, confidence as a track record.</p>\n");
     let key = info.quickstart_key.as_deref().unwrap_or("YOUR_API_KEY");
     let demo = if info.quickstart_key.is_some() {
         "<p>This is the bundled sample, served with public demo keys (demo only).</p>\n"
@@ -78,7 +78,7 @@ impl Freshness {
         let mut ages: Vec<i32> = dataset
             .companies
             .iter()
-            .filter_map(|c| c.events.last())
+            .filter_map(|c| c.effective().last())
             .map(|e| as_of.days_since(e.occurred_on))
             .collect();
         ages.sort_unstable();
@@ -86,7 +86,7 @@ impl Freshness {
             newest_event: dataset
                 .companies
                 .iter()
-                .filter_map(|c| c.events.last())
+                .filter_map(|c| c.effective().last())
                 .map(|e| e.occurred_on)
                 .max(),
             // The lower middle for an even count: a whole number of days, never more than half

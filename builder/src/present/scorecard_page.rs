@@ -1,152 +1,207 @@
-//! `/scorecard`: the backtest made visible. Static HTML with inline SVG charts: no script is
+//! `/scorecard`: the scores made visible. Static HTML with inline SVG charts: no script is
 //! needed to read it, every chart has its numbers in a table beside it, and every figure
-//! carries `data-figure="FORECASTER.FIELD"` with the number `/v1/scorecard` serves, so a test can
-//! hold the page to the document. Everything on it is the scorecard's public form
-//! (`methodology::scorecard::disclosure`): relative quantities, companies named only for their
-//! outcomes.
+//! carries `data-figure="PATH"` with the number `/v1/scorecard` serves at that path, so a test
+//! can hold the page to the document. Everything on it is aggregate: no company's event value.
 
 use std::fmt::Write;
 
 use marks_format::frame::escape_html as esc;
 
 use crate::dataset::Dataset;
-use crate::methodology::scorecard::{Comparison, CoverageScore, RelativeBand, Scorecard, Target, TargetKind, Verdict};
-use crate::methodology::stats::percentile;
-use crate::present::headline::verdict_words;
+use crate::methodology::round_to;
+use crate::methodology::scorecard::{
+    ByNumber, Comparison, CoverageScore, Errors, Knot, Number, Scorecard, TargetKind, BUCKET_LABELS,
+};
+use crate::present::headline::{range_words, verdict_words};
 use crate::present::{figure, headline, opt, page, svg};
 
 /// The scorecard page.
 pub fn scorecard(dataset: &Dataset, card: &Scorecard) -> Vec<u8> {
     let mut main = String::new();
-    let n = card.forecasters.first().map_or(0, |f| f.figures.n);
+    let month_ends = card.month_end.as_ref().map_or(0, |m| m.n);
+    let events = card.event_day.get(TargetKind::Event).map_or(0, |e| e.n);
     let _ = write!(
         main,
-        "<h1>Scorecard</h1>\n<p class=\"lede\">Walk-forward backtest on {n} scored events of dataset {} \
-         (each forecast from the events before its day; listings and bankruptcies held out and scored against the \
-         mark the day before). Every number here is the one <a href=\"/v1/scorecard\">/v1/scorecard</a> serves, \
-         and each can be recomputed from <a href=\"/v1/scorecard/targets\">every scored target</a>.</p>\n",
+        "<h1>Scorecard</h1>\n<p class=\"lede\">Three numbers on three scores, on dataset {} ({month_ends} company \
+         month-ends, {events} reported values forecast from the data before their day, and every listing, sale and \
+         failure marked the day before). Every number here is the one <a href=\"/v1/scorecard\">/v1/scorecard</a> \
+         serves, and each can be recomputed from <a href=\"/v1/scorecard/targets\">every scored row</a>.</p>\n",
         dataset.info.dataset_version
     );
     main.push_str(&headline(card));
-    main.push_str(&side_by_side(card));
+    main.push_str(&numbers_section(card));
+    main.push_str(&findings_section(card));
     main.push_str(&coverage_section(card));
-    main.push_str(&reliability_section(card));
-    main.push_str(&errors_section(card));
-    main.push_str(&outcomes_section(card));
-    main.push_str(&misses_section(card));
-    main.push_str(&bootstrap_section(
-        &card.comparison,
-        "bootstrap",
-        "The method against carrying the last event forward",
-        "the baseline",
-    ));
-    main.push_str(&bootstrap_section(
-        &card.comparison_with_previous,
-        "bootstrap-previous",
-        "What this version changed: the method against the previous one",
-        "the previous method",
-    ));
+    main.push_str(&confidence_section(card));
+    main.push_str(&latest_section(card));
+    main.push_str(&profiles_section(card));
+    main.push_str(&comparisons_section(card));
     page("Scorecard · Valuation Marks", "/scorecard", &main)
 }
 
-fn side_by_side(card: &Scorecard) -> String {
+/// Every score against every number: the table the findings rest on.
+fn numbers_section(card: &Scorecard) -> String {
     let mut out = String::from(
-        "<h2 id=\"forecasters\">The forecasters side by side</h2>\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Forecasters side by side\"><table class=\"data\">\
-         <caption>Walk-forward figures per forecaster; lower errors are better</caption>\n<thead><tr>\
-         <th scope=\"col\">forecaster</th><th scope=\"col\">n</th><th scope=\"col\">median |log error|</th>\
-         <th scope=\"col\">mean |log error|</th><th scope=\"col\">MAPE %</th><th scope=\"col\">80% covers %</th>\
-         <th scope=\"col\">95% covers %</th><th scope=\"col\">median 80% width %</th>\
-         <th scope=\"col\">listings mean |error| %</th><th scope=\"col\">Brier</th><th scope=\"col\">skill</th>\
-         <th scope=\"col\">misses</th></tr></thead>\n<tbody>\n",
+        "<h2 id=\"numbers\">The three numbers</h2>\n<dl class=\"numbers\">",
     );
-    for f in &card.forecasters {
-        let name = f.figures.name;
-        let cell = |field: &str, value: Option<f64>| format!("<td>{}</td>", figure(&format!("{name}.{field}"), value));
-        let _ = writeln!(
+    for info in &card.numbers {
+        let _ = write!(
             out,
-            "<tr><th scope=\"row\">{}{}</th><td>{}</td>{}{}{}{}{}{}{}{}{}<td>{}</td></tr>",
-            esc(name),
-            f.figures
-                .methodology_version
-                .map_or(String::new(), |v| format!(" ({v})")),
-            f.figures.n,
-            cell("median_abs_log_error", f.figures.median_abs_log_error),
-            cell("mean_abs_log_error", f.figures.mean_abs_log_error),
-            cell("mape_pct", f.figures.mape_pct),
-            cell("coverage_80.observed_pct", f.figures.coverage_80.observed_pct),
-            cell("coverage_95.observed_pct", f.figures.coverage_95.observed_pct),
-            cell("median_band_width_80_pct", f.figures.median_band_width_80_pct),
-            cell("listings.mean_abs_error_pct", f.figures.listings.mean_abs_error_pct),
-            cell("confidence.brier", f.figures.confidence.brier),
-            cell("confidence.brier_skill", f.figures.confidence.brier_skill),
-            f.figures.misses_total,
+            "<div><dt>{}</dt><dd>{}</dd></div>",
+            esc(info.name),
+            esc(info.description)
         );
     }
-    out.push_str("</tbody></table></div>\n");
+    out.push_str(
+        "</dl>\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Scores by number\"><table class=\"data\">\
+         <caption>Median and mean |log error| of each number on each score; lower is better</caption>\n<thead><tr>\
+         <th scope=\"col\">score</th><th scope=\"col\">n</th><th scope=\"col\">mark</th>\
+         <th scope=\"col\">next print</th><th scope=\"col\">last print</th></tr></thead>\n<tbody>\n",
+    );
+    let mut row = |label: &str, path: &str, n: usize, errors: &ByNumber<Errors>| {
+        let cells: String = Number::ALL
+            .iter()
+            .map(|&number| {
+                let e = errors.get(number);
+                let name = number.name();
+                format!(
+                    "<td>{} <span class=\"muted\">({})</span></td>",
+                    figure(
+                        &format!("{path}.{name}.median_abs_log_error"),
+                        e.median_abs_log_error.map(|v| round_to(v, 4))
+                    ),
+                    figure(
+                        &format!("{path}.{name}.mean_abs_log_error"),
+                        e.mean_abs_log_error.map(|v| round_to(v, 4))
+                    ),
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "<tr><th scope=\"row\">{}</th><td>{n}</td>{cells}</tr>", esc(label));
+    };
+    if let Some(m) = &card.month_end {
+        row(
+            "Value today: month-ends against the value bridged between prints (S2)",
+            "month_end.bridged",
+            m.n,
+            &m.bridged,
+        );
+        row(
+            "Next reported value: month-ends (S1)",
+            "month_end.next_reported",
+            m.n,
+            &m.next_reported,
+        );
+    }
+    for (kind, label) in [
+        (TargetKind::Event, "Next reported value: event day"),
+        (TargetKind::Listing, "Listings, marked the day before"),
+        (TargetKind::Sale, "Closed sales, marked the day before"),
+        (TargetKind::Failure, "Failures, marked the day before"),
+    ] {
+        if let Some(e) = card.event_day.get(kind) {
+            row(label, &format!("event_day.{}.errors", kind.as_str()), e.n, &e.errors);
+        }
+    }
+    out.push_str("</tbody></table></div>\n<p class=\"note\">In each cell: the median |log error|, then the mean in brackets. \
+                  A |log error| of 0.10 is about 10%; 0.69 is a factor of two.</p>\n");
     out
 }
 
-/// Observed coverage against nominal, with the binomial 90% range, per forecaster.
+fn findings_section(card: &Scorecard) -> String {
+    let mut out = String::from("<h2 id=\"findings\">Which number wins which score, and why</h2>\n<ul class=\"findings\">\n");
+    for finding in &card.findings {
+        let _ = writeln!(out, "<li>{}</li>", esc(finding));
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
+/// One row of the coverage chart.
+struct CoverageRow<'a> {
+    label: String,
+    path: String,
+    score: &'a CoverageScore,
+}
+
+/// Observed coverage of the mark's bands against nominal, with the binomial 90% range.
 fn coverage_section(card: &Scorecard) -> String {
+    let mut rows: Vec<CoverageRow<'_>> = Vec::new();
+    if let Some(m) = &card.month_end {
+        for (score, band) in [(&m.coverage_80, "80"), (&m.coverage_95, "95")] {
+            rows.push(CoverageRow {
+                label: format!("month-ends {band}%"),
+                path: format!("month_end.coverage_{band}.observed_pct"),
+                score,
+            });
+        }
+        for (b, g) in m.coverage_by_gap.iter().enumerate() {
+            for (score, band) in [(&g.coverage_80, "80"), (&g.coverage_95, "95")] {
+                rows.push(CoverageRow {
+                    label: format!("{} {band}%", BUCKET_LABELS[b]),
+                    path: format!("month_end.coverage_by_gap.{b}.coverage_{band}.observed_pct"),
+                    score,
+                });
+            }
+        }
+    }
+    for kind in TargetKind::ALL {
+        if let Some(e) = card.event_day.get(kind) {
+            for (score, band) in [(&e.coverage_80, "80"), (&e.coverage_95, "95")] {
+                rows.push(CoverageRow {
+                    label: format!("event day, {} {band}%", kind.as_str()),
+                    path: format!("event_day.{}.coverage_{band}.observed_pct", kind.as_str()),
+                    score,
+                });
+            }
+        }
+    }
     let mut out = String::from(
-        "<h2 id=\"coverage\">Band coverage against nominal</h2>\n<p>Each bar is the range of coverage a band \
-         with exactly its nominal coverage shows 90% of the time on this many events; the dot is the coverage \
-         observed. A dot outside its bar is a miscalibrated band.</p>\n",
+        "<h2 id=\"coverage\">The bands against their nominal coverage</h2>\n<p>The bands are for the next reported \
+         value. Each bar is the range of coverage a band with exactly its nominal coverage shows 90% of the time on \
+         this many rows (as if they were independent; one company's month-ends are not, so the true range is \
+         wider); the dot is the coverage observed.</p>\n",
     );
-    let rows = card.forecasters.len() as u32;
-    let (width, row_h, left) = (640u32, 26u32, 210u32);
-    let height = 40 + rows * 2 * row_h;
-    let x = |pct: f64| left as f64 + (pct - 60.0).clamp(0.0, 40.0) / 40.0 * (width - left - 20) as f64;
+    let (width, row_h, left) = (640u32, 24u32, 200u32);
+    let height = 30 + rows.len() as u32 * row_h;
+    let x = |pct: f64| left as f64 + (pct - 40.0).clamp(0.0, 60.0) / 60.0 * (width - left - 20) as f64;
     let mut body = String::new();
-    for tick in [60, 70, 80, 90, 100] {
+    for tick in [40, 60, 80, 100] {
         let tx = x(tick as f64);
         let _ = write!(
             body,
             "<line class=\"grid\" x1=\"{tx:.1}\" y1=\"20\" x2=\"{tx:.1}\" y2=\"{}\"/>\
              <text class=\"axis\" x=\"{tx:.1}\" y=\"14\" text-anchor=\"middle\">{tick}%</text>",
-            height - 10
+            height - 6
         );
     }
-    let mut y = 30u32;
-    for f in &card.forecasters {
-        for c in [&f.figures.coverage_80, &f.figures.coverage_95] {
-            let cy = y + row_h / 2;
+    for (i, row) in rows.iter().enumerate() {
+        let cy = 24 + i as u32 * row_h + row_h / 2;
+        let c = row.score;
+        let _ = write!(body, "<text class=\"label\" x=\"4\" y=\"{}\">{}</text>", cy + 4, esc(&row.label));
+        if let Some([low, high]) = c.binomial_90_range_pct {
             let _ = write!(
                 body,
-                "<text class=\"label\" x=\"4\" y=\"{}\">{} {}%</text>",
-                cy + 4,
-                esc(f.figures.name),
-                c.nominal_pct
+                "<rect class=\"range\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"10\"/>",
+                x(low),
+                cy - 5,
+                (x(high) - x(low)).max(1.0)
             );
-            if let Some([low, high]) = c.binomial_90_range_pct {
-                let _ = write!(
-                    body,
-                    "<rect class=\"range\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"10\"/>",
-                    x(low),
-                    cy - 5,
-                    (x(high) - x(low)).max(1.0)
-                );
-            }
-            let nominal = x(c.nominal_pct as f64);
-            let _ = write!(
-                body,
-                "<line class=\"nominal\" x1=\"{nominal:.1}\" y1=\"{}\" x2=\"{nominal:.1}\" y2=\"{}\"/>",
-                cy - 8,
-                cy + 8
-            );
-            if let Some(observed) = c.observed_pct {
-                let class = if c.within_binomial_90_range == Some(false) {
-                    "dot outside"
-                } else {
-                    "dot"
-                };
-                let _ = write!(
-                    body,
-                    "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{cy}\" r=\"5\"/>",
-                    x(observed)
-                );
-            }
-            y += row_h;
+        }
+        let nominal = x(f64::from(c.nominal_pct));
+        let _ = write!(
+            body,
+            "<line class=\"nominal\" x1=\"{nominal:.1}\" y1=\"{}\" x2=\"{nominal:.1}\" y2=\"{}\"/>",
+            cy - 8,
+            cy + 8
+        );
+        if let Some(observed) = c.observed_pct {
+            let class = if c.within_binomial_90_range == Some(false) {
+                "dot outside"
+            } else {
+                "dot"
+            };
+            let _ = write!(body, "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{cy}\" r=\"5\"/>", x(observed));
         }
     }
     out.push_str(&svg(
@@ -154,448 +209,248 @@ fn coverage_section(card: &Scorecard) -> String {
         width,
         height,
         "Band coverage against nominal",
-        "Observed coverage of the 80% and 95% bands per forecaster, with the binomial 90% range of a calibrated band",
+        "Observed coverage of the mark's 80% and 95% bands at month-ends (overall and by silence) and on event days, \
+         with the binomial 90% range of a calibrated band",
         &body,
     ));
     out.push_str(
-        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Coverage by gap\"><table class=\"data\"><caption>Coverage, overall and by the gap since the company's last \
-         event (observed %, inside/n, the binomial 90% range)</caption>\n<thead><tr><th scope=\"col\">forecaster</th>\
-         <th scope=\"col\">band</th><th scope=\"col\">all</th><th scope=\"col\">under 6 months</th>\
-         <th scope=\"col\">6-12 months</th><th scope=\"col\">1-2 years</th><th scope=\"col\">over 2 years</th></tr></thead>\n<tbody>\n",
+        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Coverage\"><table class=\"data\">\
+         <caption>Coverage (observed %, inside/n, the binomial 90% range)</caption>\n<thead><tr>\
+         <th scope=\"col\">rows</th><th scope=\"col\">observed</th><th scope=\"col\">inside / n</th>\
+         <th scope=\"col\">calibrated range</th></tr></thead>\n<tbody>\n",
     );
-    for f in &card.forecasters {
-        for (band, overall) in [("80%", &f.figures.coverage_80), ("95%", &f.figures.coverage_95)] {
-            let mut cells = vec![coverage_cell(overall)];
-            for g in &f.figures.coverage_by_gap {
-                cells.push(coverage_cell(if band == "80%" {
-                    &g.coverage_80
-                } else {
-                    &g.coverage_95
-                }));
-            }
-            let _ = writeln!(
-                out,
-                "<tr><th scope=\"row\">{}</th><td>{band}</td>{}</tr>",
-                esc(f.figures.name),
-                cells.join("")
-            );
-        }
-    }
-    out.push_str("</tbody></table></div>\n");
-    out
-}
-
-fn coverage_cell(c: &CoverageScore) -> String {
-    let flag = if c.within_binomial_90_range == Some(false) {
-        " class=\"outside\""
-    } else {
-        ""
-    };
-    format!(
-        "<td{flag}>{}% ({}/{}) {}</td>",
-        opt(c.observed_pct),
-        c.inside,
-        c.n,
-        c.binomial_90_range_pct
-            .map_or(String::new(), |[l, h]| format!("[{l}, {h}]"))
-    )
-}
-
-/// The reliability diagram: stated confidence against the observed share within +/-10%.
-fn reliability_section(card: &Scorecard) -> String {
-    let mut out = String::from(
-        "<h2 id=\"confidence\">Is the stated confidence right?</h2>\n<p>Every mark states a <code>confidence</code>: the \
-         probability that the value lies within ±10% of the mark. Each point is a tenth of stated confidence: how often \
-         the scored events in it landed within 10%, against what was stated (area: how many). A calibrated forecaster's \
-         points lie on the diagonal.</p>\n",
-    );
-    let (size, pad) = (360u32, 40u32);
-    let scale = (size - 2 * pad) as f64;
-    let p = |v: f64| pad as f64 + v.clamp(0.0, 1.0) * scale;
-    let mut body = format!(
-        "<line class=\"grid\" x1=\"{pad}\" y1=\"{b}\" x2=\"{e}\" y2=\"{b}\"/><line class=\"grid\" x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\"/>\
-         <line class=\"diagonal\" x1=\"{pad}\" y1=\"{b}\" x2=\"{e}\" y2=\"{pad}\"/>\
-         <text class=\"axis\" x=\"{mid}\" y=\"{}\" text-anchor=\"middle\">stated confidence</text>\
-         <text class=\"axis\" x=\"12\" y=\"{mid}\" transform=\"rotate(-90 12 {mid})\" text-anchor=\"middle\">observed within 10%</text>",
-        size - 8,
-        b = size - pad,
-        e = size - pad,
-        mid = size / 2,
-    );
-    for tick in [0.0, 0.5, 1.0] {
-        let _ = write!(
-            body,
-            "<text class=\"axis\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{tick}</text><text class=\"axis\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{tick}</text>",
-            p(tick),
-            size - pad + 14,
-            pad - 4,
-            size as f64 - p(tick) + 4.0
-        );
-    }
-    for (i, f) in card.forecasters.iter().enumerate() {
-        for bin in &f.figures.confidence.reliability {
-            if let (Some(stated), Some(observed)) = (bin.mean_stated, bin.observed) {
-                let r = 2.0 + (bin.n as f64).sqrt();
-                let _ = write!(
-                    body,
-                    "<circle class=\"series{i}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r:.1}\"/>",
-                    p(stated),
-                    size as f64 - p(observed)
-                );
-            }
-        }
-    }
-    out.push_str("<div class=\"legend\">");
-    for (i, f) in card.forecasters.iter().enumerate() {
-        let _ = write!(out, "<span class=\"key series{i}\">{}</span>", esc(f.figures.name));
-    }
-    out.push_str("</div>\n");
-    out.push_str(&svg(
-        "reliability",
-        size,
-        size,
-        "Reliability of the stated confidence",
-        "Observed share within 10% of the mark against the mean stated confidence, per tenth of confidence and forecaster",
-        &body,
-    ));
-    out.push_str(
-        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Confidence and reliability\"><table class=\"data\"><caption>Brier score, base rate, skill and the reliability table \
-         (bins with events)</caption>\n<thead><tr><th scope=\"col\">forecaster</th><th scope=\"col\">Brier</th>\
-         <th scope=\"col\">base rate</th><th scope=\"col\">Brier of the base rate</th><th scope=\"col\">skill</th>\
-         <th scope=\"col\">hits / n</th><th scope=\"col\">bins: stated → observed (n)</th></tr></thead>\n<tbody>\n",
-    );
-    for f in &card.forecasters {
-        let c = &f.figures.confidence;
-        let name = f.figures.name;
-        let bins: Vec<String> = c
-            .reliability
-            .iter()
-            .filter(|b| b.n > 0)
-            .map(|b| format!("{} → {} ({})", opt(b.mean_stated), opt(b.observed), b.n))
-            .collect();
+    for row in &rows {
+        let c = row.score;
+        let flag = if c.within_binomial_90_range == Some(false) {
+            " class=\"outside\""
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td></tr>",
-            esc(name),
-            figure(&format!("{name}.confidence.brier"), c.brier),
-            figure(&format!("{name}.confidence.base_rate"), c.base_rate),
-            opt(c.brier_base_rate),
-            figure(&format!("{name}.confidence.brier_skill"), c.brier_skill),
-            c.hits,
+            "<tr><th scope=\"row\">{}</th><td{flag}>{}%</td><td>{}/{}</td><td>{}</td></tr>",
+            esc(&row.label),
+            figure(&row.path, c.observed_pct),
+            c.inside,
             c.n,
-            bins.join("; ")
+            range_words(c)
         );
     }
     out.push_str("</tbody></table></div>\n");
     out
 }
 
-/// Each forecaster's |log error| at the scored events: box, whiskers and median.
-fn errors_section(card: &Scorecard) -> String {
-    let mut out = String::from(
-        "<h2 id=\"errors\">Error distributions</h2>\n<p>|log error| at every scored event (0.1 is about 10%, 0.69 a factor of \
-         2): the box holds the middle half, the line is the median, the whiskers reach the 5th and 95th percentiles.</p>\n",
-    );
-    let stats: Vec<(&str, [f64; 5])> = card
-        .forecasters
-        .iter()
-        .enumerate()
-        .filter_map(|(i, f)| {
-            let mut errors: Vec<f64> = card
-                .targets
-                .iter()
-                .filter(|t| t.kind == TargetKind::Event)
-                .filter_map(|t| t.forecasts.get(i).and_then(|x| x.log_error).map(f64::abs))
-                .collect();
-            errors.sort_by(f64::total_cmp);
-            let q = |p| percentile(&errors, p);
-            Some((f.figures.name, [q(0.05)?, q(0.25)?, q(0.5)?, q(0.75)?, q(0.95)?]))
-        })
-        .collect();
-    let top = stats.iter().map(|s| s.1[4]).fold(0.5f64, f64::max).min(6.0);
-    let (width, row_h, left) = (640u32, 34u32, 210u32);
-    let height = 30 + stats.len() as u32 * row_h;
-    let x = |v: f64| left as f64 + v.clamp(0.0, top) / top * (width - left - 20) as f64;
-    let mut body = String::new();
-    for step in 0..=4 {
-        let v = top * step as f64 / 4.0;
-        let _ = write!(
-            body,
-            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"18\" x2=\"{x:.1}\" y2=\"{}\"/><text class=\"axis\" x=\"{x:.1}\" y=\"12\" text-anchor=\"middle\">{:.2}</text>",
-            height - 4,
-            v,
-            x = x(v)
-        );
-    }
-    for (row, (name, [p5, q1, q2, q3, p95])) in stats.iter().enumerate() {
-        let cy = 24 + row as u32 * row_h + row_h / 2;
-        let _ = write!(
-            body,
-            "<text class=\"label\" x=\"4\" y=\"{}\">{}</text><line class=\"whisker\" x1=\"{:.1}\" y1=\"{cy}\" x2=\"{:.1}\" y2=\"{cy}\"/>\
-             <rect class=\"box series{row}\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"16\"/>\
-             <line class=\"median\" x1=\"{m:.1}\" y1=\"{}\" x2=\"{m:.1}\" y2=\"{}\"/>",
-            cy + 4,
-            esc(name),
-            x(*p5),
-            x(*p95),
-            x(*q1),
-            cy - 8,
-            (x(*q3) - x(*q1)).max(1.0),
-            cy - 9,
-            cy + 9,
-            m = x(*q2)
-        );
-    }
-    out.push_str(&svg(
-        "errors",
-        width,
-        height,
-        "Distribution of |log error| per forecaster",
-        "Box plots of the absolute log error at every scored event",
-        &body,
-    ));
-    out.push_str(
-        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Error percentiles\"><table class=\"data\"><caption>|log error| percentiles at the scored events</caption>\n\
-         <thead><tr><th scope=\"col\">forecaster</th><th scope=\"col\">5th</th><th scope=\"col\">25th</th>\
-         <th scope=\"col\">median</th><th scope=\"col\">75th</th><th scope=\"col\">95th</th></tr></thead>\n<tbody>\n",
-    );
-    for (name, values) in &stats {
-        let cells: Vec<String> = values.iter().map(|v| format!("<td>{:.3}</td>", v)).collect();
-        let _ = writeln!(out, "<tr><th scope=\"row\">{}</th>{}</tr>", esc(name), cells.join(""));
-    }
-    out.push_str("</tbody></table></div>\n");
-    out
-}
-
-/// Every listing and bankruptcy against the method's mark the day before, as multiples of that
-/// mark: the outcome, and the 80% and 95% bands. Relative only, like everything this page shows
-/// (`methodology::disclosure`): the dollars are for keys that may read them.
-fn outcomes_section(card: &Scorecard) -> String {
-    let outcomes: Vec<&Target> = card.targets.iter().filter(|t| t.kind != TargetKind::Event).collect();
-    let mut out = String::from(
-        "<h2 id=\"outcomes\">Listings and bankruptcies</h2>\n<p>Each outcome against the method's mark the day before \
-         it, on a log scale centred on that mark (the line at 1×): its 80% band (dark) and 95% band (light), and the \
-         outcome (diamond; a bankruptcy's value of $0 sits at the left edge).</p>\n",
-    );
-    let Some(method) = card.forecasters.first() else {
-        return out;
+fn confidence_section(card: &Scorecard) -> String {
+    let Some(m) = &card.month_end else {
+        return String::new();
     };
-    // Ratios to the mark: the outcome is exp(log_error) times it.
-    let ratio = |t: &Target| t.forecasts[0].log_error.map_or(0.0, f64::exp);
-    let reach = outcomes
-        .iter()
-        .flat_map(|t| {
-            let f = &t.forecasts[0];
-            [f.band_95_rel.lower, f.band_95_rel.upper, ratio(t)]
-        })
-        .filter(|v| *v > 0.0)
-        .map(|v| v.log10().abs())
-        .fold(0.5f64, f64::max)
-        .ceil();
-    let (width, row_h, left) = (680u32, 18u32, 150u32);
-    let height = 34 + outcomes.len() as u32 * row_h;
-    let x = |v: f64| {
-        let l = if v > 0.0 { v.log10() } else { -reach };
-        left as f64 + (l + reach).clamp(0.0, 2.0 * reach) / (2.0 * reach) * (width - left - 16) as f64
-    };
-    let mut body = String::new();
-    let mut decade = -reach;
-    while decade <= reach {
-        let v = 10f64.powf(decade);
-        let _ = write!(
-            body,
-            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"20\" x2=\"{x:.1}\" y2=\"{}\"/><text class=\"axis\" x=\"{x:.1}\" y=\"14\" text-anchor=\"middle\">{}×</text>",
-            height - 4,
-            multiple(v),
-            x = x(v)
-        );
-        decade += 1.0;
-    }
-    for (row, t) in outcomes.iter().enumerate() {
-        let f = &t.forecasts[0];
-        let cy = 28 + row as u32 * row_h + row_h / 2;
-        let ox = x(ratio(t));
-        let _ = write!(
-            body,
-            "<text class=\"label\" x=\"4\" y=\"{}\">{}</text>\
-             <rect class=\"band95\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"10\"/>\
-             <rect class=\"band80\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"10\"/>\
-             <circle class=\"mark-dot\" cx=\"{:.1}\" cy=\"{cy}\" r=\"3.5\"/>\
-             <path class=\"outcome {}\" d=\"M{ox:.1} {} l5 5 l-5 5 l-5 -5 z\"/>",
-            cy + 4,
-            esc(&t.slug),
-            x(f.band_95_rel.lower),
-            cy - 5,
-            (x(f.band_95_rel.upper) - x(f.band_95_rel.lower)).max(1.0),
-            x(f.band_80_rel.lower),
-            cy - 5,
-            (x(f.band_80_rel.upper) - x(f.band_80_rel.lower)).max(1.0),
-            x(1.0),
-            f.verdict.map_or("", Verdict::as_str),
-            cy - 5,
-        );
-    }
-    out.push_str(&svg(
-        "outcomes",
-        width,
-        height,
-        "Listings and bankruptcies against the mark the day before",
-        "For each listing and bankruptcy, the outcome and the method's 80% and 95% bands the day before, as multiples of its mark, on a log scale",
-        &body,
-    ));
-    let _ = write!(
-        out,
-        "\n<p>Verdicts for {}: {} hit (within ±10%), {} covered by the 80% band, {} by the 95% band only, {} missed.</p>\n",
-        esc(method.figures.name),
-        method.figures.outcome_verdicts.hit,
-        method.figures.outcome_verdicts.covered_80,
-        method.figures.outcome_verdicts.covered_95,
-        method.figures.outcome_verdicts.miss
-    );
-    out.push_str(
-        "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Every outcome\"><table class=\"data\"><caption>Every outcome against the method's mark the day before: \
-         how far the outcome was from the mark, the bands around the mark, the verdict</caption>\n<thead><tr><th scope=\"col\">company</th><th scope=\"col\">outcome</th>\
-         <th scope=\"col\">date</th><th scope=\"col\">mark vs outcome</th>\
-         <th scope=\"col\">80% band</th><th scope=\"col\">95% band</th><th scope=\"col\">verdict</th></tr></thead>\n<tbody>\n",
-    );
-    for t in &outcomes {
-        let f = &t.forecasts[0];
-        let _ = writeln!(
-            out,
-            "<tr><th scope=\"row\"><a href=\"/explore/{slug}\">{slug}</a></th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            t.event_type.as_str(),
-            t.occurred_on,
-            f.error_pct().map_or("–".to_string(), |e| format!("{e:+}%")),
-            relative_band(&f.band_80_rel),
-            relative_band(&f.band_95_rel),
-            f.verdict.map_or("–", Verdict::as_str),
-            slug = esc(&t.slug),
-        );
-    }
-    out.push_str("</tbody></table></div>\n");
-    out
-}
-
-/// A multiple of the mark as an axis label: 0.01, 0.1, 1, 10, 100.
-fn multiple(v: f64) -> String {
-    if v >= 1.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v}")
-    }
-}
-
-/// A band as percentages of its mark: "−45% to +80%".
-fn relative_band(band: &RelativeBand) -> String {
+    let c = &m.confidence;
+    let four = |v: Option<f64>| v.map(|v| round_to(v, 4));
     format!(
-        "{:+.0}% to {:+.0}%",
-        (band.lower - 1.0) * 100.0,
-        (band.upper - 1.0) * 100.0
+        "<h2 id=\"confidence\">confidence: a track record</h2>\n<p>Each mark's <code>confidence</code> is the share \
+         of past month-end marks whose next reported value came within +/-{tol}% of the mark, the same for every \
+         company on a day: historically {stated} on average at these month-ends. It is not a company-specific \
+         probability: as a forecast it has no skill.</p>\n<dl class=\"facts\">\
+         <div><dt>mean stated</dt><dd>{}</dd></div><div><dt>share that landed</dt><dd>{}</dd></div>\
+         <div><dt>Brier score</dt><dd>{}</dd></div><div><dt>Brier skill against the base rate</dt><dd>{}</dd></div>\
+         <div><dt>month-ends</dt><dd>{}</dd></div></dl>\n",
+        figure("month_end.confidence.mean_stated", four(c.mean_stated)),
+        figure("month_end.confidence.base_rate", four(c.base_rate)),
+        figure("month_end.confidence.brier", four(c.brier)),
+        figure("month_end.confidence.brier_skill", four(c.brier_skill)),
+        c.n,
+        tol = c.tolerance_pct,
+        stated = c
+            .mean_stated
+            .map_or("–".to_string(), |s| format!("about {:.0} in 100", s * 100.0)),
     )
-    .replace('-', "−")
 }
 
-fn misses_section(card: &Scorecard) -> String {
-    let Some(method) = card.forecasters.first() else {
+fn latest_section(card: &Scorecard) -> String {
+    let Some(l) = &card.latest_private else {
         return String::new();
     };
     let mut out = format!(
-        "<h2 id=\"misses\">Misses</h2>\n<p>Scored events outside {}'s 95% band: {} of {}. Which company each was, and \
-         its dollars, are for keys that may read its events.</p>\n\
-         <div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Every miss\"><table class=\"data\"><caption>Every miss of the method</caption>\n<thead><tr>\
-         <th scope=\"col\">date</th><th scope=\"col\">event</th><th scope=\"col\">value vs forecast</th>\
-         <th scope=\"col\">95% band</th></tr></thead>\n<tbody>\n",
-        esc(method.figures.name),
-        method.figures.misses_total,
-        method.figures.n
+        "<h2 id=\"latest\">Today's marks against their last prints</h2>\n<p>The latest mark of each of the {} private \
+         companies over its last reported value, by how long the company has been quiet: the drift the method adds \
+         for silence, as it stands today.</p>\n",
+        l.n
     );
-    for m in &method.misses {
+    let (width, row_h, left) = (640u32, 24u32, 120u32);
+    let height = 30 + l.by_silence.len() as u32 * row_h;
+    let span = (width - left - 60) as f64;
+    // Ratios from 0.5 to 1.5, 1 in the middle.
+    let x = |ratio: f64| left as f64 + ((ratio - 0.5).clamp(0.0, 1.0)) * span;
+    let mut body = String::new();
+    for tick in [0.5, 0.75, 1.0, 1.25, 1.5] {
+        let tx = x(tick);
+        let _ = write!(
+            body,
+            "<line class=\"grid\" x1=\"{tx:.1}\" y1=\"20\" x2=\"{tx:.1}\" y2=\"{}\"/>\
+             <text class=\"axis\" x=\"{tx:.1}\" y=\"14\" text-anchor=\"middle\">{tick}x</text>",
+            height - 6
+        );
+    }
+    for (i, cell) in l.by_silence.iter().enumerate() {
+        let cy = 24 + i as u32 * row_h + row_h / 2;
+        let _ = write!(
+            body,
+            "<text class=\"label\" x=\"4\" y=\"{}\">{} (n={})</text>",
+            cy + 4,
+            esc(cell.label),
+            cell.n
+        );
+        if let Some(median) = cell.median_mark_over_last {
+            let (from, to) = (x(1.0), x(median));
+            let _ = write!(
+                body,
+                "<rect class=\"bar\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"10\"/>",
+                from.min(to),
+                cy - 5,
+                (to - from).abs().max(1.0)
+            );
+        }
+    }
+    out.push_str(&svg(
+        "latest",
+        width,
+        height,
+        "Median mark over last print, by silence",
+        "For each silence, the median of the private companies' latest marks over their last reported values",
+        &body,
+    ));
+    out.push_str(
+        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Marks against last prints\"><table class=\"data\">\
+         <caption>Median mark over last print, by silence</caption>\n<thead><tr><th scope=\"col\">silence</th>\
+         <th scope=\"col\">companies</th><th scope=\"col\">median mark / last print</th></tr></thead>\n<tbody>\n",
+    );
+    for (i, cell) in l.by_silence.iter().enumerate() {
         let _ = writeln!(
             out,
-            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{:+.0}%</td><td>{}</td></tr>",
-            m.occurred_on,
-            m.event_type.as_str(),
-            (m.log_error.exp() - 1.0) * 100.0,
-            relative_band(&m.band_95_rel),
+            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td></tr>",
+            esc(cell.label),
+            cell.n,
+            figure(
+                &format!("latest_private.by_silence.{i}.median_mark_over_last"),
+                cell.median_mark_over_last.map(|v| round_to(v, 4))
+            )
         );
     }
     out.push_str("</tbody></table></div>\n");
     out
 }
 
-/// The method minus the last-event baseline: each difference with its bootstrap interval.
-fn bootstrap_section(c: &Comparison, id: &str, heading: &str, other: &str) -> String {
+fn profiles_section(card: &Scorecard) -> String {
+    let Some(f) = &card.in_force else {
+        return String::new();
+    };
     let mut out = format!(
-        "<h2 id=\"{id}\">{heading}</h2>\n<p>{} minus {}: company-clustered \
-         bootstrap ({} companies resampled, {} draws, seed {}). Each bar is a 95% interval of the difference; left of \
-         zero, the method's error is smaller than {other}'s.</p>\n",
-        esc(c.a),
-        esc(c.b),
-        c.companies,
-        c.draws,
-        c.seed
+        "<h2 id=\"profiles\">The drift in force</h2>\n<p>What each number adds to the last reported value after a \
+         silence, as learnt up to {}: the mark's fair-value profile (how values moved between prints of companies \
+         quiet as long, never rising after a year) and the next-print profile (how the next reported value compared \
+         with the last).</p>\n",
+        f.day
     );
-    let (width, row_h, left) = (640u32, 30u32, 230u32);
-    let height = 20 + c.differences.len() as u32 * row_h;
+    let (width, height, left, top) = (640u32, 240u32, 50u32, 16u32);
+    let all: Vec<&Knot> = f.fair_value_profile.iter().chain(&f.next_print_profile).collect();
+    let low = all.iter().map(|k| k.drift).fold(0.0f64, f64::min) - 0.05;
+    let high = all.iter().map(|k| k.drift).fold(0.0f64, f64::max) + 0.05;
+    let plot_w = (width - left - 20) as f64;
+    let plot_h = (height - top - 30) as f64;
+    let x = |years: f64| left as f64 + years / 3.0 * plot_w;
+    let y = |drift: f64| top as f64 + (high - drift) / (high - low) * plot_h;
     let mut body = String::new();
-    for (row, d) in c.differences.iter().enumerate() {
-        let cy = 16 + row as u32 * row_h + row_h / 2;
-        let Some([low, high]) = d.interval_95 else {
-            continue;
-        };
-        let reach = low.abs().max(high.abs()).max(d.difference.unwrap_or(0.0).abs()) * 1.1;
-        let span = (width - left - 20) as f64;
-        let x = |v: f64| left as f64 + (v / reach + 1.0) / 2.0 * span;
+    for years in [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0] {
         let _ = write!(
             body,
-            "<text class=\"label\" x=\"4\" y=\"{}\">{}</text><line class=\"zero\" x1=\"{z:.1}\" y1=\"{}\" x2=\"{z:.1}\" y2=\"{}\"/>\
-             <rect class=\"interval {}\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"8\"/>",
-            cy + 4,
-            esc(d.figure),
-            cy - 10,
-            cy + 10,
-            d.verdict,
-            x(low),
-            cy - 4,
-            (x(high) - x(low)).max(1.0),
-            z = x(0.0)
+            "<text class=\"axis\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{years}y</text>",
+            x(years),
+            height - 8
         );
-        if let Some(diff) = d.difference {
-            let _ = write!(
-                body,
-                "<circle class=\"dot\" cx=\"{:.1}\" cy=\"{cy}\" r=\"4\"/>",
-                x(diff)
-            );
-        }
+    }
+    let zero = y(0.0);
+    let _ = write!(
+        body,
+        "<line class=\"zero\" x1=\"{left}\" y1=\"{zero:.1}\" x2=\"{:.1}\" y2=\"{zero:.1}\"/>",
+        x(3.0)
+    );
+    for (class, knots) in [("fair", &f.fair_value_profile), ("next", &f.next_print_profile)] {
+        let points: Vec<String> = knots.iter().map(|k| format!("{:.1},{:.1}", x(k.years), y(k.drift))).collect();
+        let _ = write!(body, "<polyline class=\"profile {class}\" points=\"{}\"/>", points.join(" "));
     }
     out.push_str(&svg(
-        id,
+        "profiles",
         width,
         height,
-        &format!("Bootstrap intervals of the method minus {other}"),
-        &format!("For each figure, the difference between the method and {other} with its 95% bootstrap interval"),
+        "The fair-value and next-print profiles",
+        "Log drift added to the last reported value after each silence, for the mark (fair value) and for the next-print forecast",
         &body,
     ));
-    let _ = write!(
-        out,
-        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Bootstrap differences against {other}\"><table class=\"data\"><caption>Differences with their 95% intervals</caption>\n<thead><tr>\
-         <th scope=\"col\">figure</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th>\
-         <th scope=\"col\">difference</th><th scope=\"col\">95% interval</th><th scope=\"col\">verdict</th></tr></thead>\n<tbody>\n",
-        esc(c.a),
-        esc(c.b),
+    out.push_str(
+        "\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Profiles\"><table class=\"data\">\
+         <caption>Drift after each silence (log; +0.10 is about +10%)</caption>\n<thead><tr><th scope=\"col\">silence</th>\
+         <th scope=\"col\">mark (fair value)</th><th scope=\"col\">next print</th></tr></thead>\n<tbody>\n",
     );
+    let mut years: Vec<f64> = all.iter().map(|k| k.years).collect();
+    years.sort_by(f64::total_cmp);
+    years.dedup();
+    let at = |knots: &[Knot], years: f64| {
+        knots
+            .iter()
+            .find(|k| k.years == years)
+            .map_or("–".into(), |k| format!("{:+.4}", k.drift))
+    };
+    for y in years {
+        let _ = writeln!(
+            out,
+            "<tr><th scope=\"row\">{y} years</th><td>{}</td><td>{}</td></tr>",
+            at(&f.fair_value_profile, y),
+            at(&f.next_print_profile, y)
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+fn comparisons_section(card: &Scorecard) -> String {
+    let mut out = String::from(
+        "<h2 id=\"bootstrap\">Differences with their intervals</h2>\n<p>A minus B on each score: company-clustered \
+         bootstrap (whole companies resampled with replacement, 1000 draws, a fixed seed). Below zero, A's error is \
+         smaller.</p>\n<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Bootstrap differences\">\
+         <table class=\"data\"><caption>Differences of |log error| with their 95% intervals</caption>\n<thead><tr>\
+         <th scope=\"col\">score</th><th scope=\"col\">A</th><th scope=\"col\">B</th><th scope=\"col\">figure</th>\
+         <th scope=\"col\">A</th><th scope=\"col\">B</th><th scope=\"col\">A - B</th><th scope=\"col\">95% interval</th>\
+         <th scope=\"col\">verdict</th></tr></thead>\n<tbody>\n",
+    );
+    for c in &card.comparisons {
+        out.push_str(&comparison_rows(c));
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+fn comparison_rows(c: &Comparison) -> String {
+    let number = |name: &str| {
+        Number::ALL
+            .into_iter()
+            .find(|n| n.name() == name)
+            .unwrap_or(Number::Mark)
+    };
+    let mut out = String::new();
     for d in &c.differences {
         let _ = writeln!(
             out,
-            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(c.score),
+            esc(c.a),
+            esc(c.b),
             esc(d.figure),
             opt(d.a),
             opt(d.b),
             opt(d.difference),
             d.interval_95.map_or("–".to_string(), |[l, h]| format!("[{l}, {h}]")),
-            verdict_words(d.verdict).replace("the baseline", other)
+            esc(&verdict_words(d.verdict, number(c.a), number(c.b)))
         );
     }
-    out.push_str("</tbody></table></div>\n");
     out
 }

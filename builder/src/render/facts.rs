@@ -1,11 +1,13 @@
 //! What every company item says of the events behind its mark (docs/design.md section 4a): its
-//! last event on or before `as_of` and how long ago, and the outcome that ended or fixed its
-//! private marks (a listing, a bankruptcy, or an agreed sale that holds the mark). Values, dates
-//! and types only: a company's history with its sources and notes is getMarkEvents's (Pro).
+//! last effective anchor on or before `as_of` and how long ago, and its outcome: the record that
+//! ended its private period (listed, sold, bankrupt, wound down) or a sale agreed and pending.
+//! Values, dates, types and grades only: a company's history with its sources and notes is
+//! getMarkEvents's (Pro).
 
 use serde::Serialize;
 
-use crate::dataset::{Company, Event, EventType};
+use crate::dataset::{Company, Event, EventType, SourceGrade};
+use crate::methodology::history::History;
 use crate::methodology::round_to;
 use marks_format::day::Day;
 
@@ -23,35 +25,76 @@ pub struct LastEvent<'a> {
     pub occurred_on: Day,
     pub event_type: EventType,
     pub valuation_usd: u64,
+    pub source_grade: Option<SourceGrade>,
+}
+
+/// What ended or fixed a company's private marks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    Listed,
+    Sold,
+    SaleAgreed,
+    Bankrupt,
+    WoundDown,
+}
+
+impl OutcomeKind {
+    pub const ALL: [OutcomeKind; 5] = [
+        OutcomeKind::Listed,
+        OutcomeKind::Sold,
+        OutcomeKind::SaleAgreed,
+        OutcomeKind::Bankrupt,
+        OutcomeKind::WoundDown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Listed => "listed",
+            OutcomeKind::Sold => "sold",
+            OutcomeKind::SaleAgreed => "sale_agreed",
+            OutcomeKind::Bankrupt => "bankrupt",
+            OutcomeKind::WoundDown => "wound_down",
+        }
+    }
+
+    /// Whether the private period is over (a pending sale is not yet).
+    pub fn ended(self) -> bool {
+        self != OutcomeKind::SaleAgreed
+    }
 }
 
 #[derive(Debug, Serialize)]
 pub struct Outcome<'a> {
+    pub kind: OutcomeKind,
     pub event_id: &'a str,
     pub event_type: EventType,
     pub occurred_on: Day,
+    /// As reported: 0 for a write-off or an undisclosed price.
     pub valuation_usd: u64,
 }
 
 impl<'a> EventFacts<'a> {
-    pub fn of(company: &'a Company, as_of: Day) -> EventFacts<'a> {
-        // A company's events are in date order; none is after as_of (the builder refuses it).
-        let last = company.events.iter().rfind(|e| e.occurred_on <= as_of);
-        let outcome = company
-            .terminal()
-            .or(last.filter(|e| e.event_type == EventType::Acquisition))
-            .map(|e: &'a Event| Outcome {
-                event_id: &e.event_id,
-                event_type: e.event_type,
-                occurred_on: e.occurred_on,
-                valuation_usd: e.valuation_usd,
-            });
+    pub fn of(company: &'a Company, history: &History, as_of: Day) -> EventFacts<'a> {
+        let last = history
+            .anchors
+            .iter()
+            .rfind(|a| a.day <= as_of)
+            .and_then(|a| company.events.get(a.event));
+        let outcome = outcome_of(company).map(|(kind, e): (OutcomeKind, &'a Event)| Outcome {
+            kind,
+            event_id: &e.event_id,
+            event_type: e.event_type,
+            occurred_on: e.occurred_on,
+            valuation_usd: e.valuation_usd,
+        });
         EventFacts {
             last_event: last.map(|e| LastEvent {
                 event_id: &e.event_id,
                 occurred_on: e.occurred_on,
                 event_type: e.event_type,
                 valuation_usd: e.valuation_usd,
+                source_grade: e.source_grade,
             }),
             days_since_last_event: last.map(|e| as_of.days_since(e.occurred_on)),
             outcome,
@@ -59,7 +102,7 @@ impl<'a> EventFacts<'a> {
     }
 
     /// A mark against the last event's value, in percent (two decimals); none against a value
-    /// of 0 (a bankruptcy written off).
+    /// of 0.
     pub fn vs_last_event_pct(&self, mark: f64) -> Option<f64> {
         let value = self.last_event.as_ref()?.valuation_usd as f64;
         (value > 0.0).then(|| round_to((mark / value - 1.0) * 100.0, 2))
@@ -72,4 +115,27 @@ impl<'a> EventFacts<'a> {
             self.outcome.as_ref().map(|o| o.occurred_on.0),
         )
     }
+
+    pub fn outcome_kind(&self) -> Option<OutcomeKind> {
+        self.outcome.as_ref().map(|o| o.kind)
+    }
+}
+
+/// A company's outcome in its effective view: its listing, closed sale, bankruptcy or
+/// wind-down, or else an agreed sale that no later record terminated.
+pub fn outcome_of(company: &Company) -> Option<(OutcomeKind, &Event)> {
+    if let Some(end) = company.terminal() {
+        let kind = match end.event_type {
+            EventType::AcquisitionClosed => OutcomeKind::Sold,
+            EventType::Bankruptcy => OutcomeKind::Bankrupt,
+            EventType::WindDown => OutcomeKind::WoundDown,
+            _ => OutcomeKind::Listed,
+        };
+        return Some((kind, end));
+    }
+    company
+        .effective()
+        .rfind(|e| matches!(e.event_type, EventType::Acquisition | EventType::AcquisitionTerminated))
+        .filter(|e| e.event_type == EventType::Acquisition)
+        .map(|e| (OutcomeKind::SaleAgreed, e))
 }

@@ -15,12 +15,11 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::dataset::{Company, DatasetInfo, EventType, Sector, Status};
-use crate::methodology::forecasters::backtest::Forecaster;
-use crate::methodology::scorecard::disclosure::{DisclosedScorecard, DisclosedTargets, Disclosure};
-use crate::methodology::scorecard::{Target, TargetKind, Verdict};
+use crate::dataset::{Company, Dataset, DatasetInfo, EventType, ReportedAs, Sector, SourceGrade, Status};
+use crate::methodology::scorecard::disclosure::{self, Disclosure};
+use crate::methodology::scorecard::{Number, Target, TargetKind};
 use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkBasis, MarkDay, METHODOLOGY_VERSION};
-use crate::render::facts::EventFacts;
+use crate::render::facts::{EventFacts, OutcomeKind};
 use marks_format::day::{iso_date, Day};
 
 #[derive(Serialize)]
@@ -65,14 +64,30 @@ struct MarkPoint {
     value_usd: u64,
     lower_usd: u64,
     upper_usd: u64,
+    /// The track record in force: the share of past month-end marks whose next reported value
+    /// came within +/-20%, the same for every company on a day.
     confidence: f64,
     coverage: u32,
     /// The mark against the value of the company's last event, in percent.
     vs_last_event_pct: Option<f64>,
+    /// The forecast of the next reported valuation, beside the mark (docs/design.md section 3);
+    /// null once the private period ended.
+    next_reported: Option<NextReported>,
 }
 
+/// The next-print forecast, labelled as what it is.
+#[derive(Serialize)]
+struct NextReported {
+    value_usd: u64,
+    label: &'static str,
+}
+
+/// What `next_reported` is, in every body that carries it.
+pub const NEXT_REPORTED_LABEL: &str = "Forecast of the valuation at which the company will next be reported \
+     (reported rounds run above the value on the day: companies announce rises); not today's value estimate.";
+
 impl MarkPoint {
-    /// A company's latest mark, with the confidence the method states for it.
+    /// A company's latest mark, with the track record in force for it.
     fn latest(marks: &CompanyMarks, facts: &EventFacts<'_>) -> Option<MarkPoint> {
         let day = marks.latest()?;
         let Band { lower, upper } = Band::of(day.band80);
@@ -84,6 +99,10 @@ impl MarkPoint {
             confidence: round_to(marks.confidence, 4),
             coverage: 80,
             vs_last_event_pct: facts.vs_last_event_pct(day.mark),
+            next_reported: marks.next_reported.map(|value| NextReported {
+                value_usd: usd(value),
+                label: NEXT_REPORTED_LABEL,
+            }),
         })
     }
 }
@@ -118,7 +137,7 @@ pub fn list_item(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>
 /// SPEC 2.7 CompanyProfileResponse, with what the latest mark rests on as its
 /// `observations` (docs/design.md section 4a): the event that sets it and the drift's part, in
 /// numbers and words. No source link or note: a company's history is getMarkEvents's (Pro).
-pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>) -> Vec<u8> {
+pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>, as_of: Day) -> Vec<u8> {
     #[derive(Serialize)]
     struct Profile<'a> {
         meta: &'a RawValue,
@@ -143,7 +162,9 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks, facts: &Eve
         latest_mark: MarkPoint::latest(marks, facts),
         delta_30d_pct: marks.delta_30d_pct,
         facts,
-        observations: marks.basis.map_or_else(Vec::new, |basis| observations(company, &basis)),
+        observations: marks
+            .basis
+            .map_or_else(Vec::new, |basis| observations(company, &basis, marks, facts, as_of)),
     })
 }
 
@@ -157,6 +178,7 @@ enum Observation<'a> {
         occurred_on: Day,
         event_type: EventType,
         valuation_usd: u64,
+        source_grade: Option<SourceGrade>,
         weight: f64,
         explanation: String,
     },
@@ -166,49 +188,114 @@ enum Observation<'a> {
         drift_pct: f64,
         explanation: String,
     },
+    /// What ended the private period, after the last private mark.
+    Outcome {
+        kind: OutcomeKind,
+        event_id: &'a str,
+        occurred_on: Day,
+        event_type: EventType,
+        valuation_usd: u64,
+        explanation: String,
+    },
 }
 
-fn observations<'a>(company: &'a Company, basis: &MarkBasis) -> Vec<Observation<'a>> {
+/// A dollar amount in words, three significant figures: $286B, $1.14T, $812M.
+pub fn usd_words(value: u64) -> String {
+    let v = value as f64;
+    let (scaled, unit) = match v {
+        v if v >= 1e12 => (v / 1e12, "T"),
+        v if v >= 1e9 => (v / 1e9, "B"),
+        v if v >= 1e6 => (v / 1e6, "M"),
+        v if v >= 1e3 => (v / 1e3, "K"),
+        v => (v, ""),
+    };
+    let digits = if scaled >= 100.0 {
+        0
+    } else if scaled >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let text = format!("{scaled:.digits$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    };
+    format!("${text}{unit}")
+}
+
+fn observations<'a>(
+    company: &'a Company,
+    basis: &MarkBasis,
+    marks: &CompanyMarks,
+    facts: &EventFacts<'a>,
+    as_of: Day,
+) -> Vec<Observation<'a>> {
     let Some(event) = company.events.get(basis.event) else {
         return Vec::new();
     };
     let kind = event.event_type.as_str().replace('_', " ");
-    let explanation = if event.event_type == EventType::Bankruptcy {
-        format!(
-            "The value reported after the {kind} on {} is the mark.",
-            event.occurred_on
-        )
-    } else {
-        format!("The mark starts from the value of this {kind}.")
-    };
+    let value = usd_words(event.valuation_usd);
     let mut parts = vec![Observation::Event {
         event_id: &event.event_id,
         occurred_on: event.occurred_on,
         event_type: event.event_type,
         valuation_usd: event.valuation_usd,
+        source_grade: event.source_grade,
         weight: 1.0,
-        explanation,
+        explanation: format!(
+            "The mark starts from this {kind} at {value} on {}: the last value reported before the mark.",
+            event.occurred_on
+        ),
     }];
-    if event.event_type != EventType::Bankruptcy {
-        let drift_pct = round_to((basis.drift_log.exp() - 1.0) * 100.0, 2);
-        let explanation = if event.event_type == EventType::Acquisition {
-            // Methodology v0.4.0: an agreed sale fixes the price.
-            format!(
-                "The mark adds nothing after an agreed sale: the agreed price holds, {} days on, while its \
-                 bands widen with the time since, because agreed deals can fail.",
-                basis.days
-            )
-        } else {
-            format!(
-                "The mark adds {drift_pct}% for {} days without a reported valuation, learnt from how \
-                 valuations moved after similar gaps across every company.",
-                basis.days
-            )
+    let drift_pct = round_to((basis.drift_log.exp() - 1.0) * 100.0, 2);
+    let explanation = if basis.holds {
+        format!(
+            "The mark holds the agreed price, {} days on: nothing drifts while an agreed sale is pending. Its bands \
+             still widen with time, because agreed deals can fail.",
+            basis.days
+        )
+    } else {
+        let moved = if drift_pct >= 0.0 { "adds" } else { "moves" };
+        format!(
+            "Today's value estimate {moved} {drift_pct:+}% for {} days without a reported value, learnt from how values \
+             moved between prints of companies quiet as long.{}",
+            basis.days,
+            marks.next_reported.map_or(String::new(), |next| format!(
+                " The forecast of the next reported valuation, published beside it, is {}: reported rounds run above \
+                 the value on the day.",
+                usd_words(usd(next))
+            ))
+        )
+    };
+    parts.push(Observation::Drift {
+        days: basis.days,
+        drift_pct,
+        explanation,
+    });
+    if let Some(outcome) = facts.outcome.as_ref().filter(|o| o.kind.ended()) {
+        let last = marks.latest().map_or(as_of, |m| m.day);
+        let what = match outcome.kind {
+            OutcomeKind::Listed => format!("listed on {} at {}", outcome.occurred_on, usd_words(outcome.valuation_usd)),
+            OutcomeKind::Sold if outcome.valuation_usd > 0 => {
+                format!("was sold on {} for {}", outcome.occurred_on, usd_words(outcome.valuation_usd))
+            }
+            OutcomeKind::Sold => format!("was sold on {} at an undisclosed price", outcome.occurred_on),
+            OutcomeKind::Bankrupt => format!("filed for bankruptcy on {}", outcome.occurred_on),
+            OutcomeKind::WoundDown => format!("was wound down on {}", outcome.occurred_on),
+            OutcomeKind::SaleAgreed => String::new(),
         };
-        parts.push(Observation::Drift {
-            days: basis.days,
-            drift_pct,
-            explanation,
+        parts.push(Observation::Outcome {
+            kind: outcome.kind,
+            event_id: outcome.event_id,
+            occurred_on: outcome.occurred_on,
+            event_type: outcome.event_type,
+            valuation_usd: outcome.valuation_usd,
+            explanation: format!(
+                "The company {what}: its private period ended, and this is its last private mark, of {last}, not a \
+                 value today."
+            ),
         });
     }
     parts
@@ -263,18 +350,28 @@ pub fn series(meta: &[u8], slug: &str, coverage: Coverage, series: &[MarkDay], d
     out
 }
 
-/// An element of MarkEventsResponse.events.
+/// An element of MarkEventsResponse.events: one record of the append-only history, with what
+/// corrected or withdrew it.
 #[derive(Serialize)]
 struct EventJson<'a> {
     event_id: &'a str,
     occurred_on: Day,
     event_type: EventType,
     valuation_usd: u64,
+    reported_as: Option<ReportedAs>,
     source_url: &'a str,
+    source_grade: Option<SourceGrade>,
     note: &'a str,
+    /// The earlier record this one corrects (or, for a retraction, withdraws).
+    supersedes: Option<&'a str>,
+    /// The later record that corrects this one.
+    superseded_by: Option<&'a str>,
+    /// The later retraction that withdraws this one.
+    retracted_by: Option<&'a str>,
 }
 
-/// A company's whole append-only history, oldest first.
+/// A company's whole append-only history, every record (corrected and withdrawn ones included),
+/// oldest first.
 fn event_history(company: &Company) -> Vec<EventJson<'_>> {
     company
         .events
@@ -284,8 +381,13 @@ fn event_history(company: &Company) -> Vec<EventJson<'_>> {
             occurred_on: e.occurred_on,
             event_type: e.event_type,
             valuation_usd: e.valuation_usd,
+            reported_as: e.reported_as,
             source_url: &e.source_url,
+            source_grade: e.source_grade,
             note: &e.note,
+            supersedes: e.supersedes.as_deref(),
+            superseded_by: e.superseded_by.as_deref(),
+            retracted_by: e.retracted_by.as_deref(),
         })
         .collect()
 }
@@ -295,12 +397,12 @@ pub fn series_prefix(meta: &[u8]) -> Vec<u8> {
     [&b"{\"meta\":"[..], meta, b","].concat()
 }
 
-/// SPEC 2.9 MarkEventsResponse: the company's whole append-only history, oldest first.
-/// How the method did on one company (getBacktest): every scored event with the forecast made
-/// before it (the mark, its bands, the confidence it stated) and what happened, and its listing
-/// or bankruptcy, in date order. Below Pro, what happened at an event is told by where it fell
-/// (inside a band, above or below the mark, a hit) and not by its value: a company's event
-/// values are getMarkEvents's. Outcomes' values are every company item's anyway.
+/// How the method did on one company (getBacktest): every scored reported value with the
+/// numbers of the day before it (the mark, its bands, the track record in force, the next-print
+/// forecast) and where it landed, and its outcome, in date order. Below Pro, what happened at an
+/// event is told by where it fell (inside a band, above or below the mark, a hit) and not by its
+/// value: a company's event values are getMarkEvents's. Outcomes' values are every company
+/// item's anyway.
 pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: Disclosure) -> Vec<u8> {
     #[derive(Serialize)]
     struct Scored<'a> {
@@ -310,14 +412,18 @@ pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: 
         marked_on: Day,
         gap_years: f64,
         mark_usd: u64,
-        band_80: &'a Band,
+        band_80: Band,
         #[serde(skip_serializing_if = "Option::is_none")]
-        band_95: Option<&'a Band>,
+        band_95: Option<Band>,
         confidence: f64,
+        next_print_usd: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        last_print_usd: Option<u64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         event_id: Option<&'a str>,
         #[serde(skip_serializing_if = "Option::is_none")]
         observed_usd: Option<u64>,
+        /// (mark / observed - 1) in percent.
         #[serde(skip_serializing_if = "Option::is_none")]
         error_pct: Option<f64>,
         /// The observed value was above the mark.
@@ -325,8 +431,6 @@ pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: 
         inside_80: bool,
         inside_95: bool,
         hit: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        verdict: Option<Verdict>,
     }
     #[derive(Serialize)]
     struct Summary {
@@ -340,37 +444,41 @@ pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: 
         meta: &'a RawValue,
         slug: &'a str,
         methodology_version: &'static str,
-        forecaster: &'static str,
         disclosure: &'static str,
+        /// `hit` is about landing within this many percent of the mark.
+        tolerance_pct: f64,
         summary: Summary,
         targets: Vec<Scored<'a>>,
     }
     let full = disclosure == Disclosure::Full;
-    let method = Forecaster::Method.index();
+    let band = |t: &Target, low: usize, high: usize| {
+        Band::of(((t.mark_log + t.band_offsets[low]).exp(), (t.mark_log + t.band_offsets[high]).exp()))
+    };
     let scored: Vec<Scored<'_>> = targets
         .iter()
-        .filter_map(|t| {
-            let f = t.forecasts.get(method)?;
+        .map(|t| {
             let told = full || t.kind != TargetKind::Event;
-            Some(Scored {
+            let error = t.error(Number::Mark);
+            Scored {
                 kind: t.kind,
                 event_type: t.event_type,
                 occurred_on: t.occurred_on,
                 marked_on: t.marked_on,
                 gap_years: round_to(t.gap_years, 4),
-                mark_usd: usd(f.mark_usd),
-                band_80: &f.band_80,
-                band_95: full.then_some(&f.band_95),
-                confidence: round_to(f.confidence, 4),
+                mark_usd: usd(t.mark_log.exp()),
+                band_80: band(t, 0, 1),
+                band_95: full.then(|| band(t, 2, 3)),
+                confidence: round_to(t.confidence, 4),
+                next_print_usd: usd(t.next_print_log.exp()),
+                last_print_usd: full.then(|| usd(t.last_print_log.exp())),
                 event_id: told.then_some(t.event_id.as_str()),
-                observed_usd: told.then_some(t.observed_usd),
-                error_pct: if told { f.error_pct() } else { None },
-                above: (t.observed_usd as f64) > f.mark_usd,
-                inside_80: f.inside_80,
-                inside_95: f.inside_95,
-                hit: f.hit,
-                verdict: f.verdict,
-            })
+                observed_usd: told.then(|| usd(t.observed_log.exp())),
+                error_pct: told.then(|| round_to(((-error).exp() - 1.0) * 100.0, 1)),
+                above: error > 0.0,
+                inside_80: t.inside_80(),
+                inside_95: t.inside_95(),
+                hit: t.hit(),
+            }
         })
         .collect();
     let events: Vec<&Scored<'_>> = scored.iter().filter(|s| s.kind == TargetKind::Event).collect();
@@ -378,8 +486,8 @@ pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: 
         meta: raw(meta),
         slug: &company.slug,
         methodology_version: METHODOLOGY_VERSION,
-        forecaster: Forecaster::Method.name(),
-        disclosure: if full { "full" } else { "research" },
+        disclosure: disclosure.as_str(),
+        tolerance_pct: crate::methodology::PARAMS.confidence_tolerance * 100.0,
         summary: Summary {
             scored_events: events.len(),
             inside_80: events.iter().filter(|s| s.inside_80).count(),
@@ -390,6 +498,7 @@ pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: 
     })
 }
 
+/// SPEC 2.9 MarkEventsResponse: the company's whole append-only history, oldest first.
 pub fn events(meta: &[u8], company: &Company) -> Vec<u8> {
     #[derive(Serialize)]
     struct Events<'a> {
@@ -502,21 +611,30 @@ pub fn export_company(company: &Company, marks: &CompanyMarks, facts: &EventFact
     line
 }
 
-/// The unsigned resolution record of SPEC 2.10 with docs/design.md section 4's versioned identifiers: the mark
-/// of record at `as_of`, or for a listed company the listing value with its last private bands.
+/// The unsigned resolution record of SPEC 2.10 with docs/design.md section 4's versioned
+/// identifiers: the mark of record at `as_of`, or for a company whose private period ended the
+/// value of its outcome (the listing, the sale, the failure) with its last private bands.
 pub fn resolution_record(
     meta: &[u8],
     info: &DatasetInfo,
     company: &Company,
     marks: &CompanyMarks,
+    facts: &EventFacts<'_>,
     key_id: &str,
 ) -> Option<Map<String, Value>> {
     let latest = marks.latest()?;
-    let (basis, basis_date, value) = match (company.listing(), company.bankruptcy()) {
-        (Some(listing), _) => ("listing", listing.occurred_on, listing.valuation_usd),
-        // The series ends on the bankruptcy at the reported value, bands included.
-        (None, Some(bankruptcy)) => ("bankruptcy", bankruptcy.occurred_on, bankruptcy.valuation_usd),
-        (None, None) => ("mark", latest.day, usd(latest.mark)),
+    let ended = facts.outcome.as_ref().filter(|o| o.kind.ended());
+    let (basis, basis_date, value) = match ended {
+        Some(outcome) => {
+            let basis = match outcome.kind {
+                OutcomeKind::Listed => "listing",
+                OutcomeKind::Sold => "sale",
+                OutcomeKind::Bankrupt => "bankruptcy",
+                _ => "wind_down",
+            };
+            (basis, outcome.occurred_on, outcome.valuation_usd)
+        }
+        None => ("mark", latest.day, usd(latest.mark)),
     };
     let meta: Value = serde_json::from_slice(meta).ok()?;
     let record = json!({
@@ -540,64 +658,63 @@ pub fn resolution_record(
     }
 }
 
-/// Every scored target of the backtest with each forecaster's numbers, so that every figure of
-/// the scorecard can be recomputed from it, in one of its two disclosures.
-/// Written to `out` as it is serialised: a million targets make gigabytes.
+/// Every scored row of the scorecard (event-day targets and month-ends) with every number, so
+/// that every figure can be recomputed from it, in one of its two disclosures. Written to `out`
+/// as it is serialised: a million rows make gigabytes.
 pub fn scorecard_targets(
     out: impl std::io::Write,
     meta: &[u8],
+    dataset: &Dataset,
     fit: &Fit,
     disclosure: Disclosure,
 ) -> std::io::Result<()> {
     #[derive(Serialize)]
-    struct Targets<'a> {
+    struct Rows<'a> {
         meta: &'a RawValue,
         methodology_version: &'static str,
         /// Which form this is: `public` (relative quantities only) or `full` (Pro and above).
         disclosure: &'static str,
         /// `hit` and `confidence` are about landing within this many percent of the mark.
         tolerance_pct: f64,
-        forecasters: Vec<&'static str>,
-        targets: DisclosedTargets<'a>,
+        numbers: [&'static str; 3],
+        #[serde(flatten)]
+        rows: disclosure::DisclosedRows<'a>,
     }
-    let targets = Targets {
+    let month_ends: Vec<_> = fit
+        .month_ends
+        .iter()
+        .map(|row| crate::methodology::scorecard::scored(fit, row))
+        .collect();
+    let rows = Rows {
         meta: raw(meta),
         methodology_version: METHODOLOGY_VERSION,
         disclosure: disclosure.as_str(),
-        tolerance_pct: crate::methodology::conformal::CONFIDENCE_TOLERANCE * 100.0,
-        forecasters: fit.scorecard.forecasters.iter().map(|f| f.figures.name).collect(),
-        targets: fit.scorecard.disclosed_targets(disclosure),
+        tolerance_pct: crate::methodology::PARAMS.confidence_tolerance * 100.0,
+        numbers: Number::ALL.map(Number::name),
+        rows: disclosure::rows(dataset, &fit.scorecard.targets, &month_ends, disclosure),
     };
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
-    serde_json::to_writer(&mut out, &targets).map_err(std::io::Error::from)?;
+    serde_json::to_writer(&mut out, &rows).map_err(std::io::Error::from)?;
     std::io::Write::flush(&mut out)
 }
 
-/// The published backtest: the method's constants (and the comparison forecasters'), the
-/// quantiles now in force, and the scorecard, in one of its two disclosures.
+/// The published scorecard: the method's constants and the scores. Its figures are aggregates,
+/// the same in both disclosures; the document names the form of the rows a reader gets.
 pub fn scorecard(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
     #[derive(Serialize)]
     struct Scorecard<'a> {
         meta: &'a RawValue,
         methodology_version: &'static str,
-        /// Which form this is: `public` (relative quantities only) or `full` (Pro and above).
         disclosure: &'static str,
-        params: Value,
-        comparison_params: Value,
-        quantiles_in_force: crate::methodology::Quantiles,
-        /// The method's bands in force after `as_of`, with the 80% level and what set it.
-        bands_in_force: crate::methodology::adaptive::BandState,
+        params: &'static crate::methodology::Params,
         #[serde(flatten)]
-        scorecard: DisclosedScorecard<'a>,
+        scorecard: &'a crate::methodology::Scorecard,
     }
     to_json(&Scorecard {
         meta: raw(meta),
         methodology_version: METHODOLOGY_VERSION,
         disclosure: disclosure.as_str(),
-        params: fit.params.to_json(),
-        comparison_params: fit.params.comparison_json(),
-        quantiles_in_force: fit.bands_on(fit.as_of.plus(1)).quantiles(),
-        bands_in_force: fit.bands_on(fit.as_of.plus(1)),
-        scorecard: fit.scorecard.disclosed(disclosure),
+        params: &crate::methodology::PARAMS,
+        scorecard: &fit.scorecard,
     })
 }

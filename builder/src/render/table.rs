@@ -49,6 +49,9 @@ pub fn company_row(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'
         Cell::from(outcome.map(|o| o.event_type.as_str())),
         Cell::from(outcome_on.as_deref()),
         whole(outcome.map(|o| o.valuation_usd)),
+        Cell::from(outcome.map(|o| o.kind.as_str())),
+        Cell::from(last.and_then(|e| e.source_grade).map(|g| g.as_str())),
+        whole(marks.next_reported.map(usd)),
     ]);
     let mut row = Vec::with_capacity(256);
     put_row(&mut row, &cells);
@@ -79,7 +82,8 @@ pub fn series(slug: &str, coverage: Coverage, series: &[MarkDay], dates: &[[u8; 
     out
 }
 
-/// A company's events, oldest first, with the header row.
+/// A company's events, every record of its append-only history oldest first, with the header
+/// row.
 pub fn events(company: &Company) -> Vec<u8> {
     let mut out = table::header(EVENT_COLUMNS);
     for event in &company.events {
@@ -92,8 +96,13 @@ pub fn events(company: &Company) -> Vec<u8> {
                 Cell::Text(&date),
                 Cell::Text(event.event_type.as_str()),
                 Cell::Whole(event.valuation_usd),
+                Cell::from(event.reported_as.map(|r| r.as_str())),
                 Cell::Text(&event.source_url),
+                Cell::from(event.source_grade.map(|g| g.as_str())),
                 Cell::Text(&event.note),
+                Cell::from(event.supersedes.as_deref()),
+                Cell::from(event.superseded_by.as_deref()),
+                Cell::from(event.retracted_by.as_deref()),
             ],
         );
     }

@@ -1,4 +1,4 @@
-//! Company-clustered bootstrap of the difference between two forecasters' walk-forward errors,
+//! Company-clustered bootstrap of the difference between two forecasters' errors on one score,
 //! so a reader can tell a real improvement from a tie. Events of one company are not
 //! independent (one company's long silence makes several large errors), so whole companies
 //! are resampled with replacement, never single events.
@@ -22,12 +22,8 @@ pub const SEED: u64 = 20_221_111;
 /// One company's errors for forecasters A (index 0) and B (index 1).
 #[derive(Clone, Debug, Default)]
 pub struct ClusterErrors {
-    /// |forecast - observed| / observed at each scored event.
-    pub relative_errors: Vec<[f64; 2]>,
-    /// |ln observed - forecast| at each scored event.
+    /// |ln observed - forecast| at each scored target.
     pub abs_log_errors: Vec<[f64; 2]>,
-    /// |mark / listing value - 1| at its listing, if it listed.
-    pub listing_error: Option<[f64; 2]>,
 }
 
 /// One figure's difference A - B, with its bootstrap interval.
@@ -50,9 +46,7 @@ struct Pooled {
     /// All |log errors|, sorted, and the company each came from.
     sorted_companies: Vec<u32>,
     sorted_values: Vec<f64>,
-    relative_sum: Vec<f64>,
     abs_log_sum: Vec<f64>,
-    listing: Vec<Option<f64>>,
 }
 
 impl Pooled {
@@ -66,15 +60,10 @@ impl Pooled {
         Pooled {
             sorted_companies: all.iter().map(|e| e.1).collect(),
             sorted_values: all.iter().map(|e| e.0).collect(),
-            relative_sum: clusters
-                .iter()
-                .map(|c| c.relative_errors.iter().map(|e| e[side]).sum())
-                .collect(),
             abs_log_sum: clusters
                 .iter()
                 .map(|c| c.abs_log_errors.iter().map(|e| e[side]).sum())
                 .collect(),
-            listing: clusters.iter().map(|c| c.listing_error.map(|e| e[side])).collect(),
         }
     }
 
@@ -105,62 +94,37 @@ impl Pooled {
 }
 
 /// The figures of one draw (or of the sample, with every count 1), in `FIGURES` order, for A
-/// and B: median and mean |log error|, MAPE in percent, listings' mean |error| in percent.
-fn figures(a: &Pooled, b: &Pooled, clusters: &[ClusterErrors], counts: &[u32]) -> [[Option<f64>; 2]; 4] {
-    let events: u64 = clusters
+/// and B: median and mean |log error|.
+fn figures(a: &Pooled, b: &Pooled, clusters: &[ClusterErrors], counts: &[u32]) -> [[Option<f64>; 2]; 2] {
+    let targets: u64 = clusters
         .iter()
         .zip(counts)
-        .map(|(c, &k)| u64::from(k) * c.relative_errors.len() as u64)
+        .map(|(c, &k)| u64::from(k) * c.abs_log_errors.len() as u64)
         .sum();
-    let listings: u64 = clusters
-        .iter()
-        .zip(counts)
-        .filter(|(c, _)| c.listing_error.is_some())
-        .map(|(_, &k)| u64::from(k))
-        .sum();
-    let weighted_mean = |per_company: &dyn Fn(usize) -> Option<f64>, n: u64| -> Option<f64> {
-        (n > 0).then(|| {
+    let mean = |pooled: &Pooled| -> Option<f64> {
+        (targets > 0).then(|| {
             counts
                 .iter()
-                .enumerate()
-                .filter_map(|(c, &k)| per_company(c).map(|v| v * f64::from(k)))
+                .zip(&pooled.abs_log_sum)
+                .map(|(&k, sum)| sum * f64::from(k))
                 .sum::<f64>()
-                / n as f64
+                / targets as f64
         })
     };
-    let percent = |mean: Option<f64>| mean.map(|m| m * 100.0);
     [
-        [a.weighted_median(counts, events), b.weighted_median(counts, events)],
-        [
-            weighted_mean(&|c| Some(a.abs_log_sum[c]), events),
-            weighted_mean(&|c| Some(b.abs_log_sum[c]), events),
-        ],
-        [
-            percent(weighted_mean(&|c| Some(a.relative_sum[c]), events)),
-            percent(weighted_mean(&|c| Some(b.relative_sum[c]), events)),
-        ],
-        [
-            percent(weighted_mean(&|c| a.listing[c], listings)),
-            percent(weighted_mean(&|c| b.listing[c], listings)),
-        ],
+        [a.weighted_median(counts, targets), b.weighted_median(counts, targets)],
+        [mean(a), mean(b)],
     ]
 }
 
-/// The robust figures first: one target can set MAPE (a round at 1% of the one before is an
-/// error of 10,000%), never the median or mean |log error|.
-const FIGURES: [&str; 4] = [
-    "median_abs_log_error",
-    "mean_abs_log_error",
-    "mape_pct",
-    "listing_mean_abs_error_pct",
-];
+const FIGURES: [&str; 2] = ["median_abs_log_error", "mean_abs_log_error"];
 
 /// A - B for each of the figures (`FIGURES`), each with its 95% interval over `draws` resamples of the
 /// companies.
 pub fn compare(clusters: &[ClusterErrors], draws: usize, seed: u64) -> Vec<Difference> {
     let (a, b) = (Pooled::new(clusters, 0), Pooled::new(clusters, 1));
     let whole = figures(&a, &b, clusters, &vec![1; clusters.len()]);
-    let resampled: Vec<[Option<f64>; 4]> = (0..draws)
+    let resampled: Vec<[Option<f64>; 2]> = (0..draws)
         .into_par_iter()
         .map(|draw| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -206,9 +170,7 @@ mod tests {
 
     fn cluster(errors: &[(f64, f64)]) -> ClusterErrors {
         ClusterErrors {
-            relative_errors: errors.iter().map(|&(a, b)| [a, b]).collect(),
             abs_log_errors: errors.iter().map(|&(a, b)| [a, b]).collect(),
-            listing_error: None,
         }
     }
 
@@ -229,12 +191,9 @@ mod tests {
         let better: Vec<ClusterErrors> = (0..40).map(|i| cluster(&[(0.1 + 0.001 * i as f64, 0.5)])).collect();
         let differences = compare(&better, 200, 1);
         let figure = |name: &str| differences.iter().find(|d| d.figure == name).unwrap();
-        assert_eq!(figure("mape_pct").verdict, "a_better");
         assert_eq!(figure("median_abs_log_error").verdict, "a_better");
         assert_eq!(figure("mean_abs_log_error").verdict, "a_better");
-        let listings = figure("listing_mean_abs_error_pct");
-        assert_eq!(listings.verdict, "tie", "no listings: no interval");
-        assert!(listings.interval_95.is_none());
+        assert!(compare(&[], 200, 1).iter().all(|d| d.verdict == "tie" && d.interval_95.is_none()));
         let mixed: Vec<ClusterErrors> = (0..40)
             .map(|i| {
                 if i % 2 == 0 {

@@ -1,27 +1,25 @@
-//! What the scorecard discloses, and to whom.
+//! What the scorecard's rows disclose, and to whom.
 //!
 //! The scorecard promises that anyone can recompute every figure it states, and it must not
-//! hand out what a key's tier may not read: the valuations of companies' events. So it comes in
-//! two forms, rendered side by side at build time:
+//! hand out what a key's tier may not read: companies' event values and sources. Its summary
+//! figures are aggregates and are the same for everyone; its rows (`GET
+//! /v1/scorecard/targets`) come in two forms, rendered side by side at build time:
 //!
-//! - [`Disclosure::Public`], for everyone (no key, and keys below Pro): every summary figure;
-//!   per scored target only relative quantities (log error, the bands as multiples of the mark,
-//!   confidence, hit and inside flags, verdict, gap, event type and dates), with no slug, no
-//!   event id and no dollar amount, in date order so that one company's targets do not sit
-//!   together; misses and MAPE's contributors the same; listings and bankruptcies name the
-//!   company (outcomes are what a company item reports anyway) with relative errors only.
-//! - [`Disclosure::Full`], for Pro and above, who may read every company's events: every field.
+//! - [`Disclosure::Public`], for everyone (no key, and keys below Pro): per row only relative
+//!   quantities (log errors, band offsets, confidence, flags, silence, kind, event type and
+//!   dates), with no slug, no event id and no dollar amount, in date order so that one
+//!   company's rows do not sit together;
+//! - [`Disclosure::Full`], for Pro and above, who may read every company's events: every field,
+//!   the unrounded logs among them, so that a cross-check can hold them to 1e-9.
 
 use serde::Serialize;
 
-use crate::dataset::EventType;
-use crate::methodology::scorecard::{
-    Comparison, ForecasterFigures, GapBucket, Miss, RelativeBand, Scorecard, Target, TargetForecast, TargetKind,
-    Verdict,
-};
+use crate::dataset::{Dataset, EventType};
+use crate::methodology::scorecard::{MonthEndScored, Number, Target, TargetKind};
+use crate::methodology::usd;
 use marks_format::day::Day;
 
-/// Which form of the scorecard a reader gets.
+/// Which form a reader gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Disclosure {
     Public,
@@ -40,234 +38,218 @@ impl Disclosure {
     }
 }
 
-/// The scorecard in one form.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub enum DisclosedScorecard<'a> {
-    Full(&'a Scorecard),
-    Public(PublicScorecard<'a>),
+/// The band offsets of a row, named.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Offsets {
+    pub q10: f64,
+    pub q90: f64,
+    pub q025: f64,
+    pub q975: f64,
 }
 
-/// The scored targets in one form.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub enum DisclosedTargets<'a> {
-    Full(&'a [Target]),
-    Public(Vec<PublicTarget<'a>>),
-}
-
-impl Scorecard {
-    pub fn disclosed(&self, disclosure: Disclosure) -> DisclosedScorecard<'_> {
-        match disclosure {
-            Disclosure::Full => DisclosedScorecard::Full(self),
-            Disclosure::Public => DisclosedScorecard::Public(PublicScorecard::of(self)),
-        }
-    }
-
-    pub fn disclosed_targets(&self, disclosure: Disclosure) -> DisclosedTargets<'_> {
-        match disclosure {
-            Disclosure::Full => DisclosedTargets::Full(&self.targets),
-            Disclosure::Public => DisclosedTargets::Public(public_targets(&self.targets)),
-        }
+impl Offsets {
+    fn of(offsets: [f64; 4]) -> Offsets {
+        let [q10, q90, q025, q975] = offsets;
+        Offsets { q10, q90, q025, q975 }
     }
 }
 
-#[derive(Debug, Serialize)]
-pub struct PublicScorecard<'a> {
-    pub forecasters: Vec<PublicForecasterScore<'a>>,
-    pub comparison: &'a Comparison,
-    pub comparison_with_previous: &'a Comparison,
-    pub listing_validations: Vec<PublicOutcome<'a>>,
-    pub bankruptcy_outcomes: Vec<PublicOutcome<'a>>,
+/// The errors of the three numbers on a row, in logs (observed - number).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct NumberErrors {
+    pub mark: f64,
+    pub next_print: f64,
+    pub last_print: f64,
 }
 
-#[derive(Debug, Serialize)]
-pub struct PublicForecasterScore<'a> {
-    #[serde(flatten)]
-    pub figures: &'a ForecasterFigures,
-    pub misses: Vec<PublicMiss>,
-    pub mape_top_contributors: Vec<PublicContributor>,
+impl NumberErrors {
+    fn of(error: impl Fn(Number) -> f64) -> NumberErrors {
+        NumberErrors {
+            mark: error(Number::Mark),
+            next_print: error(Number::NextPrint),
+            last_print: error(Number::LastPrint),
+        }
+    }
 }
 
-/// A scored event outside the 95% band, without whose it was or its dollars.
+/// An event-day target in the public form.
 #[derive(Debug, Serialize)]
-pub struct PublicMiss {
-    pub event_type: EventType,
-    pub occurred_on: Day,
-    pub log_error: f64,
-    pub band_95_rel: RelativeBand,
-}
-
-/// A scored event's share of MAPE, without whose it was.
-#[derive(Debug, Serialize)]
-pub struct PublicContributor {
-    pub event_type: EventType,
-    pub occurred_on: Day,
-    pub abs_pct_error: f64,
-    pub share_of_mape_pct: f64,
-}
-
-/// A listing or bankruptcy: the company and its date, each forecaster's error relative to its
-/// mark the day before.
-#[derive(Debug, Serialize)]
-pub struct PublicOutcome<'a> {
-    pub slug: &'a str,
-    pub event_type: EventType,
-    pub occurred_on: Day,
-    pub marked_on: Day,
-    pub estimates: Vec<PublicEstimate>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct PublicEstimate {
-    pub forecaster: &'static str,
-    /// (mark / outcome value - 1) in percent; null when the outcome value is 0.
-    pub error_pct: Option<f64>,
-    pub band_80_rel: RelativeBand,
-    pub band_95_rel: RelativeBand,
-    pub inside_80: bool,
-    pub inside_95: bool,
-    pub verdict: Verdict,
-}
-
-/// A scored target with relative quantities only.
-#[derive(Debug, Serialize)]
-pub struct PublicTarget<'a> {
+pub struct PublicTarget {
     pub kind: TargetKind,
     pub event_type: EventType,
     pub occurred_on: Day,
     pub marked_on: Day,
     pub gap_years: f64,
-    pub gap_bucket: GapBucket,
-    pub forecasts: Vec<PublicTargetForecast<'a>>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct PublicTargetForecast<'a> {
-    pub forecaster: &'static str,
-    pub scale: f64,
-    pub q80: f64,
-    pub q95: f64,
+    pub log_error: NumberErrors,
+    pub band_offsets: Offsets,
     pub confidence: f64,
-    pub log_error: Option<f64>,
-    pub band_80_rel: &'a RelativeBand,
-    pub band_95_rel: &'a RelativeBand,
     pub inside_80: bool,
     pub inside_95: bool,
     pub hit: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
+    pub residuals_known: usize,
 }
 
-impl<'a> PublicScorecard<'a> {
-    fn of(card: &'a Scorecard) -> PublicScorecard<'a> {
-        let outcomes = |kind: TargetKind| -> Vec<PublicOutcome<'a>> {
-            card.targets
+/// An event-day target in full.
+#[derive(Debug, Serialize)]
+pub struct FullTarget<'a> {
+    pub slug: &'a str,
+    pub event_id: &'a str,
+    #[serde(flatten)]
+    pub public: PublicTarget,
+    /// The reported value as scored (a failure floored at 1% of its anchor), in USD and in logs.
+    pub observed_usd: u64,
+    pub observed_log: f64,
+    pub mark_log: f64,
+    pub next_print_log: f64,
+    pub last_print_log: f64,
+    pub mark_usd: u64,
+    pub next_print_usd: u64,
+    pub last_print_usd: u64,
+}
+
+/// A scored month-end in the public form.
+#[derive(Debug, Serialize)]
+pub struct PublicMonthEnd {
+    pub day: Day,
+    pub gap_years: f64,
+    /// What the next reported value was: `anchor`, `listing`, `failure` or `sale`.
+    pub next_kind: &'static str,
+    pub next_on: Day,
+    /// S1: against the next reported value.
+    pub next_reported_error: NumberErrors,
+    /// S2: against the value on the day bridged between the two reported values.
+    pub bridged_error: NumberErrors,
+    pub band_offsets: Offsets,
+    pub confidence: f64,
+    pub inside_80: bool,
+    pub inside_95: bool,
+    pub hit: bool,
+    pub residuals_known: usize,
+}
+
+/// A scored month-end in full.
+#[derive(Debug, Serialize)]
+pub struct FullMonthEnd<'a> {
+    pub slug: &'a str,
+    pub anchor_event_id: &'a str,
+    pub anchor_type: EventType,
+    #[serde(flatten)]
+    pub public: PublicMonthEnd,
+    pub mark_log: f64,
+    pub next_print_log: f64,
+    pub last_print_log: f64,
+    pub next_log: f64,
+    pub bridged_log: f64,
+}
+
+/// Every row in one form.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum DisclosedRows<'a> {
+    Full {
+        targets: Vec<FullTarget<'a>>,
+        month_ends: Vec<FullMonthEnd<'a>>,
+    },
+    Public {
+        targets: Vec<PublicTarget>,
+        month_ends: Vec<PublicMonthEnd>,
+    },
+}
+
+fn public_target(t: &Target) -> PublicTarget {
+    PublicTarget {
+        kind: t.kind,
+        event_type: t.event_type,
+        occurred_on: t.occurred_on,
+        marked_on: t.marked_on,
+        gap_years: t.gap_years,
+        log_error: NumberErrors::of(|n| t.error(n)),
+        band_offsets: Offsets::of(t.band_offsets),
+        confidence: t.confidence,
+        inside_80: t.inside_80(),
+        inside_95: t.inside_95(),
+        hit: t.hit(),
+        residuals_known: t.residuals_known,
+    }
+}
+
+fn public_month_end(r: &MonthEndScored<'_>) -> PublicMonthEnd {
+    PublicMonthEnd {
+        day: r.row.day,
+        gap_years: r.row.gap_years,
+        next_kind: r.row.next.kind.as_str(),
+        next_on: r.row.next.day,
+        next_reported_error: NumberErrors::of(|n| r.s1(n)),
+        bridged_error: NumberErrors::of(|n| r.s2(n)),
+        band_offsets: Offsets::of(r.band_offsets),
+        confidence: r.confidence,
+        inside_80: r.inside_80(),
+        inside_95: r.inside_95(),
+        hit: r.hit(),
+        residuals_known: r.residuals_known,
+    }
+}
+
+/// The rows of the scorecard in one form.
+pub fn rows<'a>(
+    dataset: &'a Dataset,
+    targets: &'a [Target],
+    month_ends: &[MonthEndScored<'_>],
+    disclosure: Disclosure,
+) -> DisclosedRows<'a> {
+    match disclosure {
+        Disclosure::Full => DisclosedRows::Full {
+            targets: targets
                 .iter()
-                .filter(|t| t.kind == kind)
-                .map(|t| PublicOutcome {
+                .map(|t| FullTarget {
                     slug: &t.slug,
-                    event_type: t.event_type,
-                    occurred_on: t.occurred_on,
-                    marked_on: t.marked_on,
-                    estimates: t.forecasts.iter().map(PublicEstimate::of).collect(),
-                })
-                .collect()
-        };
-        PublicScorecard {
-            forecasters: card
-                .forecasters
-                .iter()
-                .map(|f| PublicForecasterScore {
-                    figures: &f.figures,
-                    misses: f.misses.iter().map(PublicMiss::of).collect(),
-                    mape_top_contributors: f
-                        .mape_top_contributors
-                        .iter()
-                        .map(|c| PublicContributor {
-                            event_type: c.event_type,
-                            occurred_on: c.occurred_on,
-                            abs_pct_error: c.abs_pct_error,
-                            share_of_mape_pct: c.share_of_mape_pct,
-                        })
-                        .collect(),
+                    event_id: &t.event_id,
+                    public: public_target(t),
+                    observed_usd: usd(t.observed_log.exp()),
+                    observed_log: t.observed_log,
+                    mark_log: t.mark_log,
+                    next_print_log: t.next_print_log,
+                    last_print_log: t.last_print_log,
+                    mark_usd: usd(t.mark_log.exp()),
+                    next_print_usd: usd(t.next_print_log.exp()),
+                    last_print_usd: usd(t.last_print_log.exp()),
                 })
                 .collect(),
-            comparison: &card.comparison,
-            comparison_with_previous: &card.comparison_with_previous,
-            listing_validations: outcomes(TargetKind::Listing),
-            bankruptcy_outcomes: outcomes(TargetKind::Bankruptcy),
-        }
-    }
-}
-
-impl PublicMiss {
-    fn of(miss: &Miss) -> PublicMiss {
-        PublicMiss {
-            event_type: miss.event_type,
-            occurred_on: miss.occurred_on,
-            log_error: miss.log_error,
-            band_95_rel: miss.band_95_rel,
-        }
-    }
-}
-
-impl PublicEstimate {
-    fn of(forecast: &TargetForecast) -> PublicEstimate {
-        PublicEstimate {
-            forecaster: forecast.forecaster,
-            error_pct: forecast.error_pct(),
-            band_80_rel: forecast.band_80_rel,
-            band_95_rel: forecast.band_95_rel,
-            inside_80: forecast.inside_80,
-            inside_95: forecast.inside_95,
-            verdict: forecast.verdict.unwrap_or(Verdict::Miss),
-        }
-    }
-}
-
-/// Every target in the public form, ordered by date (then kind, type and error) so that the
-/// order itself does not group one company's targets.
-fn public_targets(targets: &[Target]) -> Vec<PublicTarget<'_>> {
-    let mut public: Vec<PublicTarget<'_>> = targets
-        .iter()
-        .map(|t| PublicTarget {
-            kind: t.kind,
-            event_type: t.event_type,
-            occurred_on: t.occurred_on,
-            marked_on: t.marked_on,
-            gap_years: t.gap_years,
-            gap_bucket: t.gap_bucket,
-            forecasts: t
-                .forecasts
+            month_ends: month_ends
                 .iter()
-                .map(|f| PublicTargetForecast {
-                    forecaster: f.forecaster,
-                    scale: f.scale,
-                    q80: f.q80,
-                    q95: f.q95,
-                    confidence: f.confidence,
-                    log_error: f.log_error,
-                    band_80_rel: &f.band_80_rel,
-                    band_95_rel: &f.band_95_rel,
-                    inside_80: f.inside_80,
-                    inside_95: f.inside_95,
-                    hit: f.hit,
-                    verdict: f.verdict,
+                .map(|r| {
+                    let company = &dataset.companies[r.row.company];
+                    let anchor = &company.events[r.row.anchor.event];
+                    FullMonthEnd {
+                        slug: &company.slug,
+                        anchor_event_id: &anchor.event_id,
+                        anchor_type: anchor.event_type,
+                        public: public_month_end(r),
+                        mark_log: r.row.x,
+                        next_print_log: r.row.x_next,
+                        last_print_log: r.row.anchor.log_value,
+                        next_log: r.row.next.log_value,
+                        bridged_log: r.row.bridged,
+                    }
                 })
                 .collect(),
-        })
-        .collect();
-    let error = |t: &PublicTarget<'_>| {
-        t.forecasts
-            .first()
-            .and_then(|f| f.log_error)
-            .unwrap_or(f64::NEG_INFINITY)
-    };
-    public.sort_by(|a, b| {
-        (a.marked_on, a.occurred_on, a.kind as u8, a.event_type.as_str())
-            .cmp(&(b.marked_on, b.occurred_on, b.kind as u8, b.event_type.as_str()))
-            .then(error(a).total_cmp(&error(b)))
-    });
-    public
+        },
+        Disclosure::Public => {
+            let mut targets: Vec<PublicTarget> = targets.iter().map(public_target).collect();
+            // Date order, then kind, type and error: the order itself does not group one
+            // company's rows.
+            targets.sort_by(|a, b| {
+                (a.marked_on, a.occurred_on, a.kind as u8, a.event_type.as_str())
+                    .cmp(&(b.marked_on, b.occurred_on, b.kind as u8, b.event_type.as_str()))
+                    .then(a.log_error.mark.total_cmp(&b.log_error.mark))
+            });
+            let mut month_ends: Vec<PublicMonthEnd> = month_ends.iter().map(public_month_end).collect();
+            month_ends.sort_by(|a, b| {
+                a.day
+                    .cmp(&b.day)
+                    .then(a.next_reported_error.mark.total_cmp(&b.next_reported_error.mark))
+            });
+            DisclosedRows::Public { targets, month_ends }
+        }
+    }
 }

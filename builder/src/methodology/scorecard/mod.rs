@@ -1,172 +1,114 @@
-//! The published walk-forward backtest (`marks build` prints it, `GET /v1/scorecard` serves
-//! it): every forecaster side by side on the same scored events, with band coverage against
-//! the range a calibrated band would show (overall and by the gap since the last event), the
-//! `confidence` each forecaster stated checked by its Brier score and a reliability table, every
-//! listing and bankruptcy outcome with its verdict, every miss, and a company-clustered
-//! bootstrap of the method against the last-event baseline.
+//! The published scorecard (`marks build` prints it, `GET /v1/scorecard` serves it): three
+//! numbers side by side on three scores, so that a reader sees which number wins which score
+//! and why (docs/design.md section 3).
 //!
-//! Every figure is computed from [`Target`] rows, one per scored target (an event forecast from
-//! the events before its day, or an outcome marked the day before), which are published whole
-//! (`GET /v1/scorecard/targets`) so that anyone can recompute every figure.
+//! The numbers: the published **mark** (the fair value today), the **next-print** forecast
+//! published beside it, and the **last print** carried forward. The scores:
+//! - **event day**: every anchor after a company's first, forecast from the data before its
+//!   day, and every outcome marked the day before (v0.4.0's protocol), against the reported value;
+//! - **month-end S1**: every calendar month-end mark against the next reported value;
+//! - **month-end S2**: the same marks against the value on the day, bridged log-linearly between
+//!   the two reported values around it.
+//!
+//! Reported values are selected (companies announce rises), so the next print runs above the
+//! value on the day: the next-print forecast is built to win S1 and the event day, the mark to
+//! win S2. Beside them: the bands' coverage (overall and by silence), `confidence` checked as a
+//! forecast (it has no skill; it is published as a track record), company-clustered bootstrap
+//! intervals of the differences, the latest marks against their last prints, and the profiles
+//! in force.
+//!
+//! Every figure is computed from rows that are published whole (`GET /v1/scorecard/targets`),
+//! so that anyone can recompute it.
 
 pub mod bootstrap;
 pub mod disclosure;
 
 use serde::Serialize;
 
-use crate::dataset::{Company, Dataset, EventType};
-use crate::methodology::conformal::{QuantileTimeline, Quantiles, CONFIDENCE_TOLERANCE};
-use crate::methodology::forecasters::backtest::{CompanyBacktest, Forecast, Forecaster, FORECASTERS};
+use crate::dataset::{Dataset, EventType};
+use crate::methodology::bands::{BandState, MonthEnd};
+use crate::methodology::fit::Fit;
+use crate::methodology::history::{History, OutcomeKind};
+use crate::methodology::params::{BUCKETS, PARAMS};
 use crate::methodology::stats::{binomial_central_range, mean, median};
-use crate::methodology::{round_to, usd, Band, DAYS_PER_YEAR};
+use crate::methodology::{round_to, METHODOLOGY_VERSION};
 use bootstrap::{ClusterErrors, Difference};
 use marks_format::day::Day;
 
-/// Misses listed per forecaster; the total is always reported.
-pub const MISSES_LISTED: usize = 100;
 /// The probability mass of the coverage range reported beside each observed coverage.
 pub const COVERAGE_RANGE_MASS: f64 = 0.90;
-/// Bins of stated confidence in the reliability table: [0, 0.1), [0.1, 0.2), ... [0.9, 1].
-pub const RELIABILITY_BINS: usize = 10;
-/// MAPE's largest contributors named beside it.
-pub const MAPE_CONTRIBUTORS_NAMED: usize = 3;
 
-/// What a scored target is.
+/// The three numbers scored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Number {
+    Mark,
+    NextPrint,
+    LastPrint,
+}
+
+impl Number {
+    pub const ALL: [Number; 3] = [Number::Mark, Number::NextPrint, Number::LastPrint];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Number::Mark => "mark",
+            Number::NextPrint => "next_print",
+            Number::LastPrint => "last_print",
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Number::Mark => {
+                "The published mark: today's value estimate, the last reported value moved by how values \
+                 moved between prints of companies quiet as long (methodology v0.5.0)."
+            }
+            Number::NextPrint => {
+                "The next-print forecast published beside the mark (latest_mark.next_reported): the \
+                 valuation at which the company is next likely to be reported."
+            }
+            Number::LastPrint => "The last reported value carried forward unchanged: the baseline.",
+        }
+    }
+}
+
+/// What an event-day target is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TargetKind {
-    /// An observation forecast from the company's events before its day.
+    /// An anchor after the company's first, forecast from the data before its day.
     Event,
     /// A listing, marked the day before.
     Listing,
-    /// A bankruptcy, marked the day before.
-    Bankruptcy,
+    /// A bankruptcy or wind-down, marked the day before (its value floored at 1% of the anchor).
+    Failure,
+    /// A closed sale, marked the day before.
+    Sale,
 }
 
-/// How an outcome landed against a forecaster's mark the day before.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Within +/-10% of the mark, the tolerance `confidence` is stated for.
-    Hit,
-    /// Not a hit, inside the 80% band.
-    #[serde(rename = "covered_80")]
-    Covered80,
-    /// Inside the 95% band only.
-    #[serde(rename = "covered_95")]
-    Covered95,
-    Miss,
-}
+impl TargetKind {
+    pub const ALL: [TargetKind; 4] = [TargetKind::Event, TargetKind::Listing, TargetKind::Failure, TargetKind::Sale];
 
-impl Verdict {
+    fn of(kind: OutcomeKind) -> TargetKind {
+        match kind {
+            OutcomeKind::Listing => TargetKind::Listing,
+            OutcomeKind::Failure => TargetKind::Failure,
+            OutcomeKind::Sale => TargetKind::Sale,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::Hit => "hit",
-            Verdict::Covered80 => "covered_80",
-            Verdict::Covered95 => "covered_95",
-            Verdict::Miss => "miss",
+            TargetKind::Event => "event",
+            TargetKind::Listing => "listing",
+            TargetKind::Failure => "failure",
+            TargetKind::Sale => "sale",
         }
     }
 }
 
-/// The gap since a company's last observation, in the buckets the method's drift uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GapBucket {
-    #[serde(rename = "under_6_months")]
-    Under6Months,
-    #[serde(rename = "6_to_12_months")]
-    SixTo12Months,
-    #[serde(rename = "1_to_2_years")]
-    OneTo2Years,
-    #[serde(rename = "over_2_years")]
-    Over2Years,
-}
-
-impl GapBucket {
-    pub const ALL: [GapBucket; 4] = [
-        GapBucket::Under6Months,
-        GapBucket::SixTo12Months,
-        GapBucket::OneTo2Years,
-        GapBucket::Over2Years,
-    ];
-
-    /// Edges 0.5, 1 and 2 years, as the method's drift buckets.
-    pub fn of(gap_years: f64) -> GapBucket {
-        match gap_years {
-            g if g < 0.5 => GapBucket::Under6Months,
-            g if g < 1.0 => GapBucket::SixTo12Months,
-            g if g < 2.0 => GapBucket::OneTo2Years,
-            _ => GapBucket::Over2Years,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            GapBucket::Under6Months => "under 6 months",
-            GapBucket::SixTo12Months => "6-12 months",
-            GapBucket::OneTo2Years => "1-2 years",
-            GapBucket::Over2Years => "over 2 years",
-        }
-    }
-}
-
-/// One forecaster's numbers at one scored target.
-#[derive(Clone, Debug, Serialize)]
-pub struct TargetForecast {
-    pub forecaster: &'static str,
-    /// The mark, unrounded, so that every published figure can be recomputed exactly.
-    pub mark_usd: f64,
-    pub band_80: Band,
-    pub band_95: Band,
-    /// The bands as multiples of the mark (lower / mark, upper / mark): what a reader without
-    /// the mark's dollars can check a band's width and an outcome's place against.
-    pub band_80_rel: RelativeBand,
-    pub band_95_rel: RelativeBand,
-    /// The forecast's scale in log units, and the quantiles of |z| its bands used: the 80% band
-    /// is `mark * exp(-/+ q80 * scale)`.
-    pub scale: f64,
-    pub q80: f64,
-    pub q95: f64,
-    /// The probability the forecaster stated that the value lies within +/-10% of its mark.
-    pub confidence: f64,
-    /// ln(observed) - ln(mark); null when the observed value is 0 (a bankruptcy written off).
-    pub log_error: Option<f64>,
-    pub inside_80: bool,
-    pub inside_95: bool,
-    /// The observed value fell within +/-10% of the mark.
-    pub hit: bool,
-    /// Outcomes only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
-}
-
-/// A band as multiples of its mark.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct RelativeBand {
-    pub lower: f64,
-    pub upper: f64,
-}
-
-impl RelativeBand {
-    /// The band `exp(x -/+ q * scale)` of a forecast `x`, over `exp(x)`.
-    pub fn of(q: f64, scale: f64) -> RelativeBand {
-        let spread = (q * scale).exp();
-        RelativeBand {
-            lower: 1.0 / spread,
-            upper: spread,
-        }
-    }
-}
-
-impl TargetForecast {
-    /// (mark / observed - 1) in percent, one decimal; null when the observed value is 0.
-    pub fn error_pct(&self) -> Option<f64> {
-        self.log_error.map(|e| round_to(((-e).exp() - 1.0) * 100.0, 1))
-    }
-}
-
-/// One scored target with every forecaster's numbers.
+/// One event-day target: the three numbers the day before (or from the data before the day),
+/// and what was reported.
 #[derive(Clone, Debug, Serialize)]
 pub struct Target {
     pub slug: String,
@@ -174,73 +116,155 @@ pub struct Target {
     pub kind: TargetKind,
     pub event_type: EventType,
     pub occurred_on: Day,
-    /// The day the forecasts are for: the event's day (from events before it), or the day
-    /// before an outcome.
+    /// The day the numbers are for.
     pub marked_on: Day,
-    pub observed_usd: u64,
-    /// Years from the company's last observation to `marked_on`.
+    /// The reported value as the score reads it (a failure floored), in logs.
+    pub observed_log: f64,
+    /// Years from the anchor in force to `marked_on`.
     pub gap_years: f64,
-    pub gap_bucket: GapBucket,
-    /// In the scorecard's forecaster order.
-    pub forecasts: Vec<TargetForecast>,
+    /// The mark, the next-print forecast and the last print, in logs.
+    pub mark_log: f64,
+    pub next_print_log: f64,
+    pub last_print_log: f64,
+    /// The mark's band offsets (log) at .10, .90, .025, .975.
+    pub band_offsets: [f64; 4],
+    pub confidence: f64,
+    /// Known month-end residuals that set the bands.
+    pub residuals_known: usize,
 }
 
-/// One bin of the reliability table.
+impl Target {
+    /// ln(observed) - the number's log.
+    pub fn error(&self, number: Number) -> f64 {
+        self.observed_log
+            - match number {
+                Number::Mark => self.mark_log,
+                Number::NextPrint => self.next_print_log,
+                Number::LastPrint => self.last_print_log,
+            }
+    }
+
+    pub fn inside_80(&self) -> bool {
+        let e = self.error(Number::Mark);
+        self.band_offsets[0] <= e && e <= self.band_offsets[1]
+    }
+
+    pub fn inside_95(&self) -> bool {
+        let e = self.error(Number::Mark);
+        self.band_offsets[2] <= e && e <= self.band_offsets[3]
+    }
+
+    /// The reported value landed within +/-20% of the mark.
+    pub fn hit(&self) -> bool {
+        within_tolerance(self.error(Number::Mark))
+    }
+}
+
+/// Within the +/-20% that `confidence` counts.
+pub fn within_tolerance(log_error: f64) -> bool {
+    let (low, high) = PARAMS.confidence_range();
+    (low..=high).contains(&log_error)
+}
+
+/// One month-end scored: the row of [`MonthEnd`] with its bands in force.
+#[derive(Clone, Copy, Debug)]
+pub struct MonthEndScored<'a> {
+    pub row: &'a MonthEnd,
+    pub band_offsets: [f64; 4],
+    pub confidence: f64,
+    pub residuals_known: usize,
+}
+
+impl MonthEndScored<'_> {
+    /// S1: the next reported value against a number.
+    pub fn s1(&self, number: Number) -> f64 {
+        self.row.next.log_value - self.log_of(number)
+    }
+
+    /// S2: the bridged value on the day against a number.
+    pub fn s2(&self, number: Number) -> f64 {
+        self.row.bridged - self.log_of(number)
+    }
+
+    fn log_of(&self, number: Number) -> f64 {
+        match number {
+            Number::Mark => self.row.x,
+            Number::NextPrint => self.row.x_next,
+            Number::LastPrint => self.row.anchor.log_value,
+        }
+    }
+
+    pub fn inside_80(&self) -> bool {
+        let e = self.s1(Number::Mark);
+        self.band_offsets[0] <= e && e <= self.band_offsets[1]
+    }
+
+    pub fn inside_95(&self) -> bool {
+        let e = self.s1(Number::Mark);
+        self.band_offsets[2] <= e && e <= self.band_offsets[3]
+    }
+
+    pub fn hit(&self) -> bool {
+        within_tolerance(self.s1(Number::Mark))
+    }
+}
+
+/// One figure for each number, named by it.
 #[derive(Clone, Debug, Serialize)]
-pub struct ReliabilityBin {
-    pub lower: f64,
-    pub upper: f64,
-    pub n: usize,
-    pub mean_stated: Option<f64>,
-    /// The share of the bin's targets that landed within +/-10%.
-    pub observed: Option<f64>,
+pub struct ByNumber<T> {
+    pub mark: T,
+    pub next_print: T,
+    pub last_print: T,
 }
 
-/// Whether the `confidence` a forecaster stated was worth stating, on the scored events.
+impl<T> ByNumber<T> {
+    fn of(f: impl Fn(Number) -> T) -> ByNumber<T> {
+        ByNumber {
+            mark: f(Number::Mark),
+            next_print: f(Number::NextPrint),
+            last_print: f(Number::LastPrint),
+        }
+    }
+
+    pub fn get(&self, number: Number) -> &T {
+        match number {
+            Number::Mark => &self.mark,
+            Number::NextPrint => &self.next_print,
+            Number::LastPrint => &self.last_print,
+        }
+    }
+}
+
+/// A number's errors on one score.
 #[derive(Clone, Debug, Serialize)]
-pub struct ConfidenceScore {
-    pub tolerance_pct: f64,
-    pub n: usize,
-    pub hits: usize,
-    /// Mean of (confidence - hit)^2; lower is better.
-    pub brier: Option<f64>,
-    /// The share of targets that landed within +/-10%.
-    pub base_rate: Option<f64>,
-    /// The Brier score of stating the base rate every time: base_rate * (1 - base_rate).
-    pub brier_base_rate: Option<f64>,
-    /// 1 - brier / brier_base_rate: above 0, the stated confidence beats the base rate.
-    pub brier_skill: Option<f64>,
-    pub reliability: Vec<ReliabilityBin>,
+pub struct Errors {
+    #[serde(serialize_with = "four_decimals")]
+    pub median_abs_log_error: Option<f64>,
+    #[serde(serialize_with = "four_decimals")]
+    pub mean_abs_log_error: Option<f64>,
+    /// Mean log error (observed - number): above 0, the number ran below what was reported.
+    #[serde(serialize_with = "four_decimals")]
+    pub bias: Option<f64>,
 }
 
-/// Band coverage on the scored events of one gap bucket.
-#[derive(Clone, Debug, Serialize)]
-pub struct GapCoverage {
-    pub bucket: GapBucket,
-    pub n: usize,
-    pub coverage_80: CoverageScore,
-    pub coverage_95: CoverageScore,
+impl Errors {
+    fn of(errors: &[f64]) -> Errors {
+        let abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+        Errors {
+            median_abs_log_error: median(abs.clone()),
+            mean_abs_log_error: mean(&abs),
+            bias: mean(errors),
+        }
+    }
 }
 
-/// Outcomes (listings and bankruptcies) by verdict.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct VerdictCounts {
-    pub hit: usize,
-    pub covered_80: usize,
-    pub covered_95: usize,
-    pub miss: usize,
-}
-
-/// A scored event's share of a forecaster's MAPE.
-#[derive(Clone, Debug, Serialize)]
-pub struct MapeContributor {
-    pub slug: String,
-    pub event_id: String,
-    pub event_type: EventType,
-    pub occurred_on: Day,
-    pub abs_pct_error: f64,
-    /// Its absolute percentage error over the sum of all of them.
-    pub share_of_mape_pct: f64,
+/// Figures are kept exact (the printed scorecard rounds them its own way) and served to four
+/// decimals: far below what the scores can resolve, and readable.
+fn four_decimals<S: serde::Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(v) => serializer.serialize_f64(round_to(*v, 4)),
+        None => serializer.serialize_none(),
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -250,7 +274,8 @@ pub struct CoverageScore {
     pub inside: usize,
     pub n: usize,
     /// The observed coverage a band with exactly the nominal coverage shows 90% of the time on
-    /// n events (binomial): outside it, the band is miscalibrated; inside, n cannot tell.
+    /// n targets (binomial, as if they were independent): outside it, the band is
+    /// miscalibrated; inside, n cannot tell.
     pub binomial_90_range_pct: Option<[f64; 2]>,
     pub within_binomial_90_range: Option<bool>,
 }
@@ -269,105 +294,77 @@ impl CoverageScore {
     }
 }
 
+fn percent(count: usize, n: usize) -> f64 {
+    round_to(count as f64 * 100.0 / n as f64, 1)
+}
+
+fn percent_of(count: usize, n: usize) -> Option<f64> {
+    (n > 0).then(|| percent(count, n))
+}
+
+/// The event-day score of one kind of target.
 #[derive(Clone, Debug, Serialize)]
-pub struct ListingScore {
+pub struct EventDayScore {
     pub n: usize,
-    pub mean_abs_error_pct: Option<f64>,
-    pub inside_80: usize,
-    pub inside_95: usize,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Miss {
-    pub slug: String,
-    pub event_id: String,
-    pub event_type: EventType,
-    pub occurred_on: Day,
-    pub valuation_usd: u64,
-    pub predicted_usd: u64,
-    pub band_95: Band,
-    /// ln(valuation) - ln(predicted).
-    pub log_error: f64,
-    pub band_95_rel: RelativeBand,
-}
-
-/// One forecaster's figures on the scored targets, and the targets that set the worst of them.
-#[derive(Clone, Debug, Serialize)]
-pub struct ForecasterScore {
-    #[serde(flatten)]
-    pub figures: ForecasterFigures,
-    /// The first `MISSES_LISTED` scored events outside the 95% band.
-    pub misses: Vec<Miss>,
-    /// The largest contributors to MAPE, largest first.
-    pub mape_top_contributors: Vec<MapeContributor>,
-}
-
-/// Every summary figure of one forecaster: what anyone may read and recompute.
-#[derive(Clone, Debug, Serialize)]
-pub struct ForecasterFigures {
-    pub name: &'static str,
-    /// The methodology version this forecaster is (null for the baselines).
-    pub methodology_version: Option<&'static str>,
-    pub description: &'static str,
-    pub n: usize,
-    pub mape_pct: Option<f64>,
-    pub median_abs_log_error: Option<f64>,
-    pub mean_abs_log_error: Option<f64>,
+    pub errors: ByNumber<Errors>,
     pub coverage_80: CoverageScore,
     pub coverage_95: CoverageScore,
-    /// Median width of the predictive band at the scored events, in percent of the forecast.
-    pub median_band_width_80_pct: Option<f64>,
-    pub median_band_width_95_pct: Option<f64>,
-    pub listings: ListingScore,
-    pub misses_total: usize,
-    pub confidence: ConfidenceScore,
+    /// The share of targets within +/-20% of the mark.
+    pub within_tolerance_pct: Option<f64>,
+}
+
+/// Band coverage of the month-end marks of one gap bucket, against the next reported value.
+#[derive(Clone, Debug, Serialize)]
+pub struct GapCoverage {
+    pub bucket: &'static str,
+    pub n: usize,
+    pub coverage_80: CoverageScore,
+    pub coverage_95: CoverageScore,
+}
+
+pub const BUCKET_LABELS: [&str; BUCKETS] = ["under 6 months", "6-12 months", "1-2 years", "over 2 years"];
+
+/// `confidence` judged as a forecast of landing within +/-20%.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfidenceScore {
+    pub tolerance_pct: f64,
+    pub n: usize,
+    /// The mean confidence stated.
+    #[serde(serialize_with = "four_decimals")]
+    pub mean_stated: Option<f64>,
+    /// The share of month-ends whose next reported value landed within +/-20%.
+    #[serde(serialize_with = "four_decimals")]
+    pub base_rate: Option<f64>,
+    /// Mean of (confidence - landed)^2; lower is better.
+    #[serde(serialize_with = "four_decimals")]
+    pub brier: Option<f64>,
+    /// 1 - brier / (base_rate (1 - base_rate)): above 0 only if stating `confidence` beat stating
+    /// the base rate every time.
+    #[serde(serialize_with = "four_decimals")]
+    pub brier_skill: Option<f64>,
+}
+
+/// The month-end scores.
+#[derive(Clone, Debug, Serialize)]
+pub struct MonthEndScore {
+    pub n: usize,
+    /// S1: against the next reported value.
+    pub next_reported: ByNumber<Errors>,
+    /// S2: against the value on the day bridged between the two reported values.
+    pub bridged: ByNumber<Errors>,
+    /// The mark's bands against the next reported value.
+    pub coverage_80: CoverageScore,
+    pub coverage_95: CoverageScore,
     pub coverage_by_gap: Vec<GapCoverage>,
-    /// Listings and bankruptcies by verdict.
-    pub outcome_verdicts: VerdictCounts,
+    pub confidence: ConfidenceScore,
 }
 
-/// One forecaster's mark the day before an outcome.
-#[derive(Clone, Debug, Serialize)]
-pub struct OutcomeEstimate {
-    pub forecaster: &'static str,
-    pub mark_usd: u64,
-    /// (mark / outcome value - 1) in percent; null when the outcome value is 0.
-    pub error_pct: Option<f64>,
-    pub band_80: Band,
-    pub band_95: Band,
-    pub inside_80: bool,
-    pub inside_95: bool,
-    pub verdict: Verdict,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct ListingValidation {
-    pub slug: String,
-    pub event_id: String,
-    pub event_type: EventType,
-    pub listed_on: Day,
-    pub listing_value_usd: u64,
-    pub marked_on: Day,
-    pub estimates: Vec<OutcomeEstimate>,
-}
-
-/// A bankruptcy scored like a listing: the mark the day before against the value after.
-#[derive(Clone, Debug, Serialize)]
-pub struct BankruptcyOutcome {
-    pub slug: String,
-    pub event_id: String,
-    pub occurred_on: Day,
-    pub value_usd: u64,
-    pub marked_on: Day,
-    pub estimates: Vec<OutcomeEstimate>,
-}
-
-/// The method against baseline (a), company-clustered bootstrap.
+/// Two numbers on one score, company-clustered bootstrap.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
-    /// A: the method.
+    /// Which score: `event_day`, `month_end_next_reported` (S1) or `month_end_bridged` (S2).
+    pub score: &'static str,
     pub a: &'static str,
-    /// B: the baseline it must beat.
     pub b: &'static str,
     pub method: &'static str,
     pub draws: usize,
@@ -376,17 +373,72 @@ pub struct Comparison {
     pub differences: Vec<Difference>,
 }
 
-/// The walk-forward backtest, side by side for every forecaster.
+/// The latest marks of private companies against their last prints, by silence.
 #[derive(Clone, Debug, Serialize)]
+pub struct LatestSummary {
+    pub n: usize,
+    #[serde(serialize_with = "four_decimals")]
+    pub median_mark_over_last: Option<f64>,
+    pub below_last: usize,
+    pub share_below_last_pct: Option<f64>,
+    pub above_one_and_a_half: usize,
+    pub share_above_one_and_a_half_pct: Option<f64>,
+    pub by_silence: Vec<SilenceCell>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SilenceCell {
+    pub label: &'static str,
+    pub from_days: i32,
+    pub to_days: Option<i32>,
+    pub n: usize,
+    #[serde(serialize_with = "four_decimals")]
+    pub median_mark_over_last: Option<f64>,
+}
+
+/// The silences of the latest-mark summary (days, upper edge excluded).
+pub const SILENCE_CELLS: [(&str, i32, Option<i32>); 7] = [
+    ("0-90d", 0, Some(90)),
+    ("90-180d", 90, Some(180)),
+    ("180-270d", 180, Some(270)),
+    ("270-365d", 270, Some(365)),
+    ("1-2y", 365, Some(730)),
+    ("2-3y", 730, Some(1095)),
+    ("3y+", 1095, None),
+];
+
+/// A knot of a profile: the drift after a silence, in logs.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Knot {
+    pub years: f64,
+    pub drift: f64,
+}
+
+/// The profiles and bands in force the day after `as_of`.
+#[derive(Clone, Debug, Serialize)]
+pub struct InForce {
+    pub day: Day,
+    pub fair_value_profile: Vec<Knot>,
+    pub next_print_profile: Vec<Knot>,
+    pub residuals_known: usize,
+    /// Per gap bucket, the band offsets at .10, .90, .025, .975; null while the normal fallback
+    /// holds.
+    pub band_quantiles: Option<Vec<[f64; 4]>>,
+    pub confidence_track_record: Option<f64>,
+}
+
+/// The published scorecard.
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Scorecard {
-    pub forecasters: Vec<ForecasterScore>,
-    /// The method against carrying the last event forward (baseline (a)).
-    pub comparison: Comparison,
-    /// The method against the previous methodology: what this version changed.
-    pub comparison_with_previous: Comparison,
-    pub listing_validations: Vec<ListingValidation>,
-    pub bankruptcy_outcomes: Vec<BankruptcyOutcome>,
-    /// Every scored target: published as a document of its own (it grows with the dataset).
+    pub numbers: Vec<NumberInfo>,
+    pub event_day: EventDay,
+    pub month_end: Option<MonthEndScore>,
+    pub comparisons: Vec<Comparison>,
+    pub latest_private: Option<LatestSummary>,
+    pub in_force: Option<InForce>,
+    /// Which number wins which score and why, in words worked out from the figures above.
+    pub findings: Vec<String>,
+    /// Every event-day target: published as a document of its own (it grows with the dataset).
     #[serde(skip)]
     pub targets: Vec<Target>,
     /// Where each company's targets are in `targets`, in dataset order.
@@ -394,199 +446,78 @@ pub struct Scorecard {
     pub targets_by_company: Vec<std::ops::Range<usize>>,
 }
 
-fn percent(count: usize, n: usize) -> f64 {
-    round_to(count as f64 * 100.0 / n as f64, 1)
+/// The event-day score by kind of target; a kind with no target is left out.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EventDay {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<EventDayScore>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listing: Option<EventDayScore>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<EventDayScore>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sale: Option<EventDayScore>,
 }
 
-fn percent_of(inside: usize, n: usize) -> Option<f64> {
-    (n > 0).then(|| percent(inside, n))
-}
-
-/// The confidence a forecaster states for a forecast made on a day with quantiles in force:
-/// each forecaster's own rule (the method's is empirical, the others' a normal model).
-pub type StatedConfidence<'a> = dyn Fn(Forecaster, Day, &Forecast, &Quantiles) -> f64 + 'a;
-
-/// A forecaster's numbers at a target it forecast as `forecast`, with quantiles `q` in force and
-/// the confidence it stated.
-fn target_forecast(
-    forecaster: Forecaster,
-    forecast: Forecast,
-    q: Quantiles,
-    stated: f64,
-    observed: f64,
-    outcome: bool,
-) -> TargetForecast {
-    let mark = forecast.log_value.exp();
-    let residual = if observed > 0.0 {
-        forecast.residual(observed.ln()).abs()
-    } else {
-        f64::INFINITY
-    };
-    let (inside_80, inside_95) = (residual <= q.q80, residual <= q.q95);
-    // In log space, as the log error is published: anyone can tell a hit from it.
-    let log_error = (observed > 0.0).then(|| observed.ln() - forecast.log_value);
-    let hit =
-        log_error.is_some_and(|e| ((1.0 - CONFIDENCE_TOLERANCE).ln()..=(1.0 + CONFIDENCE_TOLERANCE).ln()).contains(&e));
-    let verdict = outcome.then_some(match (hit, inside_80, inside_95) {
-        (true, _, _) => Verdict::Hit,
-        (false, true, _) => Verdict::Covered80,
-        (false, false, true) => Verdict::Covered95,
-        (false, false, false) => Verdict::Miss,
-    });
-    TargetForecast {
-        forecaster: forecaster.name(),
-        mark_usd: mark,
-        band_80: Band::of(forecast.band(q.q80)),
-        band_95: Band::of(forecast.band(q.q95)),
-        band_80_rel: RelativeBand::of(q.q80, forecast.scale),
-        band_95_rel: RelativeBand::of(q.q95, forecast.scale),
-        scale: forecast.scale,
-        q80: q.q80,
-        q95: q.q95,
-        confidence: stated,
-        log_error,
-        inside_80,
-        inside_95,
-        hit,
-        verdict,
-    }
-}
-
-/// The day of a company's last observation before `day` (or on it, with `inclusive`).
-fn last_observation(company: &Company, day: Day, inclusive: bool) -> Option<Day> {
-    company
-        .observations()
-        .map(|e| e.occurred_on)
-        .filter(|&d| d < day || (inclusive && d == day))
-        .max()
-}
-
-/// Every scored target of every company, in company then date order.
-fn targets(
-    dataset: &Dataset,
-    backtests: &[CompanyBacktest],
-    quantiles: &[QuantileTimeline; FORECASTERS],
-    stated: &StatedConfidence<'_>,
-) -> (Vec<Target>, Vec<std::ops::Range<usize>>) {
-    let mut targets = Vec::new();
-    let mut by_company = Vec::with_capacity(dataset.companies.len());
-    for (company, backtest) in dataset.companies.iter().zip(backtests) {
-        let start = targets.len();
-        let scored = backtest.predictions.iter().map(|p| {
-            (
-                p.event,
-                p.day,
-                &p.forecasts,
-                TargetKind::Event,
-                last_observation(company, p.day, false),
-            )
-        });
-        let outcome = backtest.outcome.as_ref().map(|o| {
-            let kind = if company.events[o.event].event_type.is_listing() {
-                TargetKind::Listing
-            } else {
-                TargetKind::Bankruptcy
-            };
-            (
-                o.event,
-                o.marked_on,
-                &o.forecasts,
-                kind,
-                last_observation(company, o.marked_on, true),
-            )
-        });
-        for (index, marked_on, forecasts, kind, last) in scored.chain(outcome) {
-            let event = &company.events[index];
-            let observed = event.valuation_usd as f64;
-            let gap_years = last.map_or(0.0, |last| f64::from(marked_on.days_since(last)) / DAYS_PER_YEAR);
-            targets.push(Target {
-                slug: company.slug.clone(),
-                event_id: event.event_id.clone(),
-                kind,
-                event_type: event.event_type,
-                occurred_on: event.occurred_on,
-                marked_on,
-                observed_usd: event.valuation_usd,
-                gap_years,
-                gap_bucket: GapBucket::of(gap_years),
-                forecasts: Forecaster::ALL
-                    .iter()
-                    .map(|&f| {
-                        let (q, forecast) = (*quantiles[f.index()].at(marked_on), forecasts[f.index()]);
-                        let confidence = stated(f, marked_on, &forecast, &q);
-                        target_forecast(f, forecast, q, confidence, observed, kind != TargetKind::Event)
-                    })
-                    .collect(),
-            });
+impl EventDay {
+    pub fn get(&self, kind: TargetKind) -> Option<&EventDayScore> {
+        match kind {
+            TargetKind::Event => self.event.as_ref(),
+            TargetKind::Listing => self.listing.as_ref(),
+            TargetKind::Failure => self.failure.as_ref(),
+            TargetKind::Sale => self.sale.as_ref(),
         }
-        by_company.push(start..targets.len());
     }
-    (targets, by_company)
 }
 
-/// Each forecaster's mark the day before an outcome, from its target row.
-fn estimates(target: &Target) -> Vec<OutcomeEstimate> {
-    target
-        .forecasts
-        .iter()
-        .map(|f| OutcomeEstimate {
-            forecaster: f.forecaster,
-            mark_usd: usd(f.mark_usd),
-            error_pct: f.error_pct(),
-            band_80: f.band_80.clone(),
-            band_95: f.band_95.clone(),
-            inside_80: f.inside_80,
-            inside_95: f.inside_95,
-            verdict: f.verdict.unwrap_or(Verdict::Miss),
-        })
-        .collect()
+#[derive(Clone, Debug, Serialize)]
+pub struct NumberInfo {
+    pub name: &'static str,
+    pub methodology_version: Option<&'static str>,
+    pub description: &'static str,
 }
 
 impl Scorecard {
-    pub fn new(
-        dataset: &Dataset,
-        backtests: &[CompanyBacktest],
-        quantiles: &[QuantileTimeline; FORECASTERS],
-        stated: &StatedConfidence<'_>,
-    ) -> Scorecard {
-        let (targets, targets_by_company) = targets(dataset, backtests, quantiles, stated);
-        let mut listing_validations = Vec::new();
-        let mut bankruptcy_outcomes = Vec::new();
-        for target in &targets {
-            match target.kind {
-                TargetKind::Event => {}
-                TargetKind::Listing => listing_validations.push(ListingValidation {
-                    slug: target.slug.clone(),
-                    event_id: target.event_id.clone(),
-                    event_type: target.event_type,
-                    listed_on: target.occurred_on,
-                    listing_value_usd: target.observed_usd,
-                    marked_on: target.marked_on,
-                    estimates: estimates(target),
-                }),
-                TargetKind::Bankruptcy => bankruptcy_outcomes.push(BankruptcyOutcome {
-                    slug: target.slug.clone(),
-                    event_id: target.event_id.clone(),
-                    occurred_on: target.occurred_on,
-                    value_usd: target.observed_usd,
-                    marked_on: target.marked_on,
-                    estimates: estimates(target),
-                }),
-            }
+    pub fn new(dataset: &Dataset, fit: &Fit) -> Scorecard {
+        let mut targets = Vec::new();
+        let mut targets_by_company = Vec::with_capacity(dataset.companies.len());
+        for (company, history) in dataset.companies.iter().zip(&fit.histories) {
+            let start = targets.len();
+            targets.extend(event_day_targets(&company.slug, company, history, fit));
+            targets_by_company.push(start..targets.len());
         }
-        let forecasters = Forecaster::ALL
-            .iter()
-            .map(|&f| score(f, dataset, backtests, &quantiles[f.index()], &targets))
-            .collect();
-        Scorecard {
-            forecasters,
-            comparison: compare(dataset, backtests, Forecaster::Method, Forecaster::LastEvent),
-            comparison_with_previous: compare(dataset, backtests, Forecaster::Method, Forecaster::GapProfile),
-            listing_validations,
-            bankruptcy_outcomes,
+        let month_ends: Vec<MonthEndScored<'_>> = fit.month_ends.iter().map(|row| scored(fit, row)).collect();
+        let score = |kind| event_day_score(kind, &targets);
+        let event_day = EventDay {
+            event: score(TargetKind::Event),
+            listing: score(TargetKind::Listing),
+            failure: score(TargetKind::Failure),
+            sale: score(TargetKind::Sale),
+        };
+        let month_end = (!month_ends.is_empty()).then(|| month_end_score(&month_ends));
+        let comparisons = comparisons(dataset.companies.len(), &targets, &targets_by_company, &month_ends);
+        let latest_private = latest_summary(fit);
+        let in_force = in_force(fit);
+        let mut scorecard = Scorecard {
+            numbers: Number::ALL
+                .iter()
+                .map(|&n| NumberInfo {
+                    name: n.name(),
+                    methodology_version: (n != Number::LastPrint).then_some(METHODOLOGY_VERSION),
+                    description: n.description(),
+                })
+                .collect(),
+            event_day,
+            month_end,
+            comparisons,
+            latest_private,
+            in_force: Some(in_force),
+            findings: Vec::new(),
             targets,
             targets_by_company,
-        }
+        };
+        scorecard.findings = findings(&scorecard);
+        scorecard
     }
 
     /// The targets of the company at `position` in the dataset.
@@ -597,270 +528,352 @@ impl Scorecard {
             .unwrap_or(&[])
     }
 
-    pub fn forecaster(&self, forecaster: Forecaster) -> Option<&ForecasterScore> {
-        self.forecasters.iter().find(|f| f.figures.name == forecaster.name())
-    }
-}
-
-fn score(
-    forecaster: Forecaster,
-    dataset: &Dataset,
-    backtests: &[CompanyBacktest],
-    quantiles: &QuantileTimeline,
-    targets: &[Target],
-) -> ForecasterScore {
-    let index = forecaster.index();
-    let (mut ape, mut abs_log, mut width80, mut width95) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut inside80, mut inside95) = (0, 0);
-    let mut misses = Vec::new();
-    let mut misses_total = 0;
-    for (company, backtest) in dataset.companies.iter().zip(backtests) {
-        for p in &backtest.predictions {
-            let forecast = p.forecasts[index];
-            let q = quantiles.at(p.day);
-            let residual = forecast.residual(p.observed_log).abs();
-            let predicted = forecast.log_value.exp();
-            let observed = p.observed_log.exp();
-            ape.push((predicted - observed).abs() / observed);
-            abs_log.push((p.observed_log - forecast.log_value).abs());
-            let (b80, b95) = (forecast.band(q.q80), forecast.band(q.q95));
-            width80.push((b80.1 - b80.0) / predicted * 100.0);
-            width95.push((b95.1 - b95.0) / predicted * 100.0);
-            inside80 += usize::from(residual <= q.q80);
-            if residual <= q.q95 {
-                inside95 += 1;
-            } else {
-                misses_total += 1;
-                if misses.len() < MISSES_LISTED {
-                    misses.push(miss(company, p.event, forecast, q.q95));
-                }
-            }
-        }
-    }
-    let n = ape.len();
-    let listing_errors: Vec<(f64, bool, bool)> = dataset
-        .companies
-        .iter()
-        .zip(backtests)
-        .filter_map(|(company, backtest)| {
-            let outcome = backtest.outcome.as_ref()?;
-            let event = &company.events[outcome.event];
-            event.event_type.is_listing().then(|| {
-                let listed = event.valuation_usd as f64;
-                let forecast = outcome.forecasts[index];
-                let q = quantiles.at(outcome.marked_on);
-                let residual = forecast.residual(listed.ln()).abs();
-                (
-                    (forecast.log_value.exp() / listed - 1.0).abs() * 100.0,
-                    residual <= q.q80,
-                    residual <= q.q95,
-                )
-            })
-        })
-        .collect();
-    let listing_abs: Vec<f64> = listing_errors.iter().map(|e| e.0).collect();
-    ForecasterScore {
-        figures: ForecasterFigures {
-            name: forecaster.name(),
-            methodology_version: forecaster.methodology_version(),
-            description: forecaster.description(),
-            n,
-            mape_pct: mean(&ape).map(|m| round_to(m * 100.0, 1)),
-            median_abs_log_error: median(abs_log.clone()).map(|m| round_to(m, 3)),
-            mean_abs_log_error: mean(&abs_log).map(|m| round_to(m, 3)),
-            coverage_80: CoverageScore::new(80, inside80, n),
-            coverage_95: CoverageScore::new(95, inside95, n),
-            median_band_width_80_pct: median(width80).map(|m| round_to(m, 1)),
-            median_band_width_95_pct: median(width95).map(|m| round_to(m, 1)),
-            listings: ListingScore {
-                n: listing_errors.len(),
-                mean_abs_error_pct: mean(&listing_abs).map(|m| round_to(m, 1)),
-                inside_80: listing_errors.iter().filter(|e| e.1).count(),
-                inside_95: listing_errors.iter().filter(|e| e.2).count(),
-            },
-            misses_total,
-            confidence: confidence_score(targets, index),
-            coverage_by_gap: coverage_by_gap(targets, index),
-            outcome_verdicts: verdict_counts(targets, index),
-        },
-        misses,
-        mape_top_contributors: mape_contributors(targets, index),
-    }
-}
-
-/// The scored events (not outcomes) with forecaster `index`'s numbers at each.
-fn scored_events(targets: &[Target], index: usize) -> impl Iterator<Item = (&Target, &TargetForecast)> {
-    targets
-        .iter()
-        .filter(|t| t.kind == TargetKind::Event)
-        .map(move |t| (t, &t.forecasts[index]))
-}
-
-/// |mark - observed| / observed in percent, from a target's log error.
-fn abs_pct_error(forecast: &TargetForecast) -> Option<f64> {
-    forecast.log_error.map(|e| ((-e).exp() - 1.0).abs() * 100.0)
-}
-
-fn mape_contributors(targets: &[Target], index: usize) -> Vec<MapeContributor> {
-    let mut errors: Vec<(&Target, f64)> = scored_events(targets, index)
-        .filter_map(|(t, f)| abs_pct_error(f).map(|e| (t, e)))
-        .collect();
-    let total: f64 = errors.iter().map(|e| e.1).sum();
-    errors.sort_by(|a, b| b.1.total_cmp(&a.1));
-    errors
-        .into_iter()
-        .take(MAPE_CONTRIBUTORS_NAMED)
-        .map(|(t, e)| MapeContributor {
-            slug: t.slug.clone(),
-            event_id: t.event_id.clone(),
-            event_type: t.event_type,
-            occurred_on: t.occurred_on,
-            abs_pct_error: round_to(e, 1),
-            share_of_mape_pct: round_to(e / total * 100.0, 1),
-        })
-        .collect()
-}
-
-fn confidence_score(targets: &[Target], index: usize) -> ConfidenceScore {
-    let stated: Vec<(f64, bool)> = scored_events(targets, index)
-        .map(|(_, f)| (f.confidence, f.hit))
-        .collect();
-    let n = stated.len();
-    let hits = stated.iter().filter(|s| s.1).count();
-    let brier = mean(
-        &stated
+    pub fn comparison(&self, score: &str, a: Number, b: Number) -> Option<&Comparison> {
+        self.comparisons
             .iter()
-            .map(|&(c, hit)| (c - f64::from(u8::from(hit))).powi(2))
-            .collect::<Vec<_>>(),
-    );
-    let base_rate = (n > 0).then(|| hits as f64 / n as f64);
-    let brier_base_rate = base_rate.map(|p| p * (1.0 - p));
-    let brier_skill = brier
-        .zip(brier_base_rate)
-        .filter(|&(_, reference)| reference > 0.0)
-        .map(|(brier, reference)| 1.0 - brier / reference);
-    let round = |v: Option<f64>| v.map(|v| round_to(v, 4));
-    let reliability = (0..RELIABILITY_BINS)
-        .map(|bin| {
-            let in_bin: Vec<(f64, bool)> = stated
-                .iter()
-                .copied()
-                .filter(|&(c, _)| reliability_bin(c) == bin)
-                .collect();
-            let confidences: Vec<f64> = in_bin.iter().map(|s| s.0).collect();
-            ReliabilityBin {
-                lower: bin as f64 / RELIABILITY_BINS as f64,
-                upper: (bin + 1) as f64 / RELIABILITY_BINS as f64,
-                n: in_bin.len(),
-                mean_stated: round(mean(&confidences)),
-                observed: round(
-                    (!in_bin.is_empty()).then(|| in_bin.iter().filter(|s| s.1).count() as f64 / in_bin.len() as f64),
-                ),
-            }
-        })
-        .collect();
-    ConfidenceScore {
-        tolerance_pct: CONFIDENCE_TOLERANCE * 100.0,
-        n,
-        hits,
-        brier: round(brier),
-        base_rate: round(base_rate),
-        brier_base_rate: round(brier_base_rate),
-        brier_skill: round(brier_skill),
-        reliability,
+            .find(|c| c.score == score && c.a == a.name() && c.b == b.name())
     }
 }
 
-/// The reliability bin of a stated confidence: tenths, the last one closed.
-pub fn reliability_bin(confidence: f64) -> usize {
-    ((confidence * RELIABILITY_BINS as f64).floor().max(0.0) as usize).min(RELIABILITY_BINS - 1)
+/// A month-end with the bands in force on its day.
+pub fn scored<'a>(fit: &Fit, row: &'a MonthEnd) -> MonthEndScored<'a> {
+    let bands = fit.bands.on(row.day).bands(row.gap_years);
+    MonthEndScored {
+        row,
+        band_offsets: bands.offsets,
+        confidence: bands.confidence,
+        residuals_known: bands.n,
+    }
 }
 
-fn coverage_by_gap(targets: &[Target], index: usize) -> Vec<GapCoverage> {
-    GapBucket::ALL
-        .iter()
-        .map(|&bucket| {
-            let (mut n, mut inside_80, mut inside_95) = (0, 0, 0);
-            for (_, f) in scored_events(targets, index).filter(|(t, _)| t.gap_bucket == bucket) {
-                n += 1;
-                inside_80 += usize::from(f.inside_80);
-                inside_95 += usize::from(f.inside_95);
-            }
+/// A company's event-day targets: every anchor after its first, from the data strictly before
+/// its day; its valued outcome, from the day before.
+fn event_day_targets(slug: &str, company: &crate::dataset::Company, history: &History, fit: &Fit) -> Vec<Target> {
+    let mut out = Vec::new();
+    let target = |event: usize, kind: TargetKind, day: Day, inclusive: bool, observed: &dyn Fn(f64) -> f64| {
+        let marked = fit.marked(history, day, inclusive)?;
+        let record = &company.events[event];
+        Some(Target {
+            slug: slug.to_string(),
+            event_id: record.event_id.clone(),
+            kind,
+            event_type: record.event_type,
+            occurred_on: record.occurred_on,
+            marked_on: day,
+            observed_log: observed(marked.anchor.log_value),
+            gap_years: marked.gap_years,
+            mark_log: marked.x,
+            next_print_log: marked.x_next,
+            last_print_log: marked.anchor.log_value,
+            band_offsets: marked.bands.offsets,
+            confidence: marked.bands.confidence,
+            residuals_known: marked.bands.n,
+        })
+    };
+    for anchor in history.anchors.iter().skip(1) {
+        let value = anchor.log_value;
+        out.extend(target(anchor.event, TargetKind::Event, anchor.day, false, &|_| value));
+    }
+    if let (Some(outcome), false) = (history.valued_outcome(), history.anchors.is_empty()) {
+        let outcome = *outcome;
+        out.extend(target(
+            outcome.event,
+            TargetKind::of(outcome.kind()),
+            outcome.day.plus(-1),
+            true,
+            &|anchor_log| outcome.log_value(anchor_log),
+        ));
+    }
+    out
+}
+
+fn coverage_pair(inside: impl Iterator<Item = (bool, bool)>) -> (CoverageScore, CoverageScore) {
+    let (mut n, mut i80, mut i95) = (0, 0, 0);
+    for (a, b) in inside {
+        n += 1;
+        i80 += usize::from(a);
+        i95 += usize::from(b);
+    }
+    (CoverageScore::new(80, i80, n), CoverageScore::new(95, i95, n))
+}
+
+fn event_day_score(kind: TargetKind, targets: &[Target]) -> Option<EventDayScore> {
+    let of_kind: Vec<&Target> = targets.iter().filter(|t| t.kind == kind).collect();
+    if of_kind.is_empty() {
+        return None;
+    }
+    let errors = ByNumber::of(|number| Errors::of(&of_kind.iter().map(|t| t.error(number)).collect::<Vec<_>>()));
+    let (coverage_80, coverage_95) = coverage_pair(of_kind.iter().map(|t| (t.inside_80(), t.inside_95())));
+    Some(EventDayScore {
+        n: of_kind.len(),
+        errors,
+        coverage_80,
+        coverage_95,
+        within_tolerance_pct: percent_of(of_kind.iter().filter(|t| t.hit()).count(), of_kind.len()),
+    })
+}
+
+fn month_end_score(rows: &[MonthEndScored<'_>]) -> MonthEndScore {
+    let errors = |s2: bool| -> ByNumber<Errors> {
+        ByNumber::of(|number| {
+            let errors: Vec<f64> = rows
+                .iter()
+                .map(|r| if s2 { r.s2(number) } else { r.s1(number) })
+                .collect();
+            Errors::of(&errors)
+        })
+    };
+    let (coverage_80, coverage_95) = coverage_pair(rows.iter().map(|r| (r.inside_80(), r.inside_95())));
+    let coverage_by_gap = (0..BUCKETS)
+        .map(|bucket| {
+            let (coverage_80, coverage_95) = coverage_pair(
+                rows.iter()
+                    .filter(|r| PARAMS.bucket(r.row.gap_years) == bucket)
+                    .map(|r| (r.inside_80(), r.inside_95())),
+            );
             GapCoverage {
-                bucket,
-                n,
-                coverage_80: CoverageScore::new(80, inside_80, n),
-                coverage_95: CoverageScore::new(95, inside_95, n),
+                bucket: BUCKET_LABELS[bucket],
+                n: coverage_80.n,
+                coverage_80,
+                coverage_95,
             }
         })
-        .collect()
+        .collect();
+    let landed: Vec<f64> = rows.iter().map(|r| f64::from(u8::from(r.hit()))).collect();
+    let stated: Vec<f64> = rows.iter().map(|r| r.confidence).collect();
+    let squared: Vec<f64> = stated.iter().zip(&landed).map(|(c, h)| (c - h).powi(2)).collect();
+    let base_rate = mean(&landed);
+    let brier = mean(&squared);
+    let brier_skill = base_rate
+        .zip(brier)
+        .filter(|(b, _)| *b > 0.0 && *b < 1.0)
+        .map(|(b, brier)| 1.0 - brier / (b * (1.0 - b)));
+    MonthEndScore {
+        n: rows.len(),
+        next_reported: errors(false),
+        bridged: errors(true),
+        coverage_80,
+        coverage_95,
+        coverage_by_gap,
+        confidence: ConfidenceScore {
+            tolerance_pct: PARAMS.confidence_tolerance * 100.0,
+            n: rows.len(),
+            mean_stated: mean(&stated),
+            base_rate,
+            brier,
+            brier_skill,
+        },
+    }
 }
 
-fn verdict_counts(targets: &[Target], index: usize) -> VerdictCounts {
-    let mut counts = VerdictCounts::default();
-    for verdict in targets.iter().filter_map(|t| t.forecasts[index].verdict) {
-        match verdict {
-            Verdict::Hit => counts.hit += 1,
-            Verdict::Covered80 => counts.covered_80 += 1,
-            Verdict::Covered95 => counts.covered_95 += 1,
-            Verdict::Miss => counts.miss += 1,
+/// The bootstrap comparisons the findings rest on.
+fn comparisons(
+    companies: usize,
+    targets: &[Target],
+    targets_by_company: &[std::ops::Range<usize>],
+    month_ends: &[MonthEndScored<'_>],
+) -> Vec<Comparison> {
+    let mut by_company: Vec<Vec<&MonthEndScored<'_>>> = vec![Vec::new(); companies];
+    for row in month_ends {
+        by_company[row.row.company].push(row);
+    }
+    let mut out = Vec::new();
+    for (score, a, b) in [
+        ("month_end_bridged", Number::Mark, Number::LastPrint),
+        ("month_end_bridged", Number::Mark, Number::NextPrint),
+        ("month_end_next_reported", Number::NextPrint, Number::Mark),
+        ("month_end_next_reported", Number::Mark, Number::LastPrint),
+        ("event_day", Number::NextPrint, Number::Mark),
+        ("event_day", Number::Mark, Number::LastPrint),
+    ] {
+        let clusters: Vec<ClusterErrors> = match score {
+            "event_day" => targets_by_company
+                .iter()
+                .map(|range| ClusterErrors {
+                    abs_log_errors: targets[range.clone()]
+                        .iter()
+                        .filter(|t| t.kind == TargetKind::Event)
+                        .map(|t| [t.error(a).abs(), t.error(b).abs()])
+                        .collect(),
+                })
+                .collect(),
+            _ => by_company
+                .iter()
+                .map(|rows| ClusterErrors {
+                    abs_log_errors: rows
+                        .iter()
+                        .map(|r| {
+                            let error = |n| if score == "month_end_bridged" { r.s2(n) } else { r.s1(n) };
+                            [error(a).abs(), error(b).abs()]
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        let clusters: Vec<ClusterErrors> = clusters.into_iter().filter(|c| !c.abs_log_errors.is_empty()).collect();
+        out.push(Comparison {
+            score,
+            a: a.name(),
+            b: b.name(),
+            method: "company-clustered bootstrap: whole companies resampled with replacement; the 2.5th and 97.5th \
+                     percentiles of the difference A - B",
+            draws: bootstrap::DRAWS,
+            seed: bootstrap::SEED,
+            companies: clusters.len(),
+            differences: bootstrap::compare(&clusters, bootstrap::DRAWS, bootstrap::SEED),
+        });
+    }
+    out
+}
+
+/// The latest mark of every private company against its last print.
+fn latest_summary(fit: &Fit) -> Option<LatestSummary> {
+    let as_of = fit.as_of;
+    let mut rows: Vec<(i32, f64)> = Vec::new();
+    for history in &fit.histories {
+        if history.outcome.is_some_and(|o| o.day <= as_of) {
+            continue;
+        }
+        if history.anchors.first().is_none_or(|a| a.day > as_of) {
+            continue;
+        }
+        if let Some(marked) = fit.marked(history, as_of, true) {
+            rows.push((as_of.days_since(marked.anchor.day), (marked.x - marked.anchor.log_value).exp()));
         }
     }
-    counts
+    if rows.is_empty() {
+        return None;
+    }
+    let ratios: Vec<f64> = rows.iter().map(|r| r.1).collect();
+    let below_last = ratios.iter().filter(|&&r| r < 1.0).count();
+    let above_one_and_a_half = ratios.iter().filter(|&&r| r > 1.5).count();
+    Some(LatestSummary {
+        n: rows.len(),
+        median_mark_over_last: median(ratios.clone()),
+        below_last,
+        share_below_last_pct: percent_of(below_last, ratios.len()),
+        above_one_and_a_half,
+        share_above_one_and_a_half_pct: percent_of(above_one_and_a_half, ratios.len()),
+        by_silence: SILENCE_CELLS
+            .iter()
+            .map(|&(label, from, to)| {
+                let cell: Vec<f64> = rows
+                    .iter()
+                    .filter(|(days, _)| *days >= from && to.is_none_or(|to| *days < to))
+                    .map(|r| r.1)
+                    .collect();
+                SilenceCell {
+                    label,
+                    from_days: from,
+                    to_days: to,
+                    n: cell.len(),
+                    median_mark_over_last: median(cell),
+                }
+            })
+            .collect(),
+    })
 }
 
-fn miss(company: &Company, event: usize, forecast: Forecast, q95: f64) -> Miss {
-    let event = &company.events[event];
-    let predicted = forecast.log_value.exp();
-    Miss {
-        slug: company.slug.clone(),
-        event_id: event.event_id.clone(),
-        event_type: event.event_type,
-        occurred_on: event.occurred_on,
-        valuation_usd: event.valuation_usd,
-        predicted_usd: usd(predicted),
-        band_95: Band::of(forecast.band(q95)),
-        log_error: (event.valuation_usd as f64).ln() - forecast.log_value,
-        band_95_rel: RelativeBand::of(q95, forecast.scale),
+fn in_force(fit: &Fit) -> InForce {
+    let day = fit.as_of.plus(1);
+    let profiles = fit.profiles.on(day);
+    let next_knots = PARAMS.next_print_knots_years;
+    let state: &BandState = fit.bands.on(day);
+    InForce {
+        day,
+        fair_value_profile: PARAMS
+            .profile_knots_years
+            .iter()
+            .zip(profiles.bridge)
+            .map(|(&years, drift)| Knot { years, drift })
+            .collect(),
+        next_print_profile: [0.0, next_knots[0], next_knots[1], next_knots[2], next_knots[3]]
+            .iter()
+            .zip(profiles.next)
+            .map(|(&years, drift)| Knot { years, drift })
+            .collect(),
+        residuals_known: state.n,
+        band_quantiles: state.quantiles.map(|q| q.to_vec()),
+        confidence_track_record: state.track_record,
     }
 }
 
-/// The bootstrap of `a` minus `b`, clustered by company.
-fn compare(dataset: &Dataset, backtests: &[CompanyBacktest], a: Forecaster, b: Forecaster) -> Comparison {
-    let clusters: Vec<ClusterErrors> = dataset
-        .companies
-        .iter()
-        .zip(backtests)
-        .map(|(company, backtest)| {
-            let both = |f: &dyn Fn(Forecaster) -> f64| [f(a), f(b)];
-            let mut cluster = ClusterErrors::default();
-            for p in &backtest.predictions {
-                let observed = p.observed_log.exp();
-                cluster.relative_errors.push(both(&|f| {
-                    (p.forecasts[f.index()].log_value.exp() - observed).abs() / observed
-                }));
-                cluster
-                    .abs_log_errors
-                    .push(both(&|f| (p.observed_log - p.forecasts[f.index()].log_value).abs()));
-            }
-            cluster.listing_error = backtest.outcome.as_ref().and_then(|outcome| {
-                let event = &company.events[outcome.event];
-                event.event_type.is_listing().then(|| {
-                    let listed = event.valuation_usd as f64;
-                    both(&|f| (outcome.forecasts[f.index()].log_value.exp() / listed - 1.0).abs())
-                })
-            });
-            cluster
-        })
-        .filter(|c| !c.relative_errors.is_empty() || c.listing_error.is_some())
-        .collect();
-    Comparison {
-        a: a.name(),
-        b: b.name(),
-        method: "company-clustered bootstrap: whole companies resampled with replacement",
-        draws: bootstrap::DRAWS,
-        seed: bootstrap::SEED,
-        companies: clusters.len(),
-        differences: bootstrap::compare(&clusters, bootstrap::DRAWS, bootstrap::SEED),
+/// Which number wins which score, in words, from the figures and their intervals: every
+/// comparative word is decided by the numbers beside it.
+fn findings(scorecard: &Scorecard) -> Vec<String> {
+    let mut out = Vec::new();
+    let words = |n: Number| match n {
+        Number::Mark => "the mark",
+        Number::NextPrint => "the next-print forecast",
+        Number::LastPrint => "the last print carried forward",
+    };
+    // "A's median |log error| is x against y for B; A's mean error is smaller (larger), beyond
+    // the bootstrap interval / not distinguishable from B's by it."
+    let compared = |score: &str, a: Number, b: Number| -> Option<String> {
+        let comparison = scorecard.comparison(score, a, b)?;
+        let median = comparison.differences.iter().find(|d| d.figure == "median_abs_log_error")?;
+        let mean = comparison.differences.iter().find(|d| d.figure == "mean_abs_log_error")?;
+        let (ma, mb) = (median.a?, median.b?);
+        let lower = if ma <= mb { words(a) } else { words(b) };
+        let mean_words = match mean.verdict {
+            "a_better" => format!("{}'s mean error is smaller, beyond the bootstrap interval", words(a)),
+            "b_better" => format!("{}'s mean error is smaller, beyond the bootstrap interval", words(b)),
+            _ => "their mean errors are not distinguishable by the bootstrap interval".to_string(),
+        };
+        Some(format!(
+            "{}'s median |log error| is {ma:.3} against {mb:.3} for {} ({lower} is lower); {mean_words}",
+            words(a),
+            words(b)
+        ))
+    };
+    if let Some(text) = compared("month_end_bridged", Number::Mark, Number::LastPrint) {
+        out.push(format!(
+            "The value today (month-ends scored against the value on the day, bridged between the two reported \
+             values around it): {text}. This is the score the mark is built for."
+        ));
     }
+    if let (Some(text), Some(m)) = (
+        compared("month_end_bridged", Number::Mark, Number::NextPrint),
+        &scorecard.month_end,
+    ) {
+        let bias = m.bridged.next_print.bias.unwrap_or(0.0);
+        let side = if bias < 0.0 { "above" } else { "below" };
+        out.push(format!(
+            "On the same score against the next-print forecast: {text}. The next-print forecast runs {side} the value \
+             on the day (mean log error {bias:+.3}, the mark's {:+.3}): it forecasts the next announcement, and \
+             announcements are selected (companies report rises; quiet companies are often quiet because things go \
+             less well).",
+            m.bridged.mark.bias.unwrap_or(0.0)
+        ));
+    }
+    if let Some(text) = compared("event_day", Number::NextPrint, Number::Mark) {
+        out.push(format!(
+            "The next reported value (each reported value forecast from the data before its day): {text}. Use \
+             next_reported to anticipate the next round's price, the mark for what a holding is worth today."
+        ));
+    }
+    if let Some(score) = &scorecard.month_end {
+        let c = &score.confidence;
+        if let (Some(skill), Some(stated)) = (c.brier_skill, c.mean_stated) {
+            let verdict = if skill > 0.0 {
+                "it beat stating the base rate, but it is the same for every company on a day"
+            } else {
+                "it has no skill: it did no better than stating the base rate every time"
+            };
+            out.push(format!(
+                "confidence states the share of past month-end marks whose next reported value came within +/-20% \
+                 (on average {:.0}% here). Judged as a forecast for one company (Brier skill {:+.1}%), {verdict}; so it \
+                 is published as a track record, not a company-specific probability.",
+                stated * 100.0,
+                skill * 100.0
+            ));
+        }
+        if let (Some(c80), Some(c95)) = (score.coverage_80.observed_pct, score.coverage_95.observed_pct) {
+            out.push(format!(
+                "The bands are for the next reported value: at month-ends it fell inside the 80% band {c80:.1}% and \
+                 inside the 95% band {c95:.1}% of the time (by silence in the coverage table)."
+            ));
+        }
+    }
+    out
 }
