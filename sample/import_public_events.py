@@ -1,89 +1,277 @@
 #!/usr/bin/env python3
-"""Turn the published public-events table into the builder's source dataset layout.
+"""Import a version of the public-events table onto the bundled sample (DESIGN section 2).
 
-Usage: python3 sample/import_public_events.py PUBLIC_EVENTS_CSV OUT_DIR
+Usage: python3 sample/import_public_events.py PUBLIC_EVENTS_CSV SAMPLE_DIR
+           [--retractions RETRACTIONS_CSV] [--dataset-version YYYY-MM-DD --as-of YYYY-MM-DD]
 
-Writes OUT_DIR/companies.csv and OUT_DIR/events.csv. Event ids are never reassigned, because
-the event history is append-only: a row already in OUT_DIR/events.csv (same slug, type, date,
-value and source) keeps its id and its place, and rows new to the table are appended after
-them with the next ids (e0001, e0002, ... in the order of the input rows). A company's status
-is `ipo_completed` once it has an `ipo` or `direct_listing` row; a `bankruptcy` row leaves it
-as it is (SPEC knows only `private` and `ipo_completed`).
+The sample's event history is append-only, so the import never edits or removes a record:
+- Existing records keep their ids and their order.
+- A table row whose `supersedes` is empty and whose `slug, event_type, occurred_on,
+  valuation_usd, source_url` equal a record's IS that record: its `reported_as` and
+  `source_grade` are filled in where they are empty, and nothing else of it changes. (A row
+  with a `supersedes` is a record already imported only if that record has the same five
+  fields and the same `supersedes`.)
+- Every other row is appended in file order with the next id (the number after the last
+  record's: e0481, ...), carrying its `supersedes`, which must name an earlier record of the
+  same company. A new id that is already taken (the ids are out of order) is refused.
+- Then every line of RETRACTIONS_CSV (`event_id,slug,reason`; by default retractions.csv
+  beside the table) not yet applied is appended as a `retraction` record: `supersedes` the
+  named event, dated the dataset's `as_of`, valuation 0, the reason as its note, and
+  `reported_as`, `source_url` and `source_grade` empty (a withdrawal reports no value and has
+  no page of its own), so the builder must accept those three empty for a retraction.
+Run twice, the import appends nothing and leaves every file byte-identical.
 
-A company's aliases (the names search also finds it by) are the part of its name in brackets
-("Anysphere (Cursor)" is also Cursor) and any name a note says it then had ("company then
-named Codeium"), in the order first seen, separated by `;`.
+companies.csv keeps its rows (a name or sector the table spells otherwise is only reported) and
+gains every company a record names that it lacks, with the table's name and sector; the file
+stays sorted by slug. A company's
+`status` is `ipo_completed` once it has a listing (`ipo`, `direct_listing`, `spac_listing`) in
+the effective view (records that a later record supersedes or a retraction withdraws left out),
+else `private`. Its aliases, the names search also finds it by, are the part of its name in
+brackets ("Anysphere (Cursor)" is also Cursor; a `;` there separates two names) and any name a
+note says it then had ("company then named Codeium"), in the order first seen, joined by `;`;
+a known alias is never dropped, and a bracketed place ("Bolt (Estonia)") is no alias.
+
+--dataset-version and --as-of rewrite just those lines of dataset.toml. Bad input is refused
+with `file:line: what is wrong` and exit status 1, before any file is written.
 """
 
+import argparse
 import csv
 import os
 import re
 import sys
+from datetime import date
 
-LISTINGS = {"ipo", "direct_listing"}
-COLUMNS = ["event_id", "slug", "event_type", "occurred_on", "valuation_usd", "source_url", "note"]
-
-
+COLUMNS = [
+    "event_id",
+    "slug",
+    "event_type",
+    "occurred_on",
+    "valuation_usd",
+    "reported_as",
+    "source_url",
+    "source_grade",
+    "note",
+    "supersedes",
+]
+NEW_COLUMNS = {"reported_as", "source_grade", "supersedes"}  # the events.csv of v3 lacks them
+COMPANY_COLUMNS = ["slug", "name", "sector", "status", "aliases"]
+TABLE_COLUMNS = ["slug", "name", "sector", *COLUMNS[2:]]
+IDENTITY = ["slug", "event_type", "occurred_on", "valuation_usd", "source_url"]
+LISTINGS = {"ipo", "direct_listing", "spac_listing"}
+ALLOWED = {
+    "event_type": LISTINGS
+    | {"primary_round", "down_round", "tender_offer", "secondary_sale", "fund_mark", "acquisition"}
+    | {"acquisition_closed", "acquisition_terminated", "bankruptcy", "wind_down"},
+    "reported_as": {"closed", "announced", "in_talks", "estimate"},
+    "source_grade": {"A", "B", "C", "D"},
+}
+# Bracketed words that tell two companies of one name apart rather than name one.
+NOT_NAMES = {"Estonia"}
 BRACKETED = re.compile(r"\(([^()]+)\)")
 THEN_NAMED = re.compile(r"(?:then|formerly) named ([A-Z][\w.&' -]*?)(?=[);,]|$)")
 
 
-def aliases_of(name, notes):
-    found = [m.strip() for m in BRACKETED.findall(name)]
-    for note in notes:
-        found += [m.strip() for m in THEN_NAMED.findall(note)]
+class Refusal(Exception):
+    """Bad input, reported as `file:line: what is wrong`."""
+
+
+def read_csv(path, required):
+    """The rows of a CSV file, each with the line it starts on, after checking its header."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = [c for c in required if c not in (reader.fieldnames or [])]
+            if missing:
+                raise Refusal(f"{path}:1: missing column {', '.join(missing)}")
+            rows, line = [], reader.line_num + 1
+            for row in reader:
+                rows.append((line, row))
+                line = reader.line_num + 1
+            return rows
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise Refusal(f"{path}: cannot read it: {err}") from None
+
+
+def aliases_of(name, notes, known=()):
+    found = list(known) + [p for m in BRACKETED.findall(name) for p in m.split(";")]
+    found += [m for note in notes for m in THEN_NAMED.findall(note)]
     unique = []
-    for alias in found:
-        if alias and alias.lower() not in (a.lower() for a in unique):
+    for alias in (a.strip() for a in found):
+        if alias and alias not in NOT_NAMES and alias.lower() not in (a.lower() for a in unique):
             unique.append(alias)
     return unique
 
 
-def identity(row):
-    return (row["slug"], row["event_type"], row["occurred_on"], row["valuation_usd"], row["source_url"])
+def key(record, with_supersedes):
+    return tuple(record[c] for c in IDENTITY) + ((record["supersedes"],) if with_supersedes else ())
 
 
-def main(src, out_dir):
-    with open(src, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    companies = {}
-    for row in rows:
-        company = companies.setdefault(
-            row["slug"], {"name": row["name"], "sector": row["sector"], "listed": False, "notes": []}
-        )
-        company["notes"].append(row["note"])
-        if row["event_type"] in LISTINGS:
-            company["listed"] = True
-    with open(f"{out_dir}/companies.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(["slug", "name", "sector", "status", "aliases"])
-        for slug in sorted(companies):
-            c = companies[slug]
-            status = "ipo_completed" if c["listed"] else "private"
-            aliases = ";".join(aliases_of(c["name"], c["notes"]))
-            writer.writerow([slug, c["name"], c["sector"], status, aliases])
-    events_path = f"{out_dir}/events.csv"
-    existing = []
-    if os.path.exists(events_path):
-        with open(events_path, newline="", encoding="utf-8") as fh:
-            existing = list(csv.DictReader(fh))
-    known = {identity(row) for row in existing}
-    numbers = [int(row["event_id"][1:]) for row in existing if row["event_id"][1:].isdigit()]
-    next_number = max(numbers, default=0) + 1
-    appended = []
-    for row in rows:
-        if identity(row) in known:
-            continue
-        appended.append(dict(row, event_id=f"e{next_number:04d}"))
+def import_events(events, table, table_path, retractions, retractions_path, as_of):
+    """Fill in and append to `events` (a list of records) in place; returns what was done."""
+    by_id = {r["event_id"]: r for r in events}
+    numbers = [int(m[1]) for r in events if (m := re.fullmatch(r"e(\d+)", r["event_id"]))]
+    next_number = numbers[-1] + 1 if numbers else 1
+    matches = {key(r, False): r for r in events} | {key(r, True): r for r in events}
+    done = {"matched": 0, "filled": 0, "appended": 0, "retractions": 0}
+
+    def append(record, where):
+        nonlocal next_number
+        record["event_id"] = f"e{next_number:04d}"
+        if record["event_id"] in by_id:
+            raise Refusal(f"{where}: its new id {record['event_id']} is already taken")
         next_number += 1
-    with open(events_path, "w", newline="", encoding="utf-8") as fh:
+        events.append(record)
+        by_id[record["event_id"]] = record
+
+    for line, row in table:
+        where = f"{table_path}:{line}"
+        for column, allowed in ALLOWED.items():
+            if row[column] not in allowed:
+                raise Refusal(f"{where}: unknown {column} {row[column]!r}")
+        record = {c: row[c] for c in COLUMNS[1:]}
+        match = matches.get(key(record, bool(record["supersedes"])))
+        if match:
+            empty = [c for c in ("reported_as", "source_grade") if not match[c]]
+            match.update({c: record[c] for c in empty})
+            done["matched"] += 1
+            done["filled"] += bool(empty)
+            continue
+        old = by_id.get(record["supersedes"])
+        if record["supersedes"] and (not old or old["slug"] != record["slug"]):
+            raise Refusal(f"{where}: supersedes {record['supersedes']}, which is no event of {record['slug']}")
+        append(record, where)
+        matches[key(record, False)] = matches[key(record, True)] = record
+        done["appended"] += 1
+
+    withdrawn = {r["supersedes"] for r in events if r["event_type"] == "retraction"}
+    for line, row in retractions:
+        where = f"{retractions_path}:{line}"
+        old = by_id.get(row["event_id"])
+        if not old or old["slug"] != row["slug"] or old["event_type"] == "retraction":
+            raise Refusal(f"{where}: retracts {row['event_id']}, which is no event of {row['slug']}")
+        if not row["reason"].strip():
+            raise Refusal(f"{where}: the retraction of {row['event_id']} gives no reason")
+        if row["event_id"] in withdrawn:
+            continue
+        record = dict.fromkeys(COLUMNS, "") | {"slug": row["slug"], "event_type": "retraction"}
+        record |= {"occurred_on": as_of, "valuation_usd": "0", "note": row["reason"], "supersedes": row["event_id"]}
+        append(record, where)
+        withdrawn.add(row["event_id"])
+        done["retractions"] += 1
+    return done
+
+
+def update_companies(companies, events, table, table_path):
+    """Add the companies `events` name and `companies` lacks; set every status and alias list."""
+    from_table = {}
+    for line, row in table:
+        first = from_table.setdefault(row["slug"], (row["name"], row["sector"], line))
+        if first[:2] != (row["name"], row["sector"]):
+            raise Refusal(f"{table_path}:{line}: {row['slug']} has another name or sector than on line {first[2]}")
+    for slug, (name, sector, _) in from_table.items():
+        if slug in companies and (companies[slug]["name"], companies[slug]["sector"]) != (name, sector):
+            c = companies[slug]
+            print(
+                f"note: {slug} keeps {c['name']!r} ({c['sector']}); the table has {name!r} ({sector})", file=sys.stderr
+            )
+    gone = {r["supersedes"] for r in events if r["supersedes"]}
+    listed = {r["slug"] for r in events if r["event_type"] in LISTINGS and r["event_id"] not in gone}
+    notes = {}
+    for r in events:
+        if r["event_type"] != "retraction":
+            notes.setdefault(r["slug"], []).append(r["note"])
+    new = 0
+    for slug in sorted(set(notes) - set(companies)):
+        name, sector, _ = from_table[slug]
+        companies[slug] = {"slug": slug, "name": name, "sector": sector, "aliases": ""}
+        new += 1
+    for slug, c in companies.items():
+        c["status"] = "ipo_completed" if slug in listed else "private"
+        c["aliases"] = ";".join(aliases_of(c["name"], notes.get(slug, []), c["aliases"].split(";")))
+    return new
+
+
+def write_csv(path, columns, rows):
+    with open(f"{path}.tmp", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(COLUMNS)
-        for row in existing + appended:
-            writer.writerow([row[c] for c in COLUMNS])
+        writer.writerow(columns)
+        writer.writerows([row.get(c, "") for c in columns] for row in rows)
+    os.replace(f"{path}.tmp", path)
+
+
+def run(args):
+    table_path = args.public_events
+    table = read_csv(table_path, TABLE_COLUMNS)
+    retractions_path = args.retractions or os.path.join(os.path.dirname(table_path), "retractions.csv")
+    retractions = []
+    if args.retractions or os.path.exists(retractions_path):
+        retractions = read_csv(retractions_path, ["event_id", "slug", "reason"])
+
+    toml_path = os.path.join(args.sample_dir, "dataset.toml")
+    try:
+        with open(toml_path, encoding="utf-8") as fh:
+            toml = fh.read().splitlines(keepends=True)
+    except OSError as err:
+        raise Refusal(f"{toml_path}: cannot read it: {err}") from None
+    values = {"dataset_version": args.dataset_version, "as_of": args.as_of}
+    for name, value in values.items():
+        lines = [i for i, text in enumerate(toml) if re.match(rf'{name} = "\d{{4}}-\d\d-\d\d"$', text.strip())]
+        if not lines:
+            raise Refusal(f'{toml_path}: no line {name} = "YYYY-MM-DD"')
+        if value is None:
+            values[name] = toml[lines[0]].strip().split('"')[1]
+        else:
+            toml[lines[0]] = f'{name} = "{value}"\n'
+
+    events_path = os.path.join(args.sample_dir, "events.csv")
+    events, ids = [], set()
+    for line, row in read_csv(events_path, [c for c in COLUMNS if c not in NEW_COLUMNS]):
+        if row["event_id"] in ids:
+            raise Refusal(f"{events_path}:{line}: duplicate event_id {row['event_id']}")
+        ids.add(row["event_id"])
+        events.append(dict.fromkeys(COLUMNS, "") | row)
+    companies_path = os.path.join(args.sample_dir, "companies.csv")
+    companies = {r["slug"]: r for _, r in read_csv(companies_path, COMPANY_COLUMNS)}
+    kept = len(events)
+    done = import_events(events, table, table_path, retractions, retractions_path, values["as_of"])
+    new = update_companies(companies, events, table, table_path)
+
+    write_csv(events_path, COLUMNS, events)
+    write_csv(companies_path, COMPANY_COLUMNS, [companies[s] for s in sorted(companies)])
+    with open(f"{toml_path}.tmp", "w", encoding="utf-8") as fh:
+        fh.writelines(toml)
+    os.replace(f"{toml_path}.tmp", toml_path)
+    listed = sum(c["status"] == "ipo_completed" for c in companies.values())
+    print(
+        f"events: {kept} kept, {done['matched']} of them matched ({done['filled']} filled in), "
+        f"{done['appended']} rows and {done['retractions']} retractions appended, {len(events)} in all; "
+        f"companies: {len(companies)}, {new} new, {listed} ipo_completed"
+    )
+
+
+def day(text):
+    if not re.fullmatch(r"\d{4}-\d\d-\d\d", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date YYYY-MM-DD")
+    try:
+        date.fromisoformat(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+    return text
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("public_events", metavar="PUBLIC_EVENTS_CSV")
+    parser.add_argument("sample_dir", metavar="SAMPLE_DIR")
+    parser.add_argument("--retractions", metavar="RETRACTIONS_CSV")
+    parser.add_argument("--dataset-version", type=day, metavar="YYYY-MM-DD")
+    parser.add_argument("--as-of", type=day, metavar="YYYY-MM-DD")
+    try:
+        run(parser.parse_args())
+    except Refusal as refusal:
+        sys.exit(str(refusal))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    main()
