@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use marks_builder::dataset::Dataset;
-use marks_builder::methodology::{usd, Coverage, Fit, Params};
+use marks_builder::methodology::{usd, Coverage, Fit};
 use marks_builder::synth::{self, SynthOptions};
 use marks_builder::BuildOptions;
 use marks_format::{OpenOptions, Snapshot};
@@ -77,7 +77,7 @@ fn build_throughput(c: &mut Criterion) {
         b.iter(|| build(&source, &out, 0))
     });
     group.bench_function("methodology fit alone", |b| {
-        b.iter(|| Fit::new(black_box(&dataset), Params::default()))
+        b.iter(|| Fit::new(black_box(&dataset)))
     });
     group.finish();
 }
@@ -86,8 +86,8 @@ fn series_rendering(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (source, _) = synthetic(dir.path(), 20);
     let dataset = Dataset::load(&source).expect("dataset");
-    let fit = Fit::new(&dataset, Params::default());
-    let marks = fit.marks(&dataset.companies[0]);
+    let fit = Fit::new(&dataset);
+    let marks = fit.marks(0, &dataset.companies[0]);
     let meta = marks_builder::render::meta_json(&dataset.info);
     let dates = marks_builder::render::series_dates(&marks.series);
     #[derive(serde::Serialize)]

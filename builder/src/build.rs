@@ -730,6 +730,10 @@ fn fingerprints(dataset: &Dataset) -> Vec<EventFingerprint> {
                 occurred_on: e.occurred_on.to_string(),
                 valuation_usd: e.valuation_usd,
                 text_hash: text_hash(&e.source_url, &e.note),
+                reported_as: e.reported_as.map_or("", |r| r.as_str()).to_string(),
+                source_grade: e.source_grade.map_or("", |g| g.as_str()).to_string(),
+                supersedes: e.supersedes.clone().unwrap_or_default(),
+                line: e.line,
             })
         })
         .collect();
@@ -737,7 +741,10 @@ fn fingerprints(dataset: &Dataset) -> Vec<EventFingerprint> {
     events
 }
 
-/// Refuses a dataset that changed or dropped any event of the previous snapshot (SPEC 2.9).
+/// Refuses a dataset that changed or dropped any record of the previous snapshot (SPEC 2.9,
+/// docs/design.md section 2): a published record's facts never change; a mistake is corrected by
+/// appending a record that supersedes it, or withdrawn by appending a retraction. Only
+/// `reported_as` and `source_grade` may be filled in, once, where a record predates them.
 fn check_append_only(dataset: &Dataset, previous: &Snapshot, source: &Path) -> Result<(), BuildError> {
     let index = previous.index();
     let previous_version = index.dataset_version.as_str();
@@ -755,31 +762,39 @@ fn check_append_only(dataset: &Dataset, previous: &Snapshot, source: &Path) -> R
         let id = old.event_id.as_str();
         let Ok(position) = current.binary_search_by(|e| e.event_id.as_str().cmp(id)) else {
             return refuse(format!(
-                "{}: event {id} ({} {} on {}) of dataset {previous_version} was removed; the event history is append-only",
+                "{}:{}: event {id} ({} {} on {}), published on this line in dataset {previous_version}, was removed; \
+                 the event history is append-only: keep it and append a retraction that names it in supersedes",
                 events_csv.display(),
+                old.line.to_native(),
                 old.slug,
                 old.event_type,
                 old.occurred_on
             ));
         };
         let new = &current[position];
+        let filled_in_or_kept = |old: &str, new: &str| old.is_empty() || old == new;
         let changed = [
             ("slug", old.slug.as_str() != new.slug),
             ("event_type", old.event_type.as_str() != new.event_type),
             ("occurred_on", old.occurred_on.as_str() != new.occurred_on),
             ("valuation_usd", old.valuation_usd.to_native() != new.valuation_usd),
             ("source_url or note", old.text_hash.to_native() != new.text_hash),
+            ("supersedes", old.supersedes.as_str() != new.supersedes),
+            (
+                "reported_as",
+                !filled_in_or_kept(old.reported_as.as_str(), &new.reported_as),
+            ),
+            (
+                "source_grade",
+                !filled_in_or_kept(old.source_grade.as_str(), &new.source_grade),
+            ),
         ];
         if let Some((field, _)) = changed.iter().find(|(_, differs)| *differs) {
-            let line = dataset
-                .companies
-                .iter()
-                .flat_map(|c| c.events.iter())
-                .find(|e| e.event_id == id)
-                .map_or(0, |e| e.line);
             return refuse(format!(
-                "{}:{line}: event {id} changes its {field} from dataset {previous_version}; the event history is append-only, add a new event instead",
-                events_csv.display()
+                "{}:{}: event {id} changes its {field} from dataset {previous_version}; the event history is \
+                 append-only: append a record that names {id} in supersedes, with the corrected fields in full",
+                events_csv.display(),
+                new.line
             ));
         }
     }

@@ -52,6 +52,17 @@ fn edit(path: &Path, edit: impl FnOnce(String) -> String) {
     std::fs::write(path, edit(text)).unwrap();
 }
 
+/// The events of the first sample in today's columns (reported_as, source_grade and supersedes
+/// added, empty, after the old ones), with `rows` appended in those columns.
+fn with_new_columns(text: String, rows: &str) -> String {
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        out.push_str(line);
+        out.push_str(if i == 0 { ",reported_as,source_grade,supersedes\n" } else { ",,,\n" });
+    }
+    out + rows
+}
+
 /// Every malformed-dataset case of docs/design.md section 2: refused with `file:line: reason`, a
 /// non-zero result, and no file written.
 #[test]
@@ -101,7 +112,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "x1,stripe,primary_round,2024-01-01,0,https://e.com,\n"
                 })
             },
-            "events.csv:115: valuation_usd 0 is not positive (only a bankruptcy may carry 0",
+            "events.csv:115: valuation_usd 0 is not positive (only a failure",
         ),
         (
             "event after a bankruptcy",
@@ -110,7 +121,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "x1,ftx,secondary_sale,2023-01-01,100,https://e.com,\n"
                 })
             },
-            "events.csv:115: event x1 on 2023-01-01 is on or after \"ftx\"'s bankruptcy on 2022-11-11",
+            "events.csv:115: event x1 on 2023-01-01 comes after \"ftx\"'s bankruptcy on 2022-11-11",
         ),
         (
             "second bankruptcy",
@@ -119,7 +130,7 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                     t + "x1,ftx,bankruptcy,2022-11-11,0,https://e.com,\n"
                 })
             },
-            "events.csv:115: second bankruptcy event for \"ftx\"",
+            "events.csv:115: second outcome for \"ftx\"",
         ),
         (
             "negative valuation",
@@ -226,6 +237,96 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
             "companies.csv:43: company \"ghost\" has no events",
         ),
         (
+            "unknown reported_as",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,stripe,primary_round,2024-01-01,100,https://e.com,,rumoured,B,\n")
+                })
+            },
+            "events.csv:115: unknown reported_as \"rumoured\"",
+        ),
+        (
+            "unknown source_grade",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,stripe,primary_round,2024-01-01,100,https://e.com,,closed,E,\n")
+                })
+            },
+            "events.csv:115: unknown source_grade \"E\"",
+        ),
+        (
+            "supersedes a record that is not earlier",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,stripe,primary_round,2024-01-01,100,https://e.com,,closed,B,x2\n")
+                })
+            },
+            "events.csv:115: event x1 supersedes \"x2\", which is not an earlier record",
+        ),
+        (
+            "supersedes itself",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,stripe,primary_round,2024-01-01,100,https://e.com,,closed,B,x1\n")
+                })
+            },
+            "events.csv:115: event x1 supersedes \"x1\", which is not an earlier record",
+        ),
+        (
+            "a correction of another company's record",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,ftx,primary_round,2021-01-01,100,https://e.com,,closed,B,e0001\n")
+                })
+            },
+            "events.csv:115: event x1 of \"ftx\" supersedes e0001 of \"airbnb\" (line 2): a correction is of the same company",
+        ),
+        (
+            "two corrections of one record",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(
+                        t,
+                        "x1,airbnb,down_round,2020-04-06,17000000000,https://e.com,,closed,B,e0001\n\
+                         x2,airbnb,down_round,2020-04-06,16000000000,https://e.com,,closed,B,e0001\n",
+                    )
+                })
+            },
+            "events.csv:116: event x2 supersedes e0001 (line 2), which x1 already supersedes",
+        ),
+        (
+            "a retraction that names nothing",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,airbnb,retraction,2024-01-01,0,,,,,\n")
+                })
+            },
+            "events.csv:115: retraction x1 names no record in supersedes",
+        ),
+        (
+            "a control character in a note",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,stripe,primary_round,2024-01-01,100,https://e.com,\"a\u{202e}b\"\n"
+                })
+            },
+            "events.csv:115: note of event x1 holds the invisible or control character U+202E at character 2",
+        ),
+        (
+            "a line break in a note",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,stripe,primary_round,2024-01-01,100,https://e.com,\"line\r\n=cmd\"\n"
+                })
+            },
+            "events.csv:115: note of event x1 holds the invisible or control character U+000D at character 5",
+        ),
+        (
+            "a zero-width character in a name",
+            |d| edit(&d.join("companies.csv"), |t| t + "zw,Zero\u{200b}Width,fintech,private\n"),
+            "companies.csv:43: the name of \"zw\" holds the invisible or control character U+200B",
+        ),
+        (
             "malformed csv row",
             |d| edit(&d.join("events.csv"), |t| t + "x1,stripe\n"),
             "events.csv:115: malformed CSV",
@@ -306,34 +407,27 @@ fn every_body_round_trips_through_the_file() {
         assert_eq!(usage["rate_per_min"], tier.rate_per_min());
     }
     let scorecard = json(snapshot.body_slice(&index.scorecard.identity));
-    let names: Vec<&str> = scorecard["forecasters"]
+    let names: Vec<&str> = scorecard["numbers"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| f["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "adaptive_gap_profile",
-            "gap_profile_drift",
-            "local_linear_trend",
-            "last_event_carried_forward",
-            "quality_weighted_step"
-        ]
-    );
-    assert_eq!(scorecard["methodology_version"], "v0.4.0");
-    assert_eq!(scorecard["params"]["drift_pseudo_pairs"], 3.0);
-    assert_eq!(scorecard["params"]["level80_gamma"], 0.02);
-    assert_eq!(scorecard["comparison"]["draws"], 1000);
-    assert_eq!(scorecard["comparison_with_previous"]["b"], "gap_profile_drift");
-    let bankrupt: Vec<&str> = scorecard["bankruptcy_outcomes"]
+    assert_eq!(names, ["mark", "next_print", "last_print"]);
+    assert_eq!(scorecard["methodology_version"], "v0.5.0");
+    assert_eq!(scorecard["params"]["drift_pseudo_spells"], 3.0);
+    assert_eq!(scorecard["comparisons"][0]["draws"], 1000);
+    // ftx's bankruptcy is scored as a failure, marked the day before.
+    assert!(scorecard["event_day"]["failure"]["n"].as_u64().unwrap() >= 1);
+    let rows = json(snapshot.body_slice(&index.scorecard_targets_full.identity));
+    let failures: Vec<&str> = rows["targets"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|b| b["slug"].as_str().unwrap())
+        .filter(|t| t["kind"] == "failure")
+        .map(|t| t["slug"].as_str().unwrap())
         .collect();
-    assert!(bankrupt.contains(&"ftx"), "{bankrupt:?}");
+    assert!(failures.contains(&"ftx"), "{failures:?}");
 }
 
 /// The scored targets, the largest bodies, are written as they are serialised and deflated a
@@ -604,29 +698,113 @@ fn publisher_signatures_are_required_when_configured() {
 }
 
 /// Each version of the sample appends to the one before: the second builds with `--previous`
-/// of the first, the third (bundled) with `--previous` of the second; each passes the
-/// append-only check, and the change log carries every version.
+/// of the first, the third with `--previous` of the second, and the bundled one (the fifth
+/// version of the public-events table imported onto the third: corrections appended, never
+/// edited in place) with `--previous` of the third; each passes the append-only check, and the
+/// change log carries every version.
 #[test]
 fn each_sample_version_is_built_on_the_one_before() {
     let dir = tempfile::tempdir().unwrap();
-    let first = dir.path().join("v1.snap");
-    marks_builder::build(&options(&sample(), &first)).unwrap();
-    let second = dir.path().join("v2.snap");
-    let v2 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/sample-v2");
-    let mut o = options(&v2, &second);
-    o.previous = Some(first.clone());
-    let report = marks_builder::build(&o).unwrap_or_else(|e| panic!("the second sample is refused: {e}"));
-    assert_eq!((report.companies, report.events), (85, 261));
-    let third = dir.path().join("v3.snap");
-    let mut o = options(&bundled_sample(), &third);
-    o.previous = Some(second.clone());
-    let report = marks_builder::build(&o).unwrap_or_else(|e| panic!("the third sample is refused: {e}"));
-    assert_eq!((report.companies, report.events), (182, 480));
-    let snapshot = Snapshot::open(&third, &OpenOptions::default()).unwrap();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut previous = dir.path().join("v1.snap");
+    marks_builder::build(&options(&sample(), &previous)).unwrap();
+    for (n, source, counts) in [
+        (2, golden.join("sample-v2"), (85, 261)),
+        (3, golden.join("sample-v3"), (182, 480)),
+        (4, bundled_sample(), (247, 1112)),
+    ] {
+        let out = dir.path().join(format!("v{n}.snap"));
+        let mut o = options(&source, &out);
+        o.previous = Some(previous.clone());
+        let report = marks_builder::build(&o).unwrap_or_else(|e| panic!("sample {n} is refused: {e}"));
+        assert_eq!((report.companies, report.events), counts, "sample {n}");
+        previous = out;
+    }
+    let snapshot = Snapshot::open(&previous, &OpenOptions::default()).unwrap();
     let index = snapshot.index();
-    assert_eq!(index.companies.len(), 182);
+    assert_eq!(index.companies.len(), 247);
     let versions: Vec<&str> = index.changes.versions.iter().map(|v| v.as_str()).collect();
-    assert_eq!(versions, ["2026-11-20", "2026-11-24", "2026-11-25"]);
+    assert_eq!(versions, ["2026-11-20", "2026-11-24", "2026-11-25", "2026-11-28"]);
+    // Companies whose history was corrected are in the changes since the third version.
+    let changed: Vec<&str> = index
+        .changes_since("2026-11-25")
+        .unwrap()
+        .iter()
+        .map(|row| index.companies[row.company.to_native() as usize].slug.as_str())
+        .collect();
+    assert!(changed.contains(&"windsurf") && changed.contains(&"stripe"), "{changed:?}");
+}
+
+/// A v5-style correction appended to the bundled sample passes the append-only check; the same
+/// correction made by editing the published record in place is refused at its line, and so is
+/// a published record dropped, and a grade changed once it was filled in.
+#[test]
+fn corrections_are_appended_never_edited() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.snap");
+    marks_builder::build(&options(&bundled_sample(), &first)).unwrap();
+    let copy = |name: &str| {
+        let to = dir.path().join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        for file in ["dataset.toml", "companies.csv", "events.csv"] {
+            std::fs::copy(bundled_sample().join(file), to.join(file)).unwrap();
+        }
+        edit(&to.join("dataset.toml"), |t| {
+            t.replace("dataset_version = \"2026-11-28\"", "dataset_version = \"2026-11-29\"")
+        });
+        to
+    };
+    let build_on_first = |source: &Path| {
+        let mut o = options(source, &dir.path().join("out.snap"));
+        o.previous = Some(first.clone());
+        marks_builder::build(&o).map_err(|e| e.to_string())
+    };
+    let events = std::fs::read_to_string(bundled_sample().join("events.csv")).unwrap();
+    let (line, record) = events
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.starts_with("e0053,"))
+        .map(|(i, l)| (i + 1, l.to_string()))
+        .unwrap();
+    let fields: Vec<&str> = record.split(',').collect();
+
+    let appended = copy("appended");
+    edit(&appended.join("events.csv"), |t| {
+        t + &format!(
+            "e9001,{},{},{},{},closed,https://example.com/correction,A,corrected value,e0053\n",
+            fields[1], fields[2], fields[3], 123_000_000
+        )
+    });
+    build_on_first(&appended).unwrap_or_else(|e| panic!("an appended correction is refused: {e}"));
+
+    let edited = copy("edited");
+    edit(&edited.join("events.csv"), |t| {
+        t.replace(&record, &record.replacen(&format!(",{},", fields[4]), ",123000000,", 1))
+    });
+    let err = build_on_first(&edited).unwrap_err();
+    assert!(
+        err.contains(&format!("events.csv:{line}: event e0053 changes its valuation_usd")),
+        "{err}"
+    );
+
+    let dropped = copy("dropped");
+    edit(&dropped.join("events.csv"), |t| t.replace(&format!("{record}\n"), ""));
+    let err = build_on_first(&dropped).unwrap_err();
+    assert!(
+        err.contains(&format!("events.csv:{line}: event e0053")) && err.contains("was removed"),
+        "{err}"
+    );
+
+    let regraded = copy("regraded");
+    let graded = events
+        .lines()
+        .find(|l| l.starts_with("e0001,"))
+        .unwrap()
+        .to_string();
+    assert!(graded.contains(",C,"), "{graded}");
+    edit(&regraded.join("events.csv"), |t| t.replace(&graded, &graded.replacen(",C,", ",A,", 1)));
+    let err = build_on_first(&regraded).unwrap_err();
+    assert!(err.contains("events.csv:2: event e0001 changes its source_grade"), "{err}");
 }
 
 /// Format compatibility: the committed golden file of each format version this build reads

@@ -30,12 +30,13 @@ pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// signature (version 1 signed only the XXH3 checksum); version 3 added the bulk exports, the
 /// change log and each company's latest bands; version 4 added the scorecard's scored targets
 /// and the home and scorecard pages; version 5 the scorecard's two disclosures; version 6 the
-/// search index, the sector lists and the CSV bodies.
-pub const FORMAT_VERSION: u32 = 6;
-/// The oldest format this code still reads. Versions 3 to 6 changed the index's layout, so
+/// search index, the sector lists and the CSV bodies; version 7 the corrections and grades of
+/// the append-only history in each event's fingerprint (methodology v0.5.0's dataset).
+pub const FORMAT_VERSION: u32 = 7;
+/// The oldest format this code still reads. Versions 3 to 7 changed the index's layout, so
 /// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
 /// proved nothing about its content anyway).
-pub const OLDEST_READABLE_VERSION: u32 = 6;
+pub const OLDEST_READABLE_VERSION: u32 = 7;
 /// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
 pub const HEADER_LEN: usize = 256;
 /// Alignment of the index archive within the file.
@@ -397,7 +398,7 @@ pub struct SearchWord {
     pub company: u32,
 }
 
-/// What the append-only check compares: an event's identity and content, compactly.
+/// What the append-only check compares: a record's identity and its published facts, compactly.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct EventFingerprint {
     pub event_id: String,
@@ -407,6 +408,13 @@ pub struct EventFingerprint {
     pub valuation_usd: u64,
     /// XXH3-64 of `source_url`, a NUL byte and `note`.
     pub text_hash: u64,
+    /// Empty where the record predates the column: it may be filled in once, never changed.
+    pub reported_as: String,
+    pub source_grade: String,
+    /// The record this one corrects or withdraws; empty for none.
+    pub supersedes: String,
+    /// Its line in the dataset's events.csv, so that a refusal can say where it was.
+    pub line: u64,
 }
 
 /// One bulk export document: NDJSON stored only as a gzip member, with what it decompresses

@@ -172,7 +172,6 @@ mod tests {
                 mark,
                 band80: (mark * 0.5, mark * 2.0),
                 band95: (mark * 0.25, mark * 4.0),
-                scale: 0.1,
             })
             .collect()
     }
