@@ -76,9 +76,7 @@ fn build_throughput(c: &mut Criterion) {
     group.bench_function("marks build (200 companies, no gzip)", |b| {
         b.iter(|| build(&source, &out, 0))
     });
-    group.bench_function("methodology fit alone", |b| {
-        b.iter(|| Fit::new(black_box(&dataset)))
-    });
+    group.bench_function("methodology fit alone", |b| b.iter(|| Fit::new(black_box(&dataset))));
     group.finish();
 }
 

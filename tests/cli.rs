@@ -167,7 +167,7 @@ fn a_bad_dataset_is_one_line_with_file_and_line_and_a_failing_exit() {
     let source = dir.path().join("data");
     copy_dataset(&sample_dir(), &source);
     let mut events = std::fs::read_to_string(source.join("events.csv")).unwrap();
-    events.push_str("x1,nobody,primary_round,2024-01-01,100,https://example.com,\n");
+    events.push_str("x1,nobody,primary_round,2024-01-01,100,closed,https://example.com,B,,\n");
     std::fs::write(source.join("events.csv"), events).unwrap();
     let out = dir.path().join("out.snap");
     let key = sample_dir().join("demo-signing-key.pem");
@@ -342,7 +342,7 @@ fn verify_snapshot_reports_versions_and_refuses_damage() {
     assert!(output.status.success());
     let stdout = text(&output.stdout);
     assert!(
-        stdout.contains(&format!("dataset {}", sample_version())) && stdout.contains("methodology v0.4.0"),
+        stdout.contains(&format!("dataset {}", sample_version())) && stdout.contains("methodology v0.5.0"),
         "{stdout}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -431,7 +431,10 @@ fn the_publishing_procedure_works_as_written() {
     let events = std::fs::read_to_string(next.join("events.csv")).unwrap();
     std::fs::write(
         next.join("events.csv"),
-        format!("{events}x0001,stripe,tender_offer,{next_version},91000000000,https://example.com/t,\n"),
+        format!(
+            "{events}x0001,stripe,tender_offer,{},91000000000,closed,https://example.com/t,B,,\n",
+            sample_as_of()
+        ),
     )
     .unwrap();
     let accepted = build(next.to_str().unwrap(), Some("srv/current.snap"));

@@ -2,11 +2,11 @@
 //! sample and every route: no route, keyed or not, hands a tier an event's valuation, source or
 //! note of a company whose events it may not read.
 //!
-//! Below Pro, a tier reads of a company's events only what its items carry: the event that sets
-//! the mark, the last event and the outcome, as values without source or note, and only for the
+//! Below Pro, a tier reads of a company's events only what its items carry: its last anchor (the
+//! event that sets the mark) and its outcome, as values without source or note, and only for the
 //! companies in its universe (the free tier's ten). Without a key, no event value at all. Pro and
-//! above read every event. The allowed sets are worked out here from the source CSV, not from
-//! the server.
+//! above read every record, corrected and withdrawn ones included. The allowed sets are worked
+//! out here from the source CSV's effective view, not from the server.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,60 +21,55 @@ enum Reader {
     Key(&'static str),
 }
 
-/// One event of the source CSV.
+/// One record of the source CSV.
 #[derive(Debug)]
 struct Event {
     id: String,
-    slug: String,
-    event_type: String,
-    occurred_on: String,
     source: String,
     note: String,
 }
 
+/// Every record of the history, corrected and withdrawn ones included: their sources and notes
+/// are as private as any.
 fn events() -> Vec<Event> {
-    sample_csv("events.csv")
+    sample_records("events.csv")
         .into_iter()
         .map(|r| Event {
-            id: r[0].clone(),
-            slug: r[1].clone(),
-            event_type: r[2].clone(),
-            occurred_on: r[3].clone(),
-            source: r[5].clone(),
-            note: r[6].clone(),
+            id: r["event_id"].clone(),
+            source: r["source_url"].clone(),
+            note: r["note"].clone(),
         })
         .collect()
 }
 
-/// The events a company's items may carry below Pro: the one that sets its mark (its last
-/// observation before its outcome, or its bankruptcy), its last event, and its outcome.
-fn item_events(events: &[Event]) -> BTreeMap<String, BTreeSet<String>> {
-    let mut by_company: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
-    for event in events {
-        by_company.entry(&event.slug).or_default().push(event);
-    }
-    let terminal = |e: &Event| matches!(e.event_type.as_str(), "ipo" | "direct_listing" | "bankruptcy");
-    let mut allowed = BTreeMap::new();
-    for (slug, mut history) in by_company {
-        // The builder orders a company's events by date, keeping file order within a day.
-        history.sort_by(|a, b| a.occurred_on.cmp(&b.occurred_on));
-        let mut ids = BTreeSet::new();
-        let outcome = history.iter().find(|e| terminal(e));
-        if let Some(outcome) = outcome {
-            ids.insert(outcome.id.clone());
-        }
-        let before_outcome = history
-            .iter()
-            .rfind(|e| !terminal(e) && outcome.is_none_or(|o| e.occurred_on < o.occurred_on));
-        if let Some(event) = before_outcome {
-            ids.insert(event.id.clone());
-        }
-        if let Some(last) = history.last() {
-            ids.insert(last.id.clone());
-        }
-        allowed.insert(slug.to_string(), ids);
-    }
-    allowed
+/// The events a company's items may carry below Pro, from its effective history read as
+/// docs/design.md sections 2 and 4a say: its last anchor, the anchor that sets its last mark
+/// (for a company whose private period ended, the last one before the outcome's day), and its
+/// outcome (the listing, closed sale or failure that ended it, or a sale agreed and pending).
+fn item_events() -> BTreeMap<String, BTreeSet<String>> {
+    sample_histories()
+        .into_iter()
+        .map(|(slug, history)| {
+            let ended_on = history
+                .outcome
+                .as_ref()
+                .filter(|(kind, _)| *kind != "sale_agreed")
+                .map(|(_, record)| record["occurred_on"].clone());
+            let sets_the_mark = history
+                .anchors
+                .iter()
+                .rfind(|a| ended_on.as_ref().is_none_or(|end| a["occurred_on"] < *end));
+            let ids = history
+                .anchors
+                .last()
+                .into_iter()
+                .chain(sets_the_mark)
+                .chain(history.outcome.as_ref().map(|(_, record)| record))
+                .map(|record| record["event_id"].clone())
+                .collect();
+            (slug, ids)
+        })
+        .collect()
 }
 
 /// Every body a reader gets from every route over the whole sample, with its path.
@@ -194,7 +189,7 @@ async fn no_route_gives_a_tier_the_events_of_a_company_it_may_not_read() {
     })
     .await;
     let events = events();
-    let items = item_events(&events);
+    let items = item_events();
     let slugs: Vec<String> = items.keys().cloned().collect();
     let free = free_universe(&server).await;
     assert_eq!(free.len(), 10);
@@ -234,9 +229,9 @@ async fn no_route_gives_a_tier_the_events_of_a_company_it_may_not_read() {
             if every_event {
                 continue;
             }
-            // Below Pro, no source link and no note of any event, anywhere.
+            // Below Pro, no source link and no note of any record, anywhere.
             let text = String::from_utf8_lossy(body);
-            for event in &events {
+            for event in events.iter().filter(|e| !e.source.is_empty()) {
                 assert!(
                     !text.contains(&event.source),
                     "{reader:?} read the source of {} at {path}",
@@ -287,26 +282,39 @@ async fn the_scorecard_names_companies_and_dollars_only_for_pro_and_above() {
         assert!(targets
             .iter()
             .all(|t| t["slug"].is_string() && t["observed_usd"].is_u64()));
-        let card = server.get("/v1/scorecard", Some(key)).await.json();
-        let misses = card["forecasters"][0]["misses"].as_array().unwrap();
-        assert!(misses
+        let month_ends = full["month_ends"].as_array().unwrap();
+        assert_eq!(month_ends.len(), keyless["month_ends"].as_array().unwrap().len());
+        assert!(month_ends
             .iter()
-            .all(|m| m["slug"].is_string() && m["valuation_usd"].is_u64()));
+            .all(|m| m["slug"].is_string() && m["next_log"].is_f64()));
     }
-    // The same figures either way.
-    let public = server.get("/v1/scorecard", None).await.json();
-    let full = server.get("/v1/scorecard", Some(PRO)).await.json();
-    for field in ["n", "mape_pct", "median_abs_log_error", "coverage_80", "confidence"] {
-        assert_eq!(
-            public["forecasters"][0][field], full["forecasters"][0][field],
-            "{field}"
-        );
-    }
-    assert!(public["forecasters"][0]["misses"]
+    // Without a key, relative quantities only: no company, no event, no dollar, no log value.
+    for row in keyless["targets"]
         .as_array()
         .unwrap()
         .iter()
-        .all(|m| m.get("slug").is_none() && m.get("valuation_usd").is_none()));
+        .chain(keyless["month_ends"].as_array().unwrap())
+    {
+        let fields: Vec<&str> = row.as_object().unwrap().keys().map(String::as_str).collect();
+        for private in [
+            "slug",
+            "event_id",
+            "anchor_event_id",
+            "observed_usd",
+            "mark_usd",
+            "observed_log",
+            "mark_log",
+            "next_log",
+        ] {
+            assert!(!fields.contains(&private), "{private} in a public row: {row}");
+        }
+    }
+    // The scorecard's figures are aggregates: the same either way.
+    let public = server.get("/v1/scorecard", None).await.json();
+    let full = server.get("/v1/scorecard", Some(PRO)).await.json();
+    for field in ["event_day", "month_end", "comparisons", "latest_private", "findings"] {
+        assert_eq!(public[field], full[field], "{field}");
+    }
     server
         .get("/v1/scorecard", Some("vmk_not_a_key"))
         .await

@@ -191,13 +191,12 @@ async fn a_hand_made_index_equals_the_one_worked_out_by_hand_across_entries_and_
             ratio(&without_beta, "2024-01-05", "2024-01-06")
         ));
         // An exit neither: the day alpha lists, and the day delta's bankruptcy writes it off.
-        let alpha_on_listing = marks["alpha"].get("2024-01-21");
-        assert!(
-            alpha_on_listing.is_none(),
-            "the series of a listed company ends before its listing"
-        );
-        let delta_written_off = marks["delta"]["2024-02-01"][0];
-        assert_eq!(delta_written_off, 0.0);
+        for (slug, outcome) in [("alpha", "2024-01-21"), ("delta", "2024-02-01")] {
+            assert!(
+                !marks[slug].contains_key(outcome),
+                "the series of {slug} ends the day before its outcome"
+            );
+        }
         let fintech = by_hand(&marks, &["alpha", "beta", "delta"]);
         let beta_alone = marks["beta"]["2024-02-01"][0] / marks["beta"]["2024-01-31"][0];
         assert!(
@@ -284,7 +283,9 @@ async fn the_sample_indices_are_research_and_above_with_95_for_pro() {
                 point["level"].as_f64().unwrap(),
                 point["upper"].as_f64().unwrap(),
             );
-            assert!(l <= m && m <= u, "{id} {point}");
+            // The bands are for the next reported value, which runs above today's value: early in
+            // the history, with few month-end errors known, the 80% band can sit above the level.
+            assert!(l <= u && m > 0.0, "{id} {point}");
         }
         for (path, status) in [
             (format!("/v1/indices/{id}"), 403),

@@ -146,7 +146,7 @@ async fn bad_snapshots_are_refused_while_the_old_one_keeps_serving() {
             variant("magic.snap", &|b| b[0] = b'Z'),
             "not a Valuation Marks snapshot",
         ),
-        (variant("version.snap", &|b| b[12] = 7), "format version"),
+        (variant("version.snap", &|b| b[12] = 200), "format version"),
         // Signed: the signed BLAKE3 digest is what refuses changed content.
         (
             variant("flipped.snap", &|b| b[5000] ^= 0x20),
@@ -383,7 +383,7 @@ async fn metrics_count_requests_latency_and_the_snapshot() {
         ("marks_rate_limited_total", 1.0),
         (
             &format!(
-                "marks_snapshot_info{{dataset_version=\"{}\",methodology_version=\"v0.4.0\"}}",
+                "marks_snapshot_info{{dataset_version=\"{}\",methodology_version=\"v0.5.0\"}}",
                 sample_version()
             ),
             1.0,

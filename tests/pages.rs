@@ -5,8 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::util::*;
 
 const PAGES: [&str; 5] = ["/", "/scorecard", "/explore", "/explore/stripe", "/docs"];
@@ -83,25 +81,22 @@ async fn assets_are_served_fingerprinted_for_a_year_and_plain_with_revalidation(
     }
 }
 
-/// Every `data-figure="FORECASTER.FIELD"` number on the scorecard page is the one the JSON
-/// serves at `forecasters[name].FIELD`.
+/// Every `data-figure="PATH"` number on the scorecard page is the one the JSON serves at that
+/// path (object members and array positions, dot-separated).
 #[tokio::test]
 async fn the_scorecard_page_shows_the_served_figures() {
     let server = TestServer::start().await;
     let page = String::from_utf8_lossy(&server.get("/scorecard", None).await.body).to_string();
     let card = server.get("/v1/scorecard", None).await.json();
-    let forecasters: BTreeMap<&str, &Value> = card["forecasters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| (f["name"].as_str().unwrap(), f))
-        .collect();
     let mut checked = 0;
     for piece in page.split("data-figure=\"").skip(1) {
         let (name, rest) = piece.split_once("\">").unwrap();
         let shown = rest.split('<').next().unwrap();
-        let (forecaster, field) = name.split_once('.').unwrap();
-        let served = field.split('.').fold(forecasters[forecaster], |value, key| &value[key]);
+        let served = name.split('.').fold(&card, |value, key| match key.parse::<usize>() {
+            Ok(index) => &value[index],
+            Err(_) => &value[key],
+        });
+        assert!(!served.is_null() || shown == "–", "{name}: nothing served there");
         assert_eq!(
             shown.parse::<f64>().ok(),
             served.as_f64(),
@@ -109,33 +104,38 @@ async fn the_scorecard_page_shows_the_served_figures() {
         );
         checked += 1;
     }
-    for forecaster in forecasters.keys() {
-        for field in [
-            "median_abs_log_error",
-            "mean_abs_log_error",
-            "mape_pct",
-            "confidence.brier",
-        ] {
-            assert!(
-                page.contains(&format!("data-figure=\"{forecaster}.{field}\"")),
-                "{forecaster}.{field} is not on the page"
-            );
+    // Each number on each score, and the claims beside them.
+    for score in [
+        "month_end.bridged",
+        "month_end.next_reported",
+        "event_day.event.errors",
+        "event_day.listing.errors",
+    ] {
+        for number in ["mark", "next_print", "last_print"] {
+            for figure in ["median_abs_log_error", "mean_abs_log_error"] {
+                let name = format!("{score}.{number}.{figure}");
+                assert!(
+                    page.contains(&format!("data-figure=\"{name}\"")),
+                    "{name} is not on the page"
+                );
+            }
         }
     }
-    assert!(checked > 40, "{checked} figures checked");
-    // Every listing and bankruptcy is drawn and tabled, linked to the company's page.
-    let card = server.get("/v1/scorecard", None).await.json();
-    let outcomes: Vec<&Value> = ["listing_validations", "bankruptcy_outcomes"]
-        .iter()
-        .flat_map(|list| card[list].as_array().unwrap())
-        .collect();
-    assert!(!outcomes.is_empty());
-    for outcome in outcomes {
-        let slug = outcome["slug"].as_str().unwrap();
+    for name in [
+        "month_end.coverage_80.observed_pct",
+        "month_end.confidence.brier_skill",
+        "latest_private.median_mark_over_last",
+    ] {
         assert!(
-            page.contains(&format!("<a href=\"/explore/{slug}\">{slug}</a>")),
-            "{slug} missing"
+            page.contains(&format!("data-figure=\"{name}\"")),
+            "{name} is not on the page"
         );
+    }
+    assert!(checked > 40, "{checked} figures checked");
+    // The findings, in words, as served.
+    for finding in card["findings"].as_array().unwrap() {
+        let text = marks_format::frame::escape_html(finding.as_str().unwrap());
+        assert!(page.contains(&text), "finding missing: {text}");
     }
 }
 
@@ -156,10 +156,10 @@ async fn the_home_page_says_what_is_served() {
     let as_of = ready["as_of"].as_str().unwrap();
     let day = |s: &str| marks_format::day::Day::parse(s).unwrap();
     let mut last: BTreeMap<String, String> = BTreeMap::new();
-    for row in sample_csv("events.csv") {
-        let slot = last.entry(row[1].clone()).or_default();
-        if row[3] > *slot {
-            *slot = row[3].clone();
+    for row in sample_effective_events() {
+        let slot = last.entry(row["slug"].clone()).or_default();
+        if row["occurred_on"] > *slot {
+            *slot = row["occurred_on"].clone();
         }
     }
     let newest = last.values().max().unwrap();

@@ -276,8 +276,8 @@ async fn a_cursor_minted_before_a_swap_continues_after_the_same_row() {
     companies.push_str("aaa-first,AAA First,other,private,\nzzz-last,ZZZ Last,other,private,\n");
     std::fs::write(source.join("companies.csv"), companies).unwrap();
     let mut events = std::fs::read_to_string(source.join("events.csv")).unwrap();
-    events.push_str("x0001,aaa-first,primary_round,2025-01-01,1000000000,https://example.com/a,\n");
-    events.push_str("x0002,zzz-last,primary_round,2025-01-01,1000000000,https://example.com/z,\n");
+    events.push_str("x0001,aaa-first,primary_round,2025-01-01,1000000000,closed,https://example.com/a,B,,\n");
+    events.push_str("x0002,zzz-last,primary_round,2025-01-01,1000000000,closed,https://example.com/z,B,,\n");
     std::fs::write(source.join("events.csv"), events).unwrap();
     let next = dir.path().join("next.snap");
     build(&source, &next);

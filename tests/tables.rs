@@ -48,6 +48,9 @@ fn company_field<'v>(item: &'v Value, column: &str) -> &'v Value {
         "outcome_type" => &item["outcome"]["event_type"],
         "outcome_on" => &item["outcome"]["occurred_on"],
         "outcome_usd" => &item["outcome"]["valuation_usd"],
+        "outcome_kind" => &item["outcome"]["kind"],
+        "last_event_source_grade" => &item["last_event"]["source_grade"],
+        "next_reported_usd" => &mark["next_reported"]["value_usd"],
         other => &item[other],
     }
 }

@@ -804,15 +804,17 @@ fn check_histories(companies_path: &Path, events_path: &Path, companies: &[Compa
                 return Err(company_error(
                     company,
                     format!(
-                        "status is \"private\" but {slug:?} has a {} on {} (events.csv:{}); set it to \"ipo_completed\"",
-                        listing.event_type, listing.occurred_on, listing.line
-                    ),
+                    "status is \"private\" but {slug:?} has a {} on {} (events.csv:{}); set it to \"ipo_completed\"",
+                    listing.event_type, listing.occurred_on, listing.line
+                ),
                 ))
             }
             (Status::IpoCompleted, None) => {
                 return Err(company_error(
                     company,
-                    format!("status is \"ipo_completed\" but {slug:?} has no ipo, direct_listing or spac_listing event"),
+                    format!(
+                        "status is \"ipo_completed\" but {slug:?} has no ipo, direct_listing or spac_listing event"
+                    ),
                 ))
             }
             _ => {}
@@ -829,11 +831,7 @@ fn check_histories(companies_path: &Path, events_path: &Path, companies: &[Compa
             }
             // Records of the outcome's own day that the file lists before it are the
             // company's last private news; anything after it is not.
-            let after = company
-                .effective()
-                .skip_while(|e| e.line != outcome.line)
-                .skip(1)
-                .next();
+            let after = company.effective().skip_while(|e| e.line != outcome.line).nth(1);
             if let Some(late) = after {
                 return Err(event_error(
                     late,
@@ -898,10 +896,15 @@ mod tests {
     #[test]
     fn hidden_characters_are_refused_with_their_place() {
         assert!(check_text("note", "Series B, $1.2B (Reuters) \u{e9}t\u{e9} \u{65e5}\u{672c}").is_ok());
-        for hidden in ['\0', '\r', '\n', '\t', '\u{7f}', '\u{85}', '\u{202e}', '\u{200b}', '\u{2066}', '\u{feff}', '\u{2028}'] {
+        for hidden in [
+            '\0', '\r', '\n', '\t', '\u{7f}', '\u{85}', '\u{202e}', '\u{200b}', '\u{2066}', '\u{feff}', '\u{2028}',
+        ] {
             let text = format!("ab{hidden}c");
             let refusal = check_text("note of event e1", &text).unwrap_err();
-            assert!(refusal.contains(&format!("U+{:04X} at character 3", u32::from(hidden))), "{refusal}");
+            assert!(
+                refusal.contains(&format!("U+{:04X} at character 3", u32::from(hidden))),
+                "{refusal}"
+            );
         }
     }
 }

@@ -52,7 +52,11 @@ fn write_dataset(dir: &Path, as_of: &str, companies: &str, events: &[&str]) -> D
         ),
     )
     .unwrap();
-    std::fs::write(dir.join("companies.csv"), format!("slug,name,sector,status\n{companies}")).unwrap();
+    std::fs::write(
+        dir.join("companies.csv"),
+        format!("slug,name,sector,status\n{companies}"),
+    )
+    .unwrap();
     let mut text = format!("{EVENTS_HEADER}\n");
     for row in events {
         let fields: Vec<&str> = row.split(',').collect();
@@ -105,7 +109,11 @@ fn one_round_is_marked_at_its_value_with_the_normal_fallback() {
     assert!(close(point.band80.1, 2.0e9 * (Z80 * scale).exp(), 1e-12));
     // And the confidence is the normal's probability of landing within +/-20%.
     let expected = phi(1.2f64.ln() / scale) - phi(0.8f64.ln() / scale);
-    assert!(close(marks.confidence, expected, 1e-9), "{} vs {expected}", marks.confidence);
+    assert!(
+        close(marks.confidence, expected, 1e-9),
+        "{} vs {expected}",
+        marks.confidence
+    );
     // The next-print forecast beside it: no spell known, so the last print.
     assert!(close(marks.next_reported.unwrap(), 2.0e9, 1e-14));
 }
@@ -204,7 +212,10 @@ fn an_agreed_sale_holds_its_price_and_a_terminated_one_anchors_nothing() {
     let at = position(&dataset, "held");
     let held = fit.marks(at, &dataset.companies[at]);
     let next = held.next_reported.unwrap();
-    assert!(close(next, 3.0e9, 1e-14), "the next print of a pending sale is its price: {next}");
+    assert!(
+        close(next, 3.0e9, 1e-14),
+        "the next print of a pending sale is its price: {next}"
+    );
     // A terminated sale is no anchor at all: the mark runs from the round, even on the days the
     // agreement stood.
     let at = position(&dataset, "failed");
@@ -254,7 +265,10 @@ fn outcomes_end_the_series_the_day_before_and_are_scored() {
         let at = position(&dataset, slug);
         let marks = fit.marks(at, &dataset.companies[at]);
         assert_eq!(marks.latest().unwrap().day, day(last), "{slug}");
-        assert_eq!(marks.next_reported, None, "{slug}: no next print once the private period ended");
+        assert_eq!(
+            marks.next_reported, None,
+            "{slug}: no next print once the private period ended"
+        );
         assert_eq!(marks.delta_30d_pct, None, "{slug}: no change to today");
     }
     let targets = &fit.scorecard.targets;
@@ -326,10 +340,7 @@ fn the_effective_view_reads_a_correction_in_place_and_drops_a_retraction() {
         ],
     );
     let (a, b) = (Fit::new(&corrected), Fit::new(&clean));
-    let (ma, mb) = (
-        a.marks(0, &corrected.companies[0]),
-        b.marks(0, &clean.companies[0]),
-    );
+    let (ma, mb) = (a.marks(0, &corrected.companies[0]), b.marks(0, &clean.companies[0]));
     assert_eq!(ma.series, mb.series);
     let company = &corrected.companies[0];
     let record = |id: &str| company.events.iter().find(|e| e.event_id == id).unwrap();
@@ -351,7 +362,10 @@ fn marks_are_causal() {
     let companies = "a,A,ai,private\nb,B,ai,private\n";
     let (_x, before) = dataset("2023-12-31", companies, &base);
     let mut more = base.to_vec();
-    more.extend(["b2,b,down_round,2022-06-01,100000000", "a3,a,primary_round,2023-01-01,9000000000"]);
+    more.extend([
+        "b2,b,down_round,2022-06-01,100000000",
+        "a3,a,primary_round,2023-01-01,9000000000",
+    ]);
     let (_y, after) = dataset("2023-12-31", companies, &more);
     let (f, g) = (Fit::new(&before), Fit::new(&after));
     for slug in ["a", "b"] {
@@ -432,8 +446,22 @@ fn every_target_of_the_sample_is_scored() {
             row[value].parse().unwrap(),
         ));
     }
-    let terminal = ["ipo", "direct_listing", "spac_listing", "acquisition_closed", "bankruptcy", "wind_down"];
-    let anchor_types = ["primary_round", "down_round", "tender_offer", "secondary_sale", "acquisition", "fund_mark"];
+    let terminal = [
+        "ipo",
+        "direct_listing",
+        "spac_listing",
+        "acquisition_closed",
+        "bankruptcy",
+        "wind_down",
+    ];
+    let anchor_types = [
+        "primary_round",
+        "down_round",
+        "tender_offer",
+        "secondary_sale",
+        "acquisition",
+        "fund_mark",
+    ];
     let mut expected = 0;
     for events in by_company.values_mut() {
         events.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
@@ -463,7 +491,11 @@ fn every_target_of_the_sample_is_scored() {
     let event = fit.scorecard.event_day.get(TargetKind::Event).unwrap();
     assert_eq!(
         event.n,
-        fit.scorecard.targets.iter().filter(|t| t.kind == TargetKind::Event).count()
+        fit.scorecard
+            .targets
+            .iter()
+            .filter(|t| t.kind == TargetKind::Event)
+            .count()
     );
     assert!(event.errors.get(Number::NextPrint).median_abs_log_error.is_some());
 }

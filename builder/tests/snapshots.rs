@@ -58,7 +58,11 @@ fn with_new_columns(text: String, rows: &str) -> String {
     let mut out = String::new();
     for (i, line) in text.lines().enumerate() {
         out.push_str(line);
-        out.push_str(if i == 0 { ",reported_as,source_grade,supersedes\n" } else { ",,,\n" });
+        out.push_str(if i == 0 {
+            ",reported_as,source_grade,supersedes\n"
+        } else {
+            ",,,\n"
+        });
     }
     out + rows
 }
@@ -732,7 +736,10 @@ fn each_sample_version_is_built_on_the_one_before() {
         .iter()
         .map(|row| index.companies[row.company.to_native() as usize].slug.as_str())
         .collect();
-    assert!(changed.contains(&"windsurf") && changed.contains(&"stripe"), "{changed:?}");
+    assert!(
+        changed.contains(&"windsurf") && changed.contains(&"stripe"),
+        "{changed:?}"
+    );
 }
 
 /// A v5-style correction appended to the bundled sample passes the append-only check; the same
@@ -796,15 +803,16 @@ fn corrections_are_appended_never_edited() {
     );
 
     let regraded = copy("regraded");
-    let graded = events
-        .lines()
-        .find(|l| l.starts_with("e0001,"))
-        .unwrap()
-        .to_string();
+    let graded = events.lines().find(|l| l.starts_with("e0001,")).unwrap().to_string();
     assert!(graded.contains(",C,"), "{graded}");
-    edit(&regraded.join("events.csv"), |t| t.replace(&graded, &graded.replacen(",C,", ",A,", 1)));
+    edit(&regraded.join("events.csv"), |t| {
+        t.replace(&graded, &graded.replacen(",C,", ",A,", 1))
+    });
     let err = build_on_first(&regraded).unwrap_err();
-    assert!(err.contains("events.csv:2: event e0001 changes its source_grade"), "{err}");
+    assert!(
+        err.contains("events.csv:2: event e0001 changes its source_grade"),
+        "{err}"
+    );
 }
 
 /// Format compatibility: the committed golden file of each format version this build reads

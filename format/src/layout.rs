@@ -213,6 +213,11 @@ pub struct CompanyEntry {
     /// The latest mark, whole dollars (0 for a company written off).
     pub value_usd: u64,
     pub latest_bands: LatestBands,
+    /// XXH3-64 of the latest mark's JSON object: the change log's "mark" is any change of it
+    /// (value, bands, confidence, the next-print forecast, its date).
+    pub latest_mark_hash: u64,
+    /// What ended or fixed its private marks: `OUTCOME_NONE`, `OUTCOME_LISTED` ...
+    pub outcome: u8,
     /// As published (two decimals), so sorting agrees with what clients see.
     pub delta_30d_pct: Option<f64>,
     /// The day (Julian day number) of the company's last event, and of its outcome (a listing,
@@ -397,6 +402,16 @@ pub struct SearchWord {
     /// Position in `Index::companies`.
     pub company: u32,
 }
+
+/// `CompanyEntry::outcome`: none, or the kind of the company's outcome (docs/design.md section 4a).
+pub const OUTCOME_NONE: u8 = 0;
+pub const OUTCOME_LISTED: u8 = 1;
+pub const OUTCOME_SOLD: u8 = 2;
+pub const OUTCOME_SALE_AGREED: u8 = 3;
+pub const OUTCOME_BANKRUPT: u8 = 4;
+pub const OUTCOME_WOUND_DOWN: u8 = 5;
+/// The names the API gives them, by value.
+pub const OUTCOME_NAMES: [&str; 6] = ["none", "listed", "sold", "sale_agreed", "bankrupt", "wound_down"];
 
 /// What the append-only check compares: a record's identity and its published facts, compactly.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]

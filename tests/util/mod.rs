@@ -78,11 +78,124 @@ pub fn sample_csv(name: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// One row of a sample CSV, by column name.
+pub type Record = std::collections::HashMap<String, String>;
+
+/// The sample's companies.csv or events.csv as rows by column name, read independently of the
+/// builder.
+pub fn sample_records(name: &str) -> Vec<Record> {
+    let mut reader = csv::Reader::from_path(sample_dir().join(name)).expect("sample csv");
+    let headers = reader.headers().expect("header row").clone();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.expect("record");
+            headers
+                .iter()
+                .zip(r.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+/// The sample's effective events (docs/design.md section 2): the records no later record
+/// supersedes or retracts, retractions left out, in file order. What the marks, lists and
+/// pages read; getMarkEvents returns every record.
+pub fn sample_effective_events() -> Vec<Record> {
+    let records = sample_records("events.csv");
+    let gone: std::collections::HashSet<String> = records
+        .iter()
+        .map(|r| r["supersedes"].clone())
+        .filter(|s| !s.is_empty())
+        .collect();
+    records
+        .into_iter()
+        .filter(|r| !gone.contains(&r["event_id"]) && r["event_type"] != "retraction")
+        .collect()
+}
+
+/// One company's effective history as docs/design.md sections 2, 3 and 4a read it, worked out
+/// here from the source CSV independently of the builder.
+#[derive(Debug, Default)]
+pub struct SampleHistory {
+    /// Observations of value a mark may start from, in date order (file order within a day).
+    pub anchors: Vec<Record>,
+    /// What ended or fixed its private marks: `listed`, `sold`, `bankrupt`, `wound_down` (the
+    /// first outcome), or `sale_agreed` (an agreed sale no later record terminated).
+    pub outcome: Option<(&'static str, Record)>,
+}
+
+/// Every company's effective history, by slug.
+pub fn sample_histories() -> std::collections::BTreeMap<String, SampleHistory> {
+    let mut by_company: std::collections::BTreeMap<String, Vec<Record>> = Default::default();
+    for record in sample_effective_events() {
+        by_company.entry(record["slug"].clone()).or_default().push(record);
+    }
+    let anchor_types = [
+        "primary_round",
+        "down_round",
+        "tender_offer",
+        "secondary_sale",
+        "acquisition",
+        "fund_mark",
+    ];
+    by_company
+        .into_iter()
+        .map(|(slug, mut records)| {
+            // Date order, file order within a day (the sort is stable).
+            records.sort_by(|a, b| a["occurred_on"].cmp(&b["occurred_on"]));
+            let mut history = SampleHistory::default();
+            let mut pending: Option<Record> = None;
+            for record in records {
+                let kind = record["event_type"].as_str();
+                let ended = match kind {
+                    "ipo" | "direct_listing" | "spac_listing" => Some("listed"),
+                    "acquisition_closed" => Some("sold"),
+                    "bankruptcy" => Some("bankrupt"),
+                    "wind_down" => Some("wound_down"),
+                    _ => None,
+                };
+                if let Some(ended) = ended {
+                    history.outcome = Some((ended, record));
+                    pending = None;
+                    break;
+                }
+                match kind {
+                    "acquisition_terminated" => {
+                        pending = None;
+                        if history.anchors.iter().any(|a| a["event_type"] != "acquisition") {
+                            history.anchors.retain(|a| a["event_type"] != "acquisition");
+                        }
+                    }
+                    "acquisition" => pending = Some(record.clone()),
+                    _ => {}
+                }
+                let valued = record["valuation_usd"] != "0" || (kind == "fund_mark" && !history.anchors.is_empty());
+                if anchor_types.contains(&kind) && valued {
+                    history.anchors.push(record);
+                }
+            }
+            if let Some(sale) = pending {
+                history.outcome = Some(("sale_agreed", sale));
+            }
+            (slug, history)
+        })
+        .collect()
+}
+
 /// The bundled sample's `dataset_version`, read from its dataset.toml.
 pub fn sample_version() -> String {
     let text = std::fs::read_to_string(sample_dir().join("dataset.toml")).expect("sample dataset.toml");
     let toml: toml::Value = toml::from_str(&text).expect("dataset.toml parses");
     toml["dataset_version"].as_str().expect("dataset_version").to_string()
+}
+
+/// The bundled sample's `as_of`, read from its dataset.toml: the last day an event may be dated.
+pub fn sample_as_of() -> String {
+    let text = std::fs::read_to_string(sample_dir().join("dataset.toml")).expect("sample dataset.toml");
+    let toml: toml::Value = toml::from_str(&text).expect("dataset.toml parses");
+    toml["as_of"].as_str().expect("as_of").to_string()
 }
 
 /// The day after a `YYYY-MM-DD` version: the version a test publishes next.

@@ -237,7 +237,8 @@ impl BandTimeline {
         let (low, high) = params.confidence_range();
         let mut landed = 0usize;
         let mut timeline = StepTimeline::new(BandState::NONE);
-        let quantiles_of = |counts: &RankCounts| -> [f64; 4] { LEVELS.map(|level| sorted[counts.kth(level.rank(counts.len))]) };
+        let quantiles_of =
+            |counts: &RankCounts| -> [f64; 4] { LEVELS.map(|level| sorted[counts.kth(level.rank(counts.len))]) };
         let mut next = 0;
         while next < by_known.len() {
             let day = month_ends[by_known[next]].next.day;

@@ -70,7 +70,10 @@ pub const PARAMS: Params = Params {
 impl Params {
     /// The gap bucket of `gap_years`: 0 below the first edge ... 3 from the last edge on.
     pub fn bucket(&self, gap_years: f64) -> usize {
-        self.gap_bucket_edges_years.iter().filter(|&&edge| gap_years >= edge).count()
+        self.gap_bucket_edges_years
+            .iter()
+            .filter(|&&edge| gap_years >= edge)
+            .count()
     }
 
     /// The normal fallback's scale at a silence of `gap_years`.
@@ -81,7 +84,10 @@ impl Params {
 
     /// `ln 0.8` and `ln 1.2`: the log errors `confidence` counts as landing.
     pub fn confidence_range(&self) -> (f64, f64) {
-        ((1.0 - self.confidence_tolerance).ln(), (1.0 + self.confidence_tolerance).ln())
+        (
+            (1.0 - self.confidence_tolerance).ln(),
+            (1.0 + self.confidence_tolerance).ln(),
+        )
     }
 }
 

@@ -152,7 +152,10 @@ pub fn headline(card: &Scorecard) -> Vec<Line> {
     if let Some(l) = &card.latest_private {
         lines.push(
             Line::default()
-                .words(format!("Latest marks of the {} private companies: median mark over last print ", l.n))
+                .words(format!(
+                    "Latest marks of the {} private companies: median mark over last print ",
+                    l.n
+                ))
                 .figure(
                     "latest_private.median_mark_over_last".into(),
                     l.median_mark_over_last.map(|v| round_to(v, 4)),

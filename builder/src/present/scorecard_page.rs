@@ -41,9 +41,7 @@ pub fn scorecard(dataset: &Dataset, card: &Scorecard) -> Vec<u8> {
 
 /// Every score against every number: the table the findings rest on.
 fn numbers_section(card: &Scorecard) -> String {
-    let mut out = String::from(
-        "<h2 id=\"numbers\">The three numbers</h2>\n<dl class=\"numbers\">",
-    );
+    let mut out = String::from("<h2 id=\"numbers\">The three numbers</h2>\n<dl class=\"numbers\">");
     for info in &card.numbers {
         let _ = write!(
             out,
@@ -103,13 +101,16 @@ fn numbers_section(card: &Scorecard) -> String {
             row(label, &format!("event_day.{}.errors", kind.as_str()), e.n, &e.errors);
         }
     }
-    out.push_str("</tbody></table></div>\n<p class=\"note\">In each cell: the median |log error|, then the mean in brackets. \
-                  A |log error| of 0.10 is about 10%; 0.69 is a factor of two.</p>\n");
+    out.push_str(
+        "</tbody></table></div>\n<p class=\"note\">In each cell: the median |log error|, then the mean in brackets. \
+                  A |log error| of 0.10 is about 10%; 0.69 is a factor of two.</p>\n",
+    );
     out
 }
 
 fn findings_section(card: &Scorecard) -> String {
-    let mut out = String::from("<h2 id=\"findings\">Which number wins which score, and why</h2>\n<ul class=\"findings\">\n");
+    let mut out =
+        String::from("<h2 id=\"findings\">Which number wins which score, and why</h2>\n<ul class=\"findings\">\n");
     for finding in &card.findings {
         let _ = writeln!(out, "<li>{}</li>", esc(finding));
     }
@@ -178,7 +179,12 @@ fn coverage_section(card: &Scorecard) -> String {
     for (i, row) in rows.iter().enumerate() {
         let cy = 24 + i as u32 * row_h + row_h / 2;
         let c = row.score;
-        let _ = write!(body, "<text class=\"label\" x=\"4\" y=\"{}\">{}</text>", cy + 4, esc(&row.label));
+        let _ = write!(
+            body,
+            "<text class=\"label\" x=\"4\" y=\"{}\">{}</text>",
+            cy + 4,
+            esc(&row.label)
+        );
         if let Some([low, high]) = c.binomial_90_range_pct {
             let _ = write!(
                 body,
@@ -201,7 +207,11 @@ fn coverage_section(card: &Scorecard) -> String {
             } else {
                 "dot"
             };
-            let _ = write!(body, "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{cy}\" r=\"5\"/>", x(observed));
+            let _ = write!(
+                body,
+                "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{cy}\" r=\"5\"/>",
+                x(observed)
+            );
         }
     }
     out.push_str(&svg(
@@ -375,8 +385,15 @@ fn profiles_section(card: &Scorecard) -> String {
         x(3.0)
     );
     for (class, knots) in [("fair", &f.fair_value_profile), ("next", &f.next_print_profile)] {
-        let points: Vec<String> = knots.iter().map(|k| format!("{:.1},{:.1}", x(k.years), y(k.drift))).collect();
-        let _ = write!(body, "<polyline class=\"profile {class}\" points=\"{}\"/>", points.join(" "));
+        let points: Vec<String> = knots
+            .iter()
+            .map(|k| format!("{:.1},{:.1}", x(k.years), y(k.drift)))
+            .collect();
+        let _ = write!(
+            body,
+            "<polyline class=\"profile {class}\" points=\"{}\"/>",
+            points.join(" ")
+        );
     }
     out.push_str(&svg(
         "profiles",

@@ -101,8 +101,16 @@ pub fn scorecard_text(card: &Scorecard) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let _ = writeln!(out, "profile knots on AS_OF+1 (D: mu): {}", knots(&f.fair_value_profile));
-        let _ = writeln!(out, "next-print knots on AS_OF+1 (D: m): {}", knots(&f.next_print_profile));
+        let _ = writeln!(
+            out,
+            "profile knots on AS_OF+1 (D: mu): {}",
+            knots(&f.fair_value_profile)
+        );
+        let _ = writeln!(
+            out,
+            "next-print knots on AS_OF+1 (D: m): {}",
+            knots(&f.next_print_profile)
+        );
     }
     let _ = writeln!(
         out,

@@ -1,6 +1,6 @@
 //! The change log behind `GET /v1/changes?since=VERSION`: for each of the last dataset
 //! versions, which companies changed between it and this snapshot's (added, new events, a new
-//! latest mark or bands, a new status), so a client that synced several versions ago asks once.
+//! latest mark, bands, confidence or next-print forecast, a new status), so a client that synced several versions ago asks once.
 //!
 //! A build with `--previous` compares the two versions (the step) and carries the previous
 //! snapshot's log forward: what changed since an older version is what changed up to the
@@ -104,7 +104,10 @@ fn step(dataset: &Dataset, companies: &[CompanyEntry], previous: &ArchivedIndex)
                         (old_bands.lower_95.to_native(), entry.latest_bands.lower_95),
                         (old_bands.upper_95.to_native(), entry.latest_bands.upper_95),
                     ];
-                    if old.value_usd.to_native() != entry.value_usd || bands.iter().any(|(a, b)| a != b) {
+                    let moved = old.value_usd.to_native() != entry.value_usd
+                        || bands.iter().any(|(a, b)| a != b)
+                        || old.latest_mark_hash.to_native() != entry.latest_mark_hash;
+                    if moved {
                         kinds |= CHANGE_MARK;
                     }
                     if old.status != entry.status {

@@ -58,6 +58,19 @@ impl OutcomeKind {
         }
     }
 
+    /// Its code in the snapshot's company entries (`marks_format::layout::OUTCOME_*`).
+    pub fn code(kind: Option<OutcomeKind>) -> u8 {
+        use marks_format::layout as l;
+        match kind {
+            None => l::OUTCOME_NONE,
+            Some(OutcomeKind::Listed) => l::OUTCOME_LISTED,
+            Some(OutcomeKind::Sold) => l::OUTCOME_SOLD,
+            Some(OutcomeKind::SaleAgreed) => l::OUTCOME_SALE_AGREED,
+            Some(OutcomeKind::Bankrupt) => l::OUTCOME_BANKRUPT,
+            Some(OutcomeKind::WoundDown) => l::OUTCOME_WOUND_DOWN,
+        }
+    }
+
     /// Whether the private period is over (a pending sale is not yet).
     pub fn ended(self) -> bool {
         self != OutcomeKind::SaleAgreed

@@ -107,6 +107,11 @@ impl MarkPoint {
     }
 }
 
+/// The latest mark's JSON object (`null` when the company has none), as every item carries it.
+pub fn latest_mark_json(marks: &CompanyMarks, facts: &EventFacts<'_>) -> Vec<u8> {
+    to_json(&MarkPoint::latest(marks, facts))
+}
+
 /// SPEC 2.4 CompanyListItem: a JSON object spliced into list pages, with the facts that explain
 /// its mark.
 pub fn list_item(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>) -> Vec<u8> {
@@ -277,9 +282,17 @@ fn observations<'a>(
     if let Some(outcome) = facts.outcome.as_ref().filter(|o| o.kind.ended()) {
         let last = marks.latest().map_or(as_of, |m| m.day);
         let what = match outcome.kind {
-            OutcomeKind::Listed => format!("listed on {} at {}", outcome.occurred_on, usd_words(outcome.valuation_usd)),
+            OutcomeKind::Listed => format!(
+                "listed on {} at {}",
+                outcome.occurred_on,
+                usd_words(outcome.valuation_usd)
+            ),
             OutcomeKind::Sold if outcome.valuation_usd > 0 => {
-                format!("was sold on {} for {}", outcome.occurred_on, usd_words(outcome.valuation_usd))
+                format!(
+                    "was sold on {} for {}",
+                    outcome.occurred_on,
+                    usd_words(outcome.valuation_usd)
+                )
             }
             OutcomeKind::Sold => format!("was sold on {} at an undisclosed price", outcome.occurred_on),
             OutcomeKind::Bankrupt => format!("filed for bankruptcy on {}", outcome.occurred_on),
@@ -452,7 +465,10 @@ pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: 
     }
     let full = disclosure == Disclosure::Full;
     let band = |t: &Target, low: usize, high: usize| {
-        Band::of(((t.mark_log + t.band_offsets[low]).exp(), (t.mark_log + t.band_offsets[high]).exp()))
+        Band::of((
+            (t.mark_log + t.band_offsets[low]).exp(),
+            (t.mark_log + t.band_offsets[high]).exp(),
+        ))
     };
     let scored: Vec<Scored<'_>> = targets
         .iter()
@@ -486,7 +502,7 @@ pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: 
         meta: raw(meta),
         slug: &company.slug,
         methodology_version: METHODOLOGY_VERSION,
-        disclosure: disclosure.as_str(),
+        disclosure: if full { "full" } else { "research" },
         tolerance_pct: crate::methodology::PARAMS.confidence_tolerance * 100.0,
         summary: Summary {
             scored_events: events.len(),

@@ -193,7 +193,9 @@ mod tests {
         let figure = |name: &str| differences.iter().find(|d| d.figure == name).unwrap();
         assert_eq!(figure("median_abs_log_error").verdict, "a_better");
         assert_eq!(figure("mean_abs_log_error").verdict, "a_better");
-        assert!(compare(&[], 200, 1).iter().all(|d| d.verdict == "tie" && d.interval_95.is_none()));
+        assert!(compare(&[], 200, 1)
+            .iter()
+            .all(|d| d.verdict == "tie" && d.interval_95.is_none()));
         let mixed: Vec<ClusterErrors> = (0..40)
             .map(|i| {
                 if i % 2 == 0 {

@@ -87,7 +87,12 @@ pub enum TargetKind {
 }
 
 impl TargetKind {
-    pub const ALL: [TargetKind; 4] = [TargetKind::Event, TargetKind::Listing, TargetKind::Failure, TargetKind::Sale];
+    pub const ALL: [TargetKind; 4] = [
+        TargetKind::Event,
+        TargetKind::Listing,
+        TargetKind::Failure,
+        TargetKind::Sale,
+    ];
 
     fn of(kind: OutcomeKind) -> TargetKind {
         match kind {
@@ -738,7 +743,10 @@ fn latest_summary(fit: &Fit) -> Option<LatestSummary> {
             continue;
         }
         if let Some(marked) = fit.marked(history, as_of, true) {
-            rows.push((as_of.days_since(marked.anchor.day), (marked.x - marked.anchor.log_value).exp()));
+            rows.push((
+                as_of.days_since(marked.anchor.day),
+                (marked.x - marked.anchor.log_value).exp(),
+            ));
         }
     }
     if rows.is_empty() {
@@ -811,8 +819,14 @@ fn findings(scorecard: &Scorecard) -> Vec<String> {
     // the bootstrap interval / not distinguishable from B's by it."
     let compared = |score: &str, a: Number, b: Number| -> Option<String> {
         let comparison = scorecard.comparison(score, a, b)?;
-        let median = comparison.differences.iter().find(|d| d.figure == "median_abs_log_error")?;
-        let mean = comparison.differences.iter().find(|d| d.figure == "mean_abs_log_error")?;
+        let median = comparison
+            .differences
+            .iter()
+            .find(|d| d.figure == "median_abs_log_error")?;
+        let mean = comparison
+            .differences
+            .iter()
+            .find(|d| d.figure == "mean_abs_log_error")?;
         let (ma, mb) = (median.a?, median.b?);
         let lower = if ma <= mb { words(a) } else { words(b) };
         let mean_words = match mean.verdict {
