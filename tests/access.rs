@@ -81,7 +81,10 @@ async fn free_tier_sees_only_the_top_ten_by_value() {
     // The ten highest marks that are current: a listed, sold or failed company's last private
     // mark is not among them.
     let all = server
-        .get("/v1/companies?sort=-value_usd&outcome=none,sale_agreed&limit=200", Some(RESEARCH))
+        .get(
+            "/v1/companies?sort=-value_usd&outcome=none,sale_agreed&limit=200",
+            Some(RESEARCH),
+        )
         .await
         .json();
     let ranked: Vec<String> = all["companies"]
