@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::dataset::{Company, Dataset, DatasetError, Status};
+use crate::dataset::{Company, Dataset, DatasetError, Sector, Status};
 use crate::methodology::indices::{IndexBuilder, IndexDay, Membership};
 use crate::methodology::scorecard::disclosure::Disclosure;
 use crate::methodology::{usd, Band, Coverage, Fit, MarkDay, METHODOLOGY_VERSION};
@@ -21,7 +21,7 @@ use crate::render;
 use crate::render::changes;
 use crate::render::export::{Spool, SpooledBody};
 use crate::render::facts::EventFacts;
-use crate::render::indices::IndexInfo;
+use crate::render::indices::{IndexInfo, IndexSummary};
 use crate::render::signing::{self, KeyError};
 use crate::writer::{SnapshotWriter, WriteError};
 use marks_format::gzip::{self, Piece};
@@ -32,6 +32,7 @@ use marks_format::layout::{
 };
 use marks_format::reader::{OpenOptions, Snapshot, SnapshotError};
 use marks_format::tiers::Tier;
+use marks_format::weights::MIN_SECTOR_COMPANIES;
 
 /// Bodies smaller than this are served uncompressed: gzip would save too little to matter.
 pub const GZIP_MIN_BYTES: usize = 1024;
@@ -380,6 +381,8 @@ fn write_snapshot(
     let mut writer = SnapshotWriter::create(&options.out)?;
     let meta_json = writer.append(&meta)?;
     let sectors = sector_table(dataset);
+    let index_codes = index_codes(dataset, &sectors);
+    let index_codes = &index_codes;
     let bar = progress_bar(dataset.companies.len(), options.progress);
     // Rendering (parallel) and writing (sequential, in slug order) overlap: a writer thread
     // takes rendered chunks through a short queue while the next chunk renders.
@@ -393,15 +396,16 @@ fn write_snapshot(
             let mut companies = Vec::with_capacity(dataset.companies.len());
             let mut series_points = 0;
             for (start, rendered) in queue {
-                for (company, r) in dataset.companies[start..].iter().zip(rendered) {
+                for (offset, (company, r)) in dataset.companies[start..].iter().zip(rendered).enumerate() {
                     series_points += r.series_points;
                     spools.push(&r, deflating)?;
+                    // Index 0 is every company's; a sector's is its code (a small sector's
+                    // companies count in "other").
+                    let index_code = index_codes[start + offset];
                     if let Some(membership) = r.membership {
-                        // Index 0 is every company's; a sector's is its code.
-                        let sector = usize::from(sector_code(sectors, company));
-                        index_builder.add(&[0, sector], &r.series, membership);
+                        index_builder.add(&[0, usize::from(index_code)], &r.series, membership);
                     }
-                    companies.push(write_company(&mut writer, company, sectors, r)?);
+                    companies.push(write_company(&mut writer, company, sectors, index_code, r)?);
                 }
             }
             Ok((companies, series_points, writer, spools))
@@ -443,7 +447,7 @@ fn write_snapshot(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let search_words = marks_format::search::word_index(companies.iter().map(|c| c.search_names.as_slice()));
-    let (indices, index_list) =
+    let (indices, index_list, index_summaries) =
         write_indices(&mut writer, &meta, &sectors, index_builder.finish(), options.gzip_level)?;
     let usage = Tier::ALL
         .iter()
@@ -452,7 +456,7 @@ fn write_snapshot(
     let signing_keys = writer.append_body(&signing::jwks_body(published_keys), None)?;
     let mut compressed = |body: Vec<u8>| writer.append_body(&body, gzip(&body, options.gzip_level).as_deref());
     let [scorecard, scorecard_full] =
-        Disclosure::ALL.map(|disclosure| compressed(render::scorecard(&meta, fit, disclosure)));
+        Disclosure::ALL.map(|disclosure| compressed(render::scorecard(&meta, fit, &index_summaries, disclosure)));
     // The scored targets are the largest bodies of all (a third of a synthetic snapshot), so they
     // are written as they are serialised rather than built whole in memory, the two disclosures
     // side by side (serialising and deflating them is one core's work each), then copied in.
@@ -466,7 +470,7 @@ fn write_snapshot(
     let scorecard_targets_full = full?.finish(&mut writer, &options.out);
     let home = crate::present::home::home(dataset, &fit.scorecard);
     let home_page = writer.append_body(&home, gzip(&home, options.gzip_level).as_deref())?;
-    let scorecard_html = crate::present::scorecard_page::scorecard(dataset, &fit.scorecard);
+    let scorecard_html = crate::present::scorecard_page::scorecard(dataset, &fit.scorecard, &index_summaries);
     let scorecard_page = writer.append_body(&scorecard_html, gzip(&scorecard_html, options.gzip_level).as_deref())?;
     let exports = spools.finish(&mut writer, &options.out)?;
     let changes = changes::change_log(dataset, &companies, previous);
@@ -516,6 +520,7 @@ fn write_company(
     writer: &mut SnapshotWriter,
     company: &Company,
     sectors: &[&str],
+    index_code: u16,
     rendered: Rendered,
 ) -> Result<CompanyEntry, WriteError> {
     let [profile, marks_80, marks_95, events, resolution, backtest, backtest_full, marks_80_csv, marks_95_csv, events_csv] =
@@ -530,6 +535,7 @@ fn write_company(
             &company.slug,
         ),
         sector: sector_code(sectors, company) - 1,
+        index_sector: index_code,
         status: match company.status {
             Status::Private => STATUS_PRIVATE,
             Status::IpoCompleted => STATUS_IPO_COMPLETED,
@@ -562,8 +568,36 @@ fn write_company(
 fn sector_table(dataset: &Dataset) -> Vec<&'static str> {
     let mut sectors: Vec<&'static str> = dataset.companies.iter().map(|c| c.sector.as_str()).collect();
     sectors.sort_unstable();
+    // A sector too small for an index of its own rolls into "other", which must then exist.
+    let small = sectors
+        .chunk_by(|a, b| a == b)
+        .any(|run| run.len() < MIN_SECTOR_COMPANIES);
+    if small {
+        sectors.push(Sector::Other.as_str());
+        sectors.sort_unstable();
+    }
     sectors.dedup();
     sectors
+}
+
+/// The index each company counts in beside "all": its sector's, or "other"'s when its sector
+/// has fewer than `MIN_SECTOR_COMPANIES` companies.
+fn index_codes(dataset: &Dataset, sectors: &[&str]) -> Vec<u16> {
+    let count = |sector: Sector| dataset.companies.iter().filter(|c| c.sector == sector).count();
+    let other = sectors
+        .binary_search(&Sector::Other.as_str())
+        .map_or(0, |p| u16::try_from(p + 1).unwrap_or(u16::MAX));
+    dataset
+        .companies
+        .iter()
+        .map(|company| {
+            if company.sector == Sector::Other || count(company.sector) >= MIN_SECTOR_COMPANIES {
+                sector_code(sectors, company)
+            } else {
+                other
+            }
+        })
+        .collect()
 }
 
 /// A company's sector code: its position in the sector table plus one (0 means "any").
@@ -649,7 +683,7 @@ fn write_indices(
     sectors: &[&'static str],
     days: Vec<Vec<IndexDay>>,
     gzip_level: u32,
-) -> Result<(Vec<IndexEntry>, marks_format::layout::Body), WriteError> {
+) -> Result<(Vec<IndexEntry>, marks_format::layout::Body, Vec<IndexSummary>), WriteError> {
     let infos: Vec<(IndexInfo<'_>, u16)> = std::iter::once((
         IndexInfo {
             id: "all",
@@ -669,6 +703,9 @@ fn write_indices(
         )
     }))
     .collect();
+    // A sector rolled into "other" has no index: nobody counts in it.
+    let (infos, days): (Vec<(IndexInfo<'_>, u16)>, Vec<Vec<IndexDay>>) =
+        infos.into_iter().zip(days).filter(|(_, days)| !days.is_empty()).unzip();
     let mut body = |bytes: Vec<u8>| writer.append_body(&bytes, gzip(&bytes, gzip_level).as_deref());
     let mut entries = Vec::with_capacity(infos.len());
     for ((info, code), days) in infos.iter().zip(&days) {
@@ -688,7 +725,11 @@ fn write_indices(
         .map(|((info, _), days)| (info, days.as_slice()))
         .collect();
     let list = body(render::indices::list(meta, &listed))?;
-    Ok((entries, list))
+    let summaries = listed
+        .iter()
+        .filter_map(|(info, days)| IndexSummary::of(info, days))
+        .collect();
+    Ok((entries, list, summaries))
 }
 
 /// Each sector's companies (and how many are private) within a universe, from its lists

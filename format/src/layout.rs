@@ -208,6 +208,9 @@ pub struct CompanyEntry {
     pub search_names: Vec<String>,
     /// Index into `Index::sectors`.
     pub sector: u16,
+    /// The sector index it counts in beside "all" (an `IndexEntry::sector` code): its own
+    /// sector's, or "other"'s when its sector is too small for an index of its own.
+    pub index_sector: u16,
     /// `STATUS_PRIVATE` or `STATUS_IPO_COMPLETED`.
     pub status: u8,
     /// The latest mark, whole dollars (0 for a company written off).
@@ -331,6 +334,11 @@ impl ArchivedCompanyEntry {
     /// crafted snapshot's sectors overflows.
     pub fn in_sector(&self, code: u16) -> bool {
         code == 0 || u32::from(self.sector.to_native()) + 1 == u32::from(code)
+    }
+
+    /// Whether the company counts in the index whose `IndexEntry::sector` is `code` (0: "all").
+    pub fn in_index(&self, code: u16) -> bool {
+        code == 0 || self.index_sector.to_native() == code
     }
 
     pub fn row_key(&self, sort: usize) -> RowKey<'_> {

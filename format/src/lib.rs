@@ -11,6 +11,7 @@
 //!   query finds a company by name, alias or slug;
 //! - [`table`]: the CSV form of the data routes (columns, cells safe in a spreadsheet);
 //!   [`dated`]: the records of a date range inside a stored series, by binary search;
+//! - [`weights`]: how an index weighs its constituents (the cap), for the builder and server;
 //! - [`frame`]: the page frame every page is drawn in (`web/frame.html`);
 //! - [`regular_file`], [`atomic_file`]: opening an operator's file without ever waiting on one,
 //!   and replacing a file atomically.
@@ -29,5 +30,6 @@ pub mod search;
 pub mod signatures;
 pub mod table;
 pub mod tiers;
+pub mod weights;
 
 pub use reader::{OpenOptions, Snapshot, SnapshotError};

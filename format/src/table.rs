@@ -108,6 +108,7 @@ pub const CONSTITUENT_COLUMNS: &[&str] = &[
     "mark_usd",
     "lower_usd",
     "upper_usd",
+    "value_weight",
 ];
 
 /// One cell of a row.

@@ -100,7 +100,10 @@ fn last_day(stored: &[u8], id: &str) -> Option<[u8; 10]> {
 struct Constituent<'a> {
     slug: &'a str,
     name: &'a str,
+    /// Its weight in the index: by value, capped (`marks_format::weights`).
     weight: f64,
+    /// Its share of the day's value, before capping.
+    value_weight: f64,
     mark_usd: u64,
     lower_usd: u64,
     upper_usd: u64,
@@ -175,7 +178,7 @@ fn render(
     let mut members: Vec<Constituent<'_>> = index
         .companies
         .iter()
-        .filter(|c| c.in_sector(sector))
+        .filter(|c| c.in_index(sector))
         .filter(|c| c.index_from.to_native() <= julian && julian < c.index_until.to_native())
         .filter_map(|c| {
             let body = if coverage == 95 {
@@ -190,16 +193,20 @@ fn render(
                 slug: c.slug.as_str(),
                 name: c.name.as_str(),
                 weight: 0.0,
+                value_weight: 0.0,
                 mark_usd: usd(0),
                 lower_usd: usd(1),
                 upper_usd: usd(2),
             })
         })
         .collect();
-    let total: f64 = members.iter().map(|m| m.mark_usd as f64).sum();
-    for member in &mut members {
-        member.weight = if total > 0.0 {
-            (member.mark_usd as f64 / total * 1e6).round() / 1e6
+    let values: Vec<f64> = members.iter().map(|m| m.mark_usd as f64).collect();
+    let total: f64 = values.iter().sum();
+    let round = |w: f64| (w * 1e6).round() / 1e6;
+    for (member, weight) in members.iter_mut().zip(marks_format::weights::weights(&values)) {
+        member.weight = round(weight);
+        member.value_weight = if total > 0.0 {
+            round(member.mark_usd as f64 / total)
         } else {
             0.0
         };
@@ -244,6 +251,7 @@ fn render(
                         Cell::Whole(m.mark_usd),
                         Cell::Whole(m.lower_usd),
                         Cell::Whole(m.upper_usd),
+                        Cell::Decimal(m.value_weight),
                     ],
                 );
             }

@@ -4,20 +4,31 @@
 //! - **Constituents.** A company is in an index from the first day it has a mark (its first
 //!   event) until its outcome (a listing, an agreed sale that holds its mark, a bankruptcy),
 //!   which it is no longer in: `[first, until)`. A company with no outcome stays to `as_of`.
-//! - **Weights.** By value: each constituent's published mark (whole dollars) over their sum.
-//! - **Chain-linking.** The level moves from one day to the next by the change in value of the
-//!   companies that are constituents on both days, `level(t) = level(t-1) * sum M(t) / sum
-//!   M(t-1)` over them, so a company entering or leaving moves nothing by itself. The first day
-//!   with a constituent is 100. A day with no constituent on the day before keeps the level.
-//! - **Bands.** Day t's 80% (95%) band scales its level by the constituents' summed band edges
-//!   over their summed marks: the basket's value if every constituent sat at the same edge of
-//!   its band at once. Sums of quantiles are the quantiles of the sum when errors move together
-//!   (comonotone), so these are the widest bands any positive dependence between companies
-//!   gives; the earlier links of the chain are taken as marked.
+//! - **Weights.** By value, each capped at 10% (`marks_format::weights`): a capped company's
+//!   excess is shared by value among the others; below ten constituents the cap is 1/n. So no
+//!   one company (Anthropic, OpenAI) is a quarter of "All companies".
+//! - **Chain-linking.** The level moves from one day to the next by the weighted change in value
+//!   of the companies that are constituents on both days, weighted on the day before, so a
+//!   company entering or leaving moves nothing by itself. The first day with a constituent is
+//!   100. A day with no constituent on the day before keeps the level. The uncapped level (plain
+//!   value weights, `level(t) = level(t-1) * sum M(t) / sum M(t-1)`) is kept beside it for the
+//!   scorecard's comparison.
+//! - **Sectors.** A sector with fewer than five companies has no index of its own: its
+//!   companies count in "other".
+//! - **Bands.** Day t's 80% (95%) band scales its level by the constituents' band edges over
+//!   their marks, weighted as the level is: the basket's value if every constituent sat at the
+//!   same edge of its band at once. Quantiles add up for errors that move together (comonotone),
+//!   so these are the widest bands any positive dependence between companies gives; the earlier
+//!   links of the chain are taken as marked.
 
 use crate::methodology::fit::MarkDay;
 use crate::methodology::usd;
 use marks_format::day::Day;
+use marks_format::weights::capped;
+
+/// At most this many constituents can be held at the cap (1 / `marks_format::weights::WEIGHT_CAP`):
+/// the largest this many are all the capping ever needs to see.
+const LARGEST: usize = 10;
 
 /// The days a company counts in the indices: from `first` up to, not including, `until`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,18 +55,45 @@ pub struct IndexDay {
     pub band80: (f64, f64),
     pub band95: (f64, f64),
     pub constituents: u32,
+    /// The level with plain value weights, uncapped.
+    pub uncapped_level: f64,
+    /// The largest constituent's share of the day's value, before capping.
+    pub largest_share: f64,
+}
+
+/// The largest entries of a day by their first number, descending, at most `LARGEST`.
+#[derive(Clone, Debug, Default)]
+struct Largest<T>(Vec<(f64, T)>);
+
+impl<T: Copy> Largest<T> {
+    fn add(&mut self, key: f64, value: T) {
+        if self.0.len() == LARGEST && self.0.last().is_some_and(|(k, _)| *k >= key) {
+            return;
+        }
+        let at = self.0.partition_point(|(k, _)| *k >= key);
+        self.0.insert(at, (key, value));
+        self.0.truncate(LARGEST);
+    }
+
+    fn keys(&self) -> Vec<f64> {
+        self.0.iter().map(|(k, _)| *k).collect()
+    }
 }
 
 /// What one index sums on each day.
 #[derive(Clone, Debug, Default)]
 struct Sums {
-    /// Over the companies in on this day and the day before: their marks on each day.
+    /// Over the companies in on this day and the day before: their marks on each day, their
+    /// count, and the largest of them by the mark of the day before.
     linked_before: Vec<f64>,
     linked_today: Vec<f64>,
-    /// Over the constituents of the day: marks, band edges, count.
+    linked_count: Vec<u32>,
+    linked_largest: Vec<Largest<f64>>,
+    /// Over the constituents of the day: marks, band edges, count, and the largest by mark.
     value: Vec<f64>,
     bands: Vec<[f64; 4]>,
     count: Vec<u32>,
+    largest: Vec<Largest<[f64; 4]>>,
 }
 
 /// Sums of every index over the days from `origin` to `last`, as companies are added one by
@@ -73,9 +111,12 @@ impl IndexBuilder {
         let sums = Sums {
             linked_before: vec![0.0; days],
             linked_today: vec![0.0; days],
+            linked_count: vec![0; days],
+            linked_largest: vec![Largest::default(); days],
             value: vec![0.0; days],
             bands: vec![[0.0; 4]; days],
             count: vec![0; days],
+            largest: vec![Largest::default(); days],
         };
         IndexBuilder {
             origin,
@@ -104,6 +145,7 @@ impl IndexBuilder {
                 let sums = &mut self.sums[index];
                 sums.value[slot] += mark;
                 sums.count[slot] += 1;
+                sums.largest[slot].add(mark, edges);
                 for (sum, edge) in sums.bands[slot].iter_mut().zip(edges) {
                     *sum += edge;
                 }
@@ -111,6 +153,8 @@ impl IndexBuilder {
                     if day.plus(1) == point.day {
                         sums.linked_before[slot] += mark_before;
                         sums.linked_today[slot] += mark;
+                        sums.linked_count[slot] += 1;
+                        sums.linked_largest[slot].add(mark_before, mark);
                     }
                 }
             }
@@ -125,34 +169,93 @@ impl IndexBuilder {
             .into_iter()
             .map(|sums| {
                 let mut days = Vec::new();
-                let mut level: Option<f64> = None;
+                let mut levels: Option<(f64, f64)> = None;
                 for slot in 0..sums.count.len() {
                     if sums.count[slot] == 0 {
                         continue;
                     }
-                    let next = match level {
-                        None => 100.0,
-                        Some(level) if sums.linked_before[slot] > 0.0 => {
-                            level * sums.linked_today[slot] / sums.linked_before[slot]
-                        }
-                        Some(level) => level,
+                    let (before, today) = (sums.linked_before[slot], sums.linked_today[slot]);
+                    let (level, uncapped) = match levels {
+                        None => (100.0, 100.0),
+                        Some((level, uncapped)) if before > 0.0 => (
+                            level * capped_change(&sums.linked_largest[slot], before, today, sums.linked_count[slot]),
+                            uncapped * today / before,
+                        ),
+                        Some(kept) => kept,
                     };
-                    level = Some(next);
-                    let value = sums.value[slot];
-                    let scale = |edge: f64| if value > 0.0 { next * edge / value } else { next };
-                    let [l80, u80, l95, u95] = sums.bands[slot];
+                    levels = Some((level, uncapped));
+                    let ratios = capped_band_ratios(
+                        &sums.largest[slot],
+                        sums.value[slot],
+                        sums.bands[slot],
+                        sums.count[slot],
+                    );
+                    let largest_share = sums.largest[slot].0.first().map_or(0.0, |(mark, _)| {
+                        if sums.value[slot] > 0.0 {
+                            mark / sums.value[slot]
+                        } else {
+                            0.0
+                        }
+                    });
                     days.push(IndexDay {
                         day: origin.plus(slot as i32),
-                        level: next,
-                        band80: (scale(l80), scale(u80)),
-                        band95: (scale(l95), scale(u95)),
+                        level,
+                        band80: (level * ratios[0], level * ratios[1]),
+                        band95: (level * ratios[2], level * ratios[3]),
                         constituents: sums.count[slot],
+                        uncapped_level: uncapped,
+                        largest_share,
                     });
                 }
                 days
             })
             .collect()
     }
+}
+
+/// A day's change of a capped index: the capped constituents' own changes at the cap, the rest
+/// by value, weighted on the day before.
+fn capped_change(largest: &Largest<f64>, before: f64, today: f64, n: u32) -> f64 {
+    let (held, cap) = capped(&largest.keys(), before, n as usize);
+    let held_entries = &largest.0[..held];
+    let rest_before = before - held_entries.iter().map(|(b, _)| b).sum::<f64>();
+    let rest_today = today - held_entries.iter().map(|(_, t)| t).sum::<f64>();
+    let held_change: f64 = held_entries
+        .iter()
+        .map(|(b, t)| if *b > 0.0 { cap * t / b } else { cap })
+        .sum();
+    let rest_weight = 1.0 - cap * held as f64;
+    held_change
+        + if rest_before > 0.0 {
+            rest_weight * rest_today / rest_before
+        } else {
+            0.0
+        }
+}
+
+/// A day's band edges over its level, weighted as the level is: each capped constituent's edge
+/// over its mark at the cap, the rest's summed edges over their summed marks.
+fn capped_band_ratios(largest: &Largest<[f64; 4]>, value: f64, bands: [f64; 4], n: u32) -> [f64; 4] {
+    if value <= 0.0 {
+        return [1.0; 4];
+    }
+    let (held, cap) = capped(&largest.keys(), value, n as usize);
+    let held_entries = &largest.0[..held];
+    let rest_value = value - held_entries.iter().map(|(m, _)| m).sum::<f64>();
+    let rest_weight = 1.0 - cap * held as f64;
+    std::array::from_fn(|edge| {
+        let held_part: f64 = held_entries
+            .iter()
+            .map(|(mark, edges)| if *mark > 0.0 { cap * edges[edge] / mark } else { cap })
+            .sum();
+        let rest_edges = bands[edge] - held_entries.iter().map(|(_, edges)| edges[edge]).sum::<f64>();
+        held_part
+            + if rest_value > 0.0 {
+                rest_weight * rest_edges / rest_value
+            } else {
+                0.0
+            }
+    })
 }
 
 #[cfg(test)]
@@ -198,6 +301,25 @@ mod tests {
         );
         // Every constituent's band is half and twice its mark (whole dollars), so the index's is too.
         assert!((index[2].band80.0 - 60.0).abs() < 1e-9 && (index[2].band80.1 - 240.0).abs() < 1e-9);
+    }
+
+    /// Twelve companies: one of 50 that rises 10%, eleven of 5 that stay put. Value-weighted the
+    /// index would rise (55 + 55) / 105 - 1 = 4.76%; capped, the large one weighs 10%: +1%.
+    #[test]
+    fn a_capped_constituent_moves_the_index_by_its_cap() {
+        let mut builder = IndexBuilder::new(day(0), day(1), 1);
+        let big = series(0, &[50_000.0, 55_000.0]);
+        builder.add(&[0], &big, Membership::of(&big, None).unwrap());
+        for _ in 0..11 {
+            let small = series(0, &[5_000.0, 5_000.0]);
+            builder.add(&[0], &small, Membership::of(&small, None).unwrap());
+        }
+        let index = builder.finish().remove(0);
+        assert!((index[1].level - 101.0).abs() < 1e-9, "{:?}", index[1]);
+        assert!((index[1].uncapped_level - 100.0 * 110.0 / 105.0).abs() < 1e-9);
+        assert!((index[0].largest_share - 50.0 / 105.0).abs() < 1e-12);
+        // Every band is half and twice its mark, so the capped band is too.
+        assert!((index[1].band80.0 - 50.5).abs() < 1e-9 && (index[1].band80.1 - 202.0).abs() < 1e-9);
     }
 
     #[test]

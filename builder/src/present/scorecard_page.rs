@@ -14,9 +14,10 @@ use crate::methodology::scorecard::{
 };
 use crate::present::headline::{range_words, verdict_words};
 use crate::present::{figure, headline, opt, page, svg};
+use crate::render::indices::IndexSummary;
 
 /// The scorecard page.
-pub fn scorecard(dataset: &Dataset, card: &Scorecard) -> Vec<u8> {
+pub fn scorecard(dataset: &Dataset, card: &Scorecard, indices: &[IndexSummary]) -> Vec<u8> {
     let mut main = String::new();
     let month_ends = card.month_end.as_ref().map_or(0, |m| m.n);
     let events = card.event_day.get(TargetKind::Event).map_or(0, |e| e.n);
@@ -36,6 +37,7 @@ pub fn scorecard(dataset: &Dataset, card: &Scorecard) -> Vec<u8> {
     main.push_str(&latest_section(card));
     main.push_str(&profiles_section(card));
     main.push_str(&comparisons_section(card));
+    main.push_str(&indices_section(indices));
     page("Scorecard · Valuation Marks", "/scorecard", &main)
 }
 
@@ -469,5 +471,39 @@ fn comparison_rows(c: &Comparison) -> String {
             esc(&verdict_words(d.verdict, number(c.a), number(c.b)))
         );
     }
+    out
+}
+
+/// Each index as published (weights capped) beside where plain value weights would have taken
+/// it, and how much of the uncapped index its largest company was.
+fn indices_section(indices: &[IndexSummary]) -> String {
+    if indices.is_empty() {
+        return String::new();
+    }
+    let cap = marks_format::weights::WEIGHT_CAP * 100.0;
+    let mut out = format!(
+        "<h2 id=\"indices\">The indices, capped and not</h2>\n<p>Each index weighs its companies by value with no \
+         weight above {cap}% (below ten companies, equally), and a sector with fewer than {} companies counts in \
+         \"other\". Beside each, where plain value weights would have taken it from the same 100: a value-weighted \
+         index of private companies is mostly its two or three largest.</p>\n\
+         <div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Indices capped and not\"><table class=\"data\">\
+         <caption>Levels on each index's last day</caption>\n<thead><tr><th scope=\"col\">index</th>\
+         <th scope=\"col\">date</th><th scope=\"col\">companies</th><th scope=\"col\">capped (published)</th>\
+         <th scope=\"col\">value-weighted</th><th scope=\"col\">largest company's share, uncapped</th></tr></thead>\n<tbody>\n",
+        marks_format::weights::MIN_SECTOR_COMPANIES
+    );
+    for (i, s) in indices.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}%</td></tr>",
+            esc(&s.name),
+            s.date,
+            s.constituents,
+            figure(&format!("indices.{i}.level"), Some(s.level)),
+            figure(&format!("indices.{i}.uncapped_level"), Some(s.uncapped_level)),
+            round_to(s.largest_share_uncapped * 100.0, 1)
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
     out
 }

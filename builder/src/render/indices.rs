@@ -141,3 +141,33 @@ pub fn list(meta: &[u8], indices: &[(IndexInfo<'_>, &[IndexDay])]) -> Vec<u8> {
             .collect(),
     })
 }
+
+/// How an index ended, capped and not: what the scorecard shows of the weight cap.
+#[derive(Clone, Debug, Serialize)]
+pub struct IndexSummary {
+    pub index: String,
+    pub name: String,
+    pub date: Day,
+    pub constituents: u32,
+    /// The published level: weights capped at 10%.
+    pub level: f64,
+    /// Where plain value weights would have taken it.
+    pub uncapped_level: f64,
+    /// The largest constituent's share of the day's value, before capping.
+    pub largest_share_uncapped: f64,
+}
+
+impl IndexSummary {
+    pub fn of(info: &IndexInfo<'_>, days: &[IndexDay]) -> Option<IndexSummary> {
+        let last = days.last()?;
+        Some(IndexSummary {
+            index: info.id.to_string(),
+            name: info.name.clone(),
+            date: last.day,
+            constituents: last.constituents,
+            level: level(last.level),
+            uncapped_level: level(last.uncapped_level),
+            largest_share_uncapped: round_to(last.largest_share, 4),
+        })
+    }
+}

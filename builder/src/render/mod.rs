@@ -594,9 +594,11 @@ pub fn scorecard_targets(
     std::io::Write::flush(&mut out)
 }
 
-/// The published scorecard: the method's constants and the scores. Its figures are aggregates,
-/// the same in both disclosures; the document names the form of the rows a reader gets.
-pub fn scorecard(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
+/// The published scorecard: the method's constants, the scores, and each index as published
+/// (weights capped) beside where plain value weights would have taken it. Its figures are
+/// aggregates, the same in both disclosures; the document names the form of the rows a reader
+/// gets.
+pub fn scorecard(meta: &[u8], fit: &Fit, indices: &[indices::IndexSummary], disclosure: Disclosure) -> Vec<u8> {
     #[derive(Serialize)]
     struct Scorecard<'a> {
         meta: &'a RawValue,
@@ -605,6 +607,9 @@ pub fn scorecard(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
         params: &'static crate::methodology::Params,
         #[serde(flatten)]
         scorecard: &'a crate::methodology::Scorecard,
+        /// The weight cap of the indices (`marks_format::weights`).
+        index_weight_cap: f64,
+        indices: &'a [indices::IndexSummary],
     }
     to_json(&Scorecard {
         meta: raw(meta),
@@ -612,5 +617,7 @@ pub fn scorecard(meta: &[u8], fit: &Fit, disclosure: Disclosure) -> Vec<u8> {
         disclosure: disclosure.as_str(),
         params: &crate::methodology::PARAMS,
         scorecard: &fit.scorecard,
+        index_weight_cap: marks_format::weights::WEIGHT_CAP,
+        indices,
     })
 }
