@@ -349,6 +349,34 @@ async fn a_formula_behind_leading_blanks_is_neutralised() {
     assert_eq!(kept, notes, "JSON keeps the text as it is");
 }
 
+/// `Accept` read as RFC 9110 says: its lines are one list, a weight's name is in any case.
+#[tokio::test]
+async fn accept_lines_are_joined_and_weights_read_in_any_case() {
+    let server = TestServer::start().await;
+    let path = "/v1/companies/stripe/marks";
+    let media = async |accept: &[&str]| {
+        let mut headers = vec![("x-api-key", ENTERPRISE)];
+        headers.extend(accept.iter().map(|value| ("accept", *value)));
+        let reply = server.get_with(path, &headers).await;
+        assert_eq!(reply.status, 200, "{accept:?}");
+        reply
+            .header("content-type")
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    // Two lines, JSON and CSV: one list, a tie, so JSON.
+    assert_eq!(media(&["application/json", "text/csv"]).await, "application/json");
+    assert_eq!(media(&["application/json;q=0.5", "text/csv"]).await, "text/csv");
+    assert_eq!(media(&["text/csv;q=0.5", "application/json"]).await, "application/json");
+    // Q=0 is q=0: not acceptable.
+    assert_eq!(media(&["text/csv;Q=0"]).await, "application/json");
+    assert_eq!(media(&["text/csv;Q=1, application/json;Q=0.1"]).await, "text/csv");
+    assert_eq!(media(&["text/csv"]).await, "text/csv");
+}
+
 fn dates_of(points: &[Value]) -> Vec<String> {
     points.iter().map(|p| p["date"].as_str().unwrap().to_string()).collect()
 }
