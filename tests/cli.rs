@@ -621,3 +621,23 @@ async fn a_build_into_the_snapshot_folder_goes_live() {
     }
     stop_binary(&mut server).await;
 }
+
+/// `--mcp-allowed-origin` takes `scheme://host[:port]` and nothing else: anything else is
+/// refused at start, naming the value and what is wrong with it.
+#[test]
+fn an_allowed_origin_that_is_not_scheme_host_and_port_is_refused_at_start() {
+    for (value, says) in [
+        ("localhost:3000", "scheme://host"),
+        ("https://app.example.com/", "trailing slash"),
+        ("ftp://app.example.com", "not http or https"),
+        ("https://user@app.example.com", "user name"),
+    ] {
+        let refused = marks(&["serve", "--mcp", "--mcp-allowed-origin", value]);
+        let stderr = text(&refused.stderr);
+        assert!(!refused.status.success(), "{value} was taken");
+        assert!(
+            stderr.contains(value) && stderr.contains("--mcp-allowed-origin") && stderr.contains(says),
+            "{value}: {stderr}"
+        );
+    }
+}

@@ -14,6 +14,7 @@ mod documents;
 mod endpoints;
 mod indices;
 mod logs;
+mod mcp;
 mod operations;
 mod pages;
 mod pagination;

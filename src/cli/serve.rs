@@ -18,10 +18,16 @@ use crate::reload;
 use crate::server::access_log::AccessLog;
 use crate::settings::{LogFormat, Settings, CURRENT_SNAPSHOT, SAMPLE_SNAPSHOT};
 
+/// What the log never carries, whatever the filter asked: rmcp's own lines (the `/mcp`
+/// transport's), which quote what clients send (an unknown method in full, a refused Origin)
+/// and add lines per request. `/mcp` logs its own, bounded (`mcp::hosted`).
+const ALWAYS_OFF: &str = "rmcp=off";
+
 fn init_logging(format: LogFormat, level: &str) -> Result<tracing_appender::non_blocking::WorkerGuard> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
-        .with_context(|| format!("--log-level {level:?} is not a valid filter"))?;
+        .with_context(|| format!("--log-level {level:?} is not a valid filter"))?
+        .add_directive(ALWAYS_OFF.parse().context("the log filter's fixed part")?);
     // Log lines are handed to a writer thread: a slow terminal or pipe never stalls a request.
     let (writer, guard) = tracing_appender::non_blocking(std::io::stdout());
     // Colour only for a person at a terminal: escapes in files and pipes break grep and log

@@ -163,10 +163,10 @@ pub async fn start(
     let hsts = (config.tls.is_some() && hsts_secs > 0)
         .then(|| HeaderValue::try_from(format!("max-age={hsts_secs}")).ok())
         .flatten();
-    let mcp = config
-        .agents
-        .mcp
-        .then(|| Arc::new(McpEndpoint::new(state.clone(), &config.agents, addr)));
+    let mcp = config.agents.mcp.then(|| {
+        let head_deadline = config.connections.header_read_timeout;
+        Arc::new(McpEndpoint::new(state.clone(), &config.agents, head_deadline))
+    });
     let shared = Arc::new(ConnectionContext {
         state: state.clone(),
         config,
