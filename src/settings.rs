@@ -79,6 +79,25 @@ pub struct Listen {
     pub hsts_max_age: Duration,
 }
 
+impl Listen {
+    /// The scheme this server answers on, here and nowhere else: https with a TLS certificate,
+    /// else http. `--public-base-url` may name another (a TLS-terminating proxy in front): that
+    /// is where clients reach it, not what it listens with.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls_cert.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// The URL of the address this server listens on (`bound`: with the port the system picked
+    /// for port 0).
+    pub fn url_of(&self, bound: SocketAddr) -> String {
+        format!("{}://{bound}", self.scheme())
+    }
+}
+
 /// The snapshot folder: where `marks build` writes and `marks serve` reads and watches by
 /// default, the operator's drop folder for a new dataset (snapshots/README.md).
 pub const SNAPSHOTS_DIR: &str = "snapshots";

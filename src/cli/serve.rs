@@ -75,18 +75,20 @@ pub fn run(mut settings: Settings) -> Result<()> {
         // the address is announced reloads rather than ends the process.
         let signals = Signals::install()?;
         let app = App::start(settings).await?;
-        let scheme = if app.state.resolved.public_base_url.starts_with("https") {
-            "https"
-        } else {
-            "http"
-        };
-        let addr = app.addr;
-        eprintln!("Valuation Marks listening on {scheme}://{addr}");
+        // Where it listens, with the scheme it answers on; the public base URL, when another,
+        // on a line of its own (a proxy in front may serve https for a server that listens
+        // with http).
+        let url = &app.url;
+        eprintln!("Valuation Marks listening on {url}");
+        let public = &app.state.resolved.public_base_url;
+        if public != url {
+            eprintln!("public base URL (problem types, links): {public}");
+        }
         if sample {
             eprintln!(
                 "serving the bundled sample dataset with the demo keys (README: \"Demo keys\"); try:\n  \
-                 curl -s -H 'X-API-Key: vmk_demo_enterprise' {scheme}://{addr}/v1/companies?limit=3\n\
-                 agents: MCP at {scheme}://{addr}/mcp with the X-API-Key header (docs/clients.md)"
+                 curl -s -H 'X-API-Key: vmk_demo_enterprise' {url}/v1/companies?limit=3\n\
+                 agents: MCP at {url}/mcp with the X-API-Key header (docs/clients.md)"
             );
         }
         let trigger = app.shutdown_trigger();

@@ -489,7 +489,8 @@ pub async fn spawn_binary(dir: &Path, extra: &[&str]) -> (tokio::process::Child,
         .arg(&ready)
         .args(extra)
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        // The banner and the last words: a few lines, read by tests that check them.
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let mut child = command.spawn().unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
