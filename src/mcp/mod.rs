@@ -3,8 +3,10 @@
 //! in force) or run beside an agent that speaks only stdio (`marks mcp`, each tool one HTTP
 //! call to a server).
 //!
-//! Either way a tool is one API operation under the caller's key, so tiers, budgets and errors
-//! are exactly the API's: a tool call spends what the API call spends. A tool's result is the
+//! Either way a tool is one API operation under the caller's key, so tiers and errors are
+//! exactly the API's. Over stdio a tool call spends what its API call spends; hosted, the `/mcp`
+//! request carrying it has spent one unit already, which its API call takes instead of spending
+//! a second ([`McpCall`]). A tool's result is the
 //! response body as it came, `meta` included (illustrative data, backtest provenance, the
 //! disclaimer), both as structured content and as its JSON text: an agent cannot get the
 //! values without it. A problem comes back as a tool error carrying the problem's `code`,
