@@ -29,6 +29,9 @@ use crate::snapshot::object_store::{Location, SnapshotSource};
 #[derive(Debug)]
 pub struct App {
     pub addr: SocketAddr,
+    /// Where it listens, with the scheme it answers on (`Listen::url_of`); clients may reach it
+    /// under the public base URL instead (`state.resolved`).
+    pub url: String,
     pub state: Arc<State>,
     pub access_log: Option<AccessLog>,
     server: RunningServer,
@@ -67,11 +70,7 @@ pub struct ResolvedFiles {
 pub fn resolve(settings: &Settings, bound: SocketAddr) -> Result<ResolvedFiles, ResolveError> {
     let listen = &settings.listen;
     let data = &settings.data;
-    let scheme = if listen.tls_cert.is_some() { "https" } else { "http" };
-    let public_base_url = listen
-        .public_base_url
-        .clone()
-        .unwrap_or_else(|| format!("{scheme}://{bound}"));
+    let public_base_url = listen.public_base_url.clone().unwrap_or_else(|| listen.url_of(bound));
     let publisher_key = data
         .publisher_key
         .as_deref()
@@ -197,14 +196,10 @@ impl App {
             },
         )
         .await?;
+        let url = settings.listen.url_of(server.addr);
         if let Some(path) = &settings.listen.ready_file {
-            let scheme = if settings.listen.tls_cert.is_some() {
-                "https"
-            } else {
-                "http"
-            };
             let ready = serde_json::json!({
-                "url": format!("{scheme}://{}", server.addr),
+                "url": url,
                 "addr": server.addr.to_string(),
                 "pid": std::process::id(),
             });
@@ -216,6 +211,7 @@ impl App {
         reload::spawn_source_poller(state.clone(), shutdown);
         Ok(App {
             addr: server.addr,
+            url,
             state,
             access_log,
             server,

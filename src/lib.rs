@@ -13,7 +13,8 @@
 //! - [`server`]: hyper behind the accept loop: TLS, HTTP/2, connection and stream deadlines,
 //!   the access log, graceful shutdown;
 //! - [`mcp`]: the API's operations as MCP tools for agents, hosted at `/mcp` (answered in this
-//!   process through [`api::answer`]) or over stdio (`marks mcp`, over HTTP);
+//!   process through [`api::answer_prepaid`], metered once per request) or over stdio
+//!   (`marks mcp`, over HTTP);
 //! - [`api`]: the request path as one plain function ([`api::handle`]): who is asking, what
 //!   each operation answers, the state shared across requests, metrics;
 //! - [`response`]: how an answer becomes a response: conditional requests, encodings, ranges,

@@ -79,6 +79,25 @@ pub struct Listen {
     pub hsts_max_age: Duration,
 }
 
+impl Listen {
+    /// The scheme this server answers on, here and nowhere else: https with a TLS certificate,
+    /// else http. `--public-base-url` may name another (a TLS-terminating proxy in front): that
+    /// is where clients reach it, not what it listens with.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls_cert.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// The URL of the address this server listens on (`bound`: with the port the system picked
+    /// for port 0).
+    pub fn url_of(&self, bound: SocketAddr) -> String {
+        format!("{}://{bound}", self.scheme())
+    }
+}
+
 /// The snapshot folder: where `marks build` writes and `marks serve` reads and watches by
 /// default, the operator's drop folder for a new dataset (snapshots/README.md).
 pub const SNAPSHOTS_DIR: &str = "snapshots";
@@ -256,11 +275,13 @@ pub struct Agents {
     /// takes POST bodies is one more surface to run and watch (docs/operations.md).
     #[arg(long)]
     pub mcp: bool,
-    /// A browser origin allowed to call /mcp, as scheme://host or scheme://host:port (repeat). A
+    /// A browser origin allowed to call /mcp, as scheme://host or scheme://host:port (http or
+    /// https; no path, query, userinfo or trailing slash; repeat for more). Matched exactly on
+    /// scheme, host and port, a port-less entry meaning the scheme's default (80 or 443). A
     /// request whose Origin is any other is refused (403), against DNS rebinding; agents
     /// outside a browser send no Origin.
-    #[arg(long, value_name = "ORIGIN")]
-    pub mcp_allowed_origin: Vec<String>,
+    #[arg(long, value_name = "ORIGIN", value_parser = Origin::parse)]
+    pub mcp_allowed_origin: Vec<Origin>,
     /// The largest /mcp request body accepted; a larger one is refused (413).
     #[arg(long, value_name = "BYTES", default_value_t = 65536, value_parser = clap::value_parser!(u32).range(1024..))]
     pub mcp_max_request_bytes: u32,
@@ -311,6 +332,77 @@ pub struct Resolved {
     pub publisher_key: Option<VerifyingKey>,
     pub snapshot_path: PathBuf,
     pub keys_path: PathBuf,
+}
+
+/// A web origin (RFC 6454): scheme, host and port, as `--mcp-allowed-origin` names one and a
+/// browser's `Origin` header sends one. Scheme and host are kept in lowercase, and the port
+/// always (the scheme's default when none was written), so two origins are the same exactly
+/// when they are equal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub scheme: &'static str,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Origin {
+    /// `scheme://host[:port]`, http or https, and nothing more; what is wrong otherwise.
+    pub fn parse(text: &str) -> Result<Origin, String> {
+        let (scheme, rest) = text
+            .split_once("://")
+            .ok_or("not an origin: write scheme://host or scheme://host:port, such as https://app.example.com")?;
+        let (scheme, default_port) = match scheme.to_ascii_lowercase().as_str() {
+            "http" => ("http", 80),
+            "https" => ("https", 443),
+            _ => return Err(format!("the scheme {scheme:?} is not http or https")),
+        };
+        if let Some(extra) = rest.find(['/', '?', '#']) {
+            return Err(format!(
+                "an origin has no path, query or trailing slash: remove {:?}",
+                &rest[extra..]
+            ));
+        }
+        if rest.contains('@') {
+            return Err("an origin has no user name or password (user@)".into());
+        }
+        // The port follows the last colon, outside an IPv6 address's brackets.
+        let (host, port) = match rest.rfind(':') {
+            Some(colon) if !rest[colon..].contains(']') => (&rest[..colon], Some(&rest[colon + 1..])),
+            _ => (rest, None),
+        };
+        let port = match port {
+            None => default_port,
+            Some(digits) => match digits.parse::<u16>() {
+                Ok(port) if port > 0 && digits.bytes().all(|b| b.is_ascii_digit()) => port,
+                _ => return Err(format!("the port {digits:?} is not a number from 1 to 65535")),
+            },
+        };
+        let bracketed = host.len() > 2 && host.starts_with('[') && host.ends_with(']');
+        let valid_host = if bracketed {
+            host[1..host.len() - 1].parse::<std::net::Ipv6Addr>().is_ok()
+        } else {
+            !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        };
+        if !valid_host {
+            return Err(format!(
+                "the host {host:?} is not a name, an IPv4 address or a bracketed IPv6 address"
+            ));
+        }
+        Ok(Origin {
+            scheme,
+            host: host.to_ascii_lowercase(),
+            port,
+        })
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}:{}", self.scheme, self.host, self.port)
+    }
 }
 
 /// An absolute http(s) URL of visible ASCII, such as https://api.example.com.
@@ -394,6 +486,55 @@ mod tests {
             parse(&["--tls-cert", "cert.pem"]).is_err(),
             "--tls-cert needs --tls-key"
         );
+    }
+
+    #[test]
+    fn an_allowed_origin_is_scheme_host_and_port_and_nothing_else() {
+        let origin = |text: &str| Origin::parse(text).map(|o| o.to_string());
+        assert_eq!(origin("http://localhost").unwrap(), "http://localhost:80");
+        assert_eq!(
+            origin("HTTPS://App.Example.COM").unwrap(),
+            "https://app.example.com:443"
+        );
+        assert_eq!(
+            origin("https://app.example.com:8443").unwrap(),
+            "https://app.example.com:8443"
+        );
+        assert_eq!(origin("http://[::1]:3000").unwrap(), "http://[::1]:3000");
+        assert_eq!(origin("http://[::1]").unwrap(), "http://[::1]:80");
+        assert_eq!(origin("http://127.0.0.1:80"), origin("http://127.0.0.1"));
+        for (bad, says) in [
+            ("localhost:3000", "scheme://host"),
+            ("app.example.com", "scheme://host"),
+            ("ftp://example.com", "not http or https"),
+            ("https://example.com/", "trailing slash"),
+            ("https://example.com/app", "no path"),
+            ("https://example.com?x=1", "query"),
+            ("https://user@example.com", "user name"),
+            ("https://example.com:0", "port"),
+            ("https://example.com:99999", "port"),
+            ("https://example.com:", "port"),
+            ("https://example.com:+80", "port"),
+            ("https://", "host"),
+            ("https://exa mple.com", "host"),
+            ("http://[nope]:80", "host"),
+        ] {
+            let err = Origin::parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
+        let err = parse(&["--mcp-allowed-origin", "localhost:3000"]).unwrap_err();
+        assert!(
+            err.contains("localhost:3000") && err.contains("--mcp-allowed-origin"),
+            "{err}"
+        );
+        let settings = parse(&[
+            "--mcp-allowed-origin",
+            "https://a.example",
+            "--mcp-allowed-origin",
+            "http://b:8080",
+        ])
+        .unwrap();
+        assert_eq!(settings.agents.mcp_allowed_origin.len(), 2);
     }
 
     #[test]

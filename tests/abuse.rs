@@ -1,13 +1,16 @@
 //! Connection-level abuse, reachable without a key: HTTP/2 streams that are never read, kept
-//! alive with PINGs; PING floods; one address taking every connection slot; thousands of
-//! sockets that connect and say nothing.
+//! alive with PINGs; PING floods, with the preface whole or cut anywhere, over TCP and TLS;
+//! one address taking every connection slot; thousands of sockets that connect and say nothing.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Method;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::util::*;
@@ -110,6 +113,170 @@ async fn a_ping_flood_closes_its_connection() {
         .await
         .expect("the flooding connection was closed");
     assert_eq!(server.get("/v1/companies/openai", Some(PRO)).await.status, 200);
+}
+
+/// A client's byte stream that writes its first `split` bytes, flushes them, pauses, and only
+/// then writes the rest: an HTTP/2 preface the server reads in two pieces, cut where the test
+/// says.
+struct SplitWrites<S> {
+    inner: S,
+    split: usize,
+    written: usize,
+    pause: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+/// Long enough that the server has read the first piece before the rest arrives on a machine
+/// at rest; a busier one may read both at once, which is then the whole-preface case.
+const SPLIT_PAUSE: Duration = Duration::from_millis(100);
+
+impl<S> SplitWrites<S> {
+    fn new(inner: S, split: usize) -> SplitWrites<S> {
+        SplitWrites {
+            inner,
+            split,
+            written: 0,
+            pause: None,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for SplitWrites<S> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for SplitWrites<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if this.written < this.split {
+            let first = &buf[..buf.len().min(this.split - this.written)];
+            let n = std::task::ready!(Pin::new(&mut this.inner).poll_write(cx, first))?;
+            this.written += n;
+            if this.written == this.split {
+                this.pause = Some(Box::pin(tokio::time::sleep(SPLIT_PAUSE)));
+            }
+            return Poll::Ready(Ok(n));
+        }
+        if let Some(pause) = &mut this.pause {
+            std::task::ready!(Pin::new(&mut this.inner).poll_flush(cx))?;
+            std::task::ready!(pause.as_mut().poll(cx));
+            this.pause = None;
+        }
+        Pin::new(&mut this.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// PINGs sent without pause on an HTTP/2 connection over `io`: how many were answered before
+/// the server closed it; panics if it never does. At least one answered shows the connection was
+/// served as HTTP/2.
+async fn ping_flood<S>(io: S, what: &str) -> usize
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (_sender, mut connection) = h2::client::handshake(io)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: HTTP/2 handshake: {e}"));
+    let mut ping_pong = connection.ping_pong().unwrap();
+    let driver = tokio::spawn(connection);
+    let mut answered = 0;
+    for _ in 0..2000 {
+        if ping_pong.ping(h2::Ping::opaque()).await.is_err() {
+            break;
+        }
+        answered += 1;
+    }
+    assert!(answered < 2000, "{what}: 2000 PINGs in a row were all answered");
+    let _ = tokio::time::timeout(Duration::from_secs(20), driver)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: the flooding connection was not closed"));
+    answered
+}
+
+/// The preface cut at every offset from 1 to 23 (`PR`, a pause, the rest, and so on): the
+/// connection is HTTP/2 and held to its PING and SETTINGS limit from the first frame, as with a
+/// whole preface.
+#[tokio::test]
+async fn a_ping_flood_behind_a_preface_split_anywhere_closes_its_connection() {
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.listen.http2 = true;
+        s.http2.h2_max_control_frames_per_sec = 20;
+    }))
+    .await;
+    for split in 1..24 {
+        let tcp = TcpStream::connect(server.addr).await.unwrap();
+        let answered = ping_flood(SplitWrites::new(tcp, split), &format!("split at {split}")).await;
+        assert!(answered >= 1, "split at {split}: not served as HTTP/2");
+    }
+    assert_eq!(server.get("/v1/companies/openai", Some(PRO)).await.status, 200);
+}
+
+/// The same over TLS with ALPN h2: the preface is cut across TLS records.
+#[tokio::test]
+async fn over_tls_a_ping_flood_behind_a_preface_split_anywhere_closes_its_connection() {
+    let tls = TestTls::new();
+    let server = TestServer::start_with(Options::settings(|s| {
+        tls.serve(s);
+        s.listen.http2 = true;
+        s.http2.h2_max_control_frames_per_sec = 20;
+    }))
+    .await;
+    for split in 1..24 {
+        let stream = tls.connect(server.addr, b"h2").await;
+        let answered = ping_flood(SplitWrites::new(stream, split), &format!("TLS, split at {split}")).await;
+        assert!(answered >= 1, "TLS, split at {split}: not served as HTTP/2");
+    }
+}
+
+/// A preface cut after `PR` counts PINGs as HTTP/2 does, never as activity: a connection kept
+/// busy with nothing else is closed at the idle deadline.
+#[tokio::test]
+async fn pings_behind_a_split_preface_do_not_keep_a_connection_past_the_idle_deadline() {
+    let idle = Duration::from_millis(800);
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.listen.http2 = true;
+        s.connections.idle_timeout = idle;
+    }))
+    .await;
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let (_sender, mut connection) = h2::client::handshake(SplitWrites::new(tcp, 2)).await.unwrap();
+    let mut ping_pong = connection.ping_pong().unwrap();
+    let driver = tokio::spawn(connection);
+    let pinger = tokio::spawn(async move {
+        while ping_pong.ping(h2::Ping::opaque()).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    let ended = tokio::time::timeout(Duration::from_secs(20), driver).await;
+    assert!(ended.is_ok(), "PINGs behind a split preface kept the connection alive");
+    pinger.abort();
+}
+
+/// While the first bytes may still be a preface the head deadline runs: a client that sends
+/// `PR` and stops is cut.
+#[tokio::test]
+async fn a_client_that_sends_part_of_the_preface_and_stalls_is_cut_at_the_head_deadline() {
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.listen.http2 = true;
+        s.connections.header_read_timeout = Duration::from_secs(1);
+    }))
+    .await;
+    for start in [&b"PR"[..], b"PRI * HTTP/2.0\r\n\r\nSM\r\n"] {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        stream.write_all(start).await.unwrap();
+        assert!(
+            closed_within(&mut stream, Duration::from_secs(20)).await,
+            "{start:?} and a stall were kept"
+        );
+    }
 }
 
 /// An HTTP/2 connection that reads what it is sent and whose connection window is never the

@@ -624,3 +624,47 @@ async fn a_build_into_the_snapshot_folder_goes_live() {
     }
     stop_binary(&mut server).await;
 }
+
+/// `--mcp-allowed-origin` takes `scheme://host[:port]` and nothing else: anything else is
+/// refused at start, naming the value and what is wrong with it.
+#[test]
+fn an_allowed_origin_that_is_not_scheme_host_and_port_is_refused_at_start() {
+    for (value, says) in [
+        ("localhost:3000", "scheme://host"),
+        ("https://app.example.com/", "trailing slash"),
+        ("ftp://app.example.com", "not http or https"),
+        ("https://user@app.example.com", "user name"),
+    ] {
+        let refused = marks(&["serve", "--mcp", "--mcp-allowed-origin", value]);
+        let stderr = text(&refused.stderr);
+        assert!(!refused.status.success(), "{value} was taken");
+        assert!(
+            stderr.contains(value) && stderr.contains("--mcp-allowed-origin") && stderr.contains(says),
+            "{value}: {stderr}"
+        );
+    }
+}
+
+/// With `--public-base-url https://...` and no TLS the banner says where the server listens
+/// with the scheme it answers on (http), and the public base URL apart; the ready file agrees.
+#[tokio::test]
+async fn the_banner_names_where_it_listens_and_the_public_base_url_apart() {
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let public = "https://api.example.test";
+    let (mut child, addr) = spawn_binary(dir.path(), &["--public-base-url", public]).await;
+    let ready: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("ready.json")).unwrap()).unwrap();
+    assert_eq!(ready["url"], format!("http://{addr}"));
+    let problem = request(addr, http::Method::GET, "/v1/companies/nobody", &[("x-api-key", PRO)]).await;
+    assert_eq!(problem.json()["type"], format!("{public}/problems/not_found"));
+    stop_binary(&mut child).await;
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).await.unwrap();
+    assert!(stderr.contains(&format!("listening on http://{addr}\n")), "{stderr}");
+    assert!(!stderr.contains(&format!("https://{addr}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("public base URL (problem types, links): {public}\n")),
+        "{stderr}"
+    );
+}

@@ -161,7 +161,9 @@ async fn bad_snapshots_are_refused_while_the_old_one_keeps_serving() {
         server.publish(&path);
         refusals += 1;
         let mut seen = false;
-        for _ in 0..100 {
+        // Loads run on a thread of idle priority, which a busy machine (the whole suite on two
+        // cores) starves for seconds: a generous bound, never a timing.
+        for _ in 0..1500 {
             tokio::time::sleep(Duration::from_millis(20)).await;
             if server.state.snapshots.refusals.load(Ordering::Relaxed) >= refusals {
                 seen = true;
@@ -421,7 +423,7 @@ async fn a_forged_archive_is_refused_and_a_repointed_symlink_is_followed() {
     std::fs::write(&forged, &bytes).unwrap();
     server.publish(&forged);
     let mut refused = false;
-    for _ in 0..100 {
+    for _ in 0..1500 {
         tokio::time::sleep(Duration::from_millis(20)).await;
         if server.state.snapshots.refusals.load(Ordering::Relaxed) == 1 {
             refused = true;
@@ -481,7 +483,7 @@ async fn sighup_reloads_the_snapshot_and_the_keys_at_once() {
 
     assert_eq!(send_signal(child.id().unwrap() as i32, libc::SIGHUP), 0);
     let mut reloaded = false;
-    for _ in 0..100 {
+    for _ in 0..600 {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let ready = request(addr, Method::GET, "/readyz", &[]).await.json();
         if ready["dataset_version"] == versions[1].0.as_str() {

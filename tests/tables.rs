@@ -298,6 +298,89 @@ async fn a_cell_a_spreadsheet_would_run_is_neutralised() {
     assert_eq!(rows[1][note], "'@x, \"quoted\"");
 }
 
+/// Spreadsheets skip leading blanks before a formula: a note that starts with spaces and then
+/// `=`, `@`, `+` or `-` is neutralised too, while the JSON keeps it as it is.
+#[tokio::test]
+async fn a_formula_behind_leading_blanks_is_neutralised() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("blanks");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(
+        source.join("dataset.toml"),
+        "dataset_version = \"2025-06-30\"\nas_of = \"2025-06-30\"\ndata_mode = \"illustrative\"\nprovenance = \"backtest\"\ndisclaimer = \"test\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        source.join("companies.csv"),
+        "slug,name,sector,status,aliases\nblank,Blank Co,fintech,private,\n",
+    )
+    .unwrap();
+    let notes = [" =1+2", "   @SUM(A1)", " +cmd", "  -2+3", " plain note", "a - b"];
+    let mut events = "event_id,slug,event_type,occurred_on,valuation_usd,source_url,note\n".to_string();
+    for (i, note) in notes.iter().enumerate() {
+        events.push_str(&format!(
+            "e{i},blank,primary_round,2024-0{}-01,{},https://example.com/{i},\"{note}\"\n",
+            i + 1,
+            (i + 1) * 1_000_000_000
+        ));
+    }
+    std::fs::write(source.join("events.csv"), events).unwrap();
+    let snapshot = dir.path().join("blanks.snap");
+    build(&source, &snapshot);
+    let server = TestServer::start_with(Options {
+        snapshot: Some(snapshot),
+        ..Options::default()
+    })
+    .await;
+    let csv = server
+        .get_with("/v1/companies/blank/events", &[("x-api-key", ENTERPRISE), CSV])
+        .await;
+    assert_eq!(csv.status, 200);
+    let (header, rows) = parse_csv(&csv.body);
+    let note = header.iter().position(|c| c == "note").unwrap();
+    let written: Vec<&str> = rows.iter().map(|row| row[note].as_str()).collect();
+    assert_eq!(
+        written,
+        ["' =1+2", "'   @SUM(A1)", "' +cmd", "'  -2+3", " plain note", "a - b"]
+    );
+    let json = server.get("/v1/companies/blank/events", Some(ENTERPRISE)).await.json();
+    let kept: Vec<&str> = json["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["note"].as_str().unwrap())
+        .collect();
+    assert_eq!(kept, notes, "JSON keeps the text as it is");
+}
+
+/// `Accept` read as RFC 9110 says: its lines are one list, a weight's name is in any case.
+#[tokio::test]
+async fn accept_lines_are_joined_and_weights_read_in_any_case() {
+    let server = TestServer::start().await;
+    let path = "/v1/companies/stripe/marks";
+    let media = async |accept: &[&str]| {
+        let mut headers = vec![("x-api-key", ENTERPRISE)];
+        headers.extend(accept.iter().map(|value| ("accept", *value)));
+        let reply = server.get_with(path, &headers).await;
+        assert_eq!(reply.status, 200, "{accept:?}");
+        reply
+            .header("content-type")
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    // Two lines, JSON and CSV: one list, a tie, so JSON.
+    assert_eq!(media(&["application/json", "text/csv"]).await, "application/json");
+    assert_eq!(media(&["application/json;q=0.5", "text/csv"]).await, "text/csv");
+    assert_eq!(media(&["text/csv;q=0.5", "application/json"]).await, "application/json");
+    // Q=0 is q=0: not acceptable.
+    assert_eq!(media(&["text/csv;Q=0"]).await, "application/json");
+    assert_eq!(media(&["text/csv;Q=1, application/json;Q=0.1"]).await, "text/csv");
+    assert_eq!(media(&["text/csv"]).await, "text/csv");
+}
+
 fn dates_of(points: &[Value]) -> Vec<String> {
     points.iter().map(|p| p["date"].as_str().unwrap().to_string()).collect()
 }

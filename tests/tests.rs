@@ -15,6 +15,7 @@ mod endpoints;
 mod explanations;
 mod indices;
 mod logs;
+mod mcp;
 mod operations;
 mod pages;
 mod pagination;

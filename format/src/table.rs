@@ -7,9 +7,13 @@
 //! The `meta` object is not in the rows, so a table stays one table for every CSV reader: it
 //! goes in response headers (`X-Dataset-Version` ...; `response::csv_meta` on the server).
 //!
-//! A text cell a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or
-//! a carriage return) is neutralised as OWASP's CSV-injection guidance says: a leading `'` and
-//! the cell quoted. Numbers are never altered: a negative percent is a number, not a formula.
+//! A text cell a spreadsheet could run as a formula is neutralised as OWASP's CSV-injection
+//! guidance says, a leading `'` and the cell quoted: one that starts with a tab or a carriage
+//! return, one whose first character past blanks (spaces, tabs, CR, LF) is `=`, `+`, `-` or
+//! `@` (spreadsheets skip leading blanks), and one holding a line break with any of those after
+//! it (a reader that splits lines itself would start a row with it). Numbers are never
+//! altered: a negative percent is a number cell (`Cell::Decimal`), not text, and is written
+//! bare.
 
 use std::borrow::Cow;
 
@@ -128,12 +132,30 @@ impl<'a> From<Option<&'a str>> for Cell<'a> {
     }
 }
 
-/// A text cell as a spreadsheet may safely open it: one that would start a formula gets `'`
-/// before it.
+/// A text cell as a spreadsheet may safely open it: one that could start a formula (see the
+/// module's notes) gets `'` before it.
 pub fn neutralised(text: &str) -> Cow<'_, str> {
-    match text.as_bytes().first() {
-        Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') => Cow::Owned(format!("'{text}")),
-        _ => Cow::Borrowed(text),
+    if could_run(text.as_bytes()) {
+        Cow::Owned(format!("'{text}"))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Whether a spreadsheet, or a reader that splits lines itself, could take the cell `text` for
+/// a formula.
+fn could_run(text: &[u8]) -> bool {
+    let is_blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    let is_trigger = |b: &u8| matches!(b, b'=' | b'+' | b'-' | b'@');
+    if matches!(text.first(), Some(b'\t' | b'\r')) {
+        return true;
+    }
+    if text.iter().find(|b| !is_blank(b)).is_some_and(is_trigger) {
+        return true;
+    }
+    match text.iter().position(|b| matches!(b, b'\r' | b'\n')) {
+        Some(line_break) => text[line_break..].iter().any(is_trigger),
+        None => false,
     }
 }
 
@@ -200,5 +222,37 @@ mod tests {
         }
         assert_eq!(row(&[Cell::Int(-7), Cell::Text("a-b")]), "-7,\"a-b\"\r\n");
         assert_eq!(header(SERIES_COLUMNS), b"slug,date,mark_usd,lower_usd,upper_usd\r\n");
+    }
+
+    #[test]
+    fn a_formula_behind_blanks_or_a_line_break_is_neutralised() {
+        for formula in [
+            " =1+2",
+            "   @SUM(A1)",
+            " \t+1",
+            "\n=cmd|' /C calc'!A0",
+            "\r\n-2",
+            "Sold in 2024\r\n=HYPERLINK(\"http://x\")",
+            "first line\nsecond line, then @A1",
+            "note\r\n  -1",
+        ] {
+            assert_eq!(neutralised(formula), format!("'{formula}"), "{formula:?}");
+            let text = row(&[Cell::Text(formula)]);
+            assert!(text.starts_with("\"'"), "{formula:?} -> {text:?}");
+        }
+        for plain in [
+            "Stripe",
+            "a-b",
+            "Series B (+20%)",
+            "x@y.com",
+            "",
+            "  ",
+            "one\ntwo",
+            " plain",
+        ] {
+            assert_eq!(neutralised(plain), plain, "{plain:?}");
+        }
+        // Numbers stay numbers, however negative.
+        assert_eq!(row(&[Cell::Decimal(-12.5), Cell::Int(-3)]), "-12.5,-3\r\n");
     }
 }

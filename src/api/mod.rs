@@ -48,7 +48,8 @@ use crate::budgets::local::Decision;
 use crate::budgets::shared::Bucket;
 use crate::keys::ring::{Caller, RememberedKey};
 use crate::response::headers::{
-    Composed, Composition, MadeRequestId, Part, AUTH_FAILURES_POLICY, MINUTE_POLICY, PROBLEM_JSON, X_REQUEST_ID,
+    Composed, Composition, MadeRequestId, Part, AUTH_FAILURES_POLICY, MINUTE_POLICY, PROBLEM_JSON, RATELIMIT,
+    RATELIMIT_POLICY, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET, X_REQUEST_ID,
 };
 use crate::response::problem::ApiError;
 use crate::response::{Budget, Metering, Negotiation, Representation};
@@ -195,11 +196,101 @@ pub async fn answer<B>(state: &State, request: &Request<B>, peer: IpAddr) -> (Re
     }
 }
 
+/// Answers an API call made on behalf of a request that has already spent its unit of
+/// `key_id`'s budget (a tool called through `/mcp`, whose POST was metered): the budget step
+/// takes that unit's `decision` for the same key instead of spending a second one. A call under
+/// another key (the keys file reloaded in between) is metered as usual.
+pub async fn answer_prepaid<B>(
+    state: &State,
+    request: &Request<B>,
+    peer: IpAddr,
+    key_id: Arc<str>,
+    decision: Decision,
+) -> (Response, Outcome) {
+    let mut connection = Connection::default();
+    let budgeting = Budgeting::Answered(Bucket::Key(key_id), Some(decision));
+    match exchange(state, request, peer, &mut connection, budgeting, Instant::now()) {
+        Step::Answered(response, outcome) => (response, outcome),
+        Step::AskStore(ask) => answer_with_store(state, request, peer, &mut connection, ask).await,
+    }
+}
+
+/// Spends one unit of `caller`'s budget for a request that is not an API call (`/mcp`), where
+/// the API spends it: the shared store's buckets with `--budget-store` (this process's while
+/// the store does not answer), else this process's.
+pub async fn spend_one(state: &State, caller: &Caller) -> Decision {
+    let now = Instant::now();
+    let limit = caller.rate_per_min;
+    if let Some(store) = &state.budgets.shared {
+        let bucket = Bucket::Key(caller.key_id.clone());
+        let known = store
+            .noted_denial(&bucket, now)
+            .or_else(|| store.take_leased(&bucket, limit, now));
+        let decision = match known {
+            Some(decision) => Some(decision),
+            None => store.spend(&bucket, limit).await,
+        };
+        if let Some(decision) = decision {
+            return decision;
+        }
+    }
+    state.budgets.local.take(&caller.key_id, limit, now)
+}
+
+/// The answer to a request that is not an API call (`/mcp`) whose key has spent its budget:
+/// 429 `rate_limited` with `Retry-After` and the rate-limit headers, as the API answers it.
+pub fn budget_spent<B>(
+    state: &State,
+    request: &Request<B>,
+    peer: IpAddr,
+    operation: Operation,
+    caller: Arc<Caller>,
+    decision: Decision,
+) -> Response {
+    state.metrics.rate_limited.fetch_add(1, Relaxed);
+    let mut connection = Connection::default();
+    let asked = RequestHeaders::of(request.headers());
+    let request_id = request_id(state, asked.request_id);
+    let mut exchange = Exchange {
+        state,
+        request,
+        peer,
+        asked,
+        connection: &mut connection,
+        now: Instant::now(),
+        operation,
+        caller: Some(caller),
+        budgeting: Budgeting::Local,
+        decision: Some(decision),
+        auth_throttle: None,
+        request_id,
+    };
+    exchange.problem(&ApiError::RateLimited {
+        retry_after: decision.retry_after,
+    })
+}
+
+/// The rate-limit headers of the unit `caller` spent (`decision`), for an answer made outside
+/// the request path (`/mcp`'s), so an agent sees its budget as an API client does.
+pub fn insert_rate_limit_headers(caller: &Caller, decision: Decision, headers: &mut HeaderMap) {
+    let mut text = Composed::new();
+    let Some(parts) = budget(&mut text, Some(decision), true, None) else {
+        return;
+    };
+    let composed = text.finish();
+    let values = parts.values(&composed);
+    headers.insert(X_RATELIMIT_LIMIT, caller.headers.limit.clone());
+    headers.insert(RATELIMIT_POLICY, caller.headers.policy.clone());
+    headers.insert(X_RATELIMIT_REMAINING, values.remaining);
+    headers.insert(X_RATELIMIT_RESET, values.reset);
+    headers.insert(RATELIMIT, values.ratelimit);
+}
+
 /// Whether a request that is not an API call (the `/mcp` endpoint) carries a key in force:
 /// its caller, or the response to send instead: 401 for a missing or unknown key, 429 past
 /// the address's failed-authentication budget, counted as the API counts them (with this
-/// process's buckets). Nothing is spent for a valid key: what it reads is metered where it
-/// reads it.
+/// process's buckets). Nothing is spent here for a valid key: the caller spends its unit
+/// with [`spend_one`].
 pub fn admit<B>(
     state: &State,
     request: &Request<B>,

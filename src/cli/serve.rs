@@ -18,10 +18,16 @@ use crate::reload;
 use crate::server::access_log::AccessLog;
 use crate::settings::{LogFormat, Settings, CURRENT_SNAPSHOT, SAMPLE_SNAPSHOT};
 
+/// What the log never carries, whatever the filter asked: rmcp's own lines (the `/mcp`
+/// transport's), which quote what clients send (an unknown method in full, a refused Origin)
+/// and add lines per request. `/mcp` logs its own, bounded (`mcp::hosted`).
+const ALWAYS_OFF: &str = "rmcp=off";
+
 fn init_logging(format: LogFormat, level: &str) -> Result<tracing_appender::non_blocking::WorkerGuard> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
-        .with_context(|| format!("--log-level {level:?} is not a valid filter"))?;
+        .with_context(|| format!("--log-level {level:?} is not a valid filter"))?
+        .add_directive(ALWAYS_OFF.parse().context("the log filter's fixed part")?);
     // Log lines are handed to a writer thread: a slow terminal or pipe never stalls a request.
     let (writer, guard) = tracing_appender::non_blocking(std::io::stdout());
     // Colour only for a person at a terminal: escapes in files and pipes break grep and log
@@ -69,18 +75,20 @@ pub fn run(mut settings: Settings) -> Result<()> {
         // the address is announced reloads rather than ends the process.
         let signals = Signals::install()?;
         let app = App::start(settings).await?;
-        let scheme = if app.state.resolved.public_base_url.starts_with("https") {
-            "https"
-        } else {
-            "http"
-        };
-        let addr = app.addr;
-        eprintln!("Valuation Marks listening on {scheme}://{addr}");
+        // Where it listens, with the scheme it answers on; the public base URL, when another,
+        // on a line of its own (a proxy in front may serve https for a server that listens
+        // with http).
+        let url = &app.url;
+        eprintln!("Valuation Marks listening on {url}");
+        let public = &app.state.resolved.public_base_url;
+        if public != url {
+            eprintln!("public base URL (problem types, links): {public}");
+        }
         if sample {
             eprintln!(
                 "serving the bundled sample dataset with the demo keys (README: \"Demo keys\"); try:\n  \
-                 curl -s -H 'X-API-Key: vmk_demo_enterprise' {scheme}://{addr}/v1/companies?limit=3\n\
-                 agents: MCP at {scheme}://{addr}/mcp with the X-API-Key header (docs/clients.md)"
+                 curl -s -H 'X-API-Key: vmk_demo_enterprise' {url}/v1/companies?limit=3\n\
+                 agents: MCP at {url}/mcp with the X-API-Key header (docs/clients.md)"
             );
         }
         let trigger = app.shutdown_trigger();

@@ -3,8 +3,10 @@
 //! in force) or run beside an agent that speaks only stdio (`marks mcp`, each tool one HTTP
 //! call to a server).
 //!
-//! Either way a tool is one API operation under the caller's key, so tiers, budgets and errors
-//! are exactly the API's: a tool call spends what the API call spends. A tool's result is the
+//! Either way a tool is one API operation under the caller's key, so tiers and errors are
+//! exactly the API's. Over stdio a tool call spends what its API call spends; hosted, the `/mcp`
+//! request carrying it has spent one unit already, which its API call takes instead of spending
+//! a second ([`McpCall`]). A tool's result is the
 //! response body as it came, `meta` included (illustrative data, backtest provenance, the
 //! disclaimer), both as structured content and as its JSON text: an agent cannot get the
 //! values without it. A problem comes back as a tool error carrying the problem's `code`,
@@ -27,6 +29,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::api::state::State;
+use crate::budgets::local::Decision;
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ListCompaniesArgs {
@@ -141,10 +144,15 @@ struct Answer {
     body: Bytes,
 }
 
-/// The client address of an `/mcp` request, put in its extensions by the server for the
-/// tools' failed-authentication throttle.
-#[derive(Clone, Copy, Debug)]
-pub struct McpPeer(pub IpAddr);
+/// What `/mcp` learnt of a request before its tool runs, put in its extensions: the client
+/// address (for the failed-authentication throttle), and the unit of the key's budget the
+/// request already spent, which the tool's API call takes instead of spending another.
+#[derive(Clone, Debug)]
+pub struct McpCall {
+    pub peer: IpAddr,
+    pub key_id: Arc<str>,
+    pub decision: Decision,
+}
 
 #[derive(Debug, Clone)]
 pub struct MarksTools {
@@ -487,11 +495,13 @@ async fn over_http(
 }
 
 /// The GET of a tool answered in this process: the API's own request path, with the key (and
-/// the client-address header, if the server reads one) of the MCP request carrying the call.
+/// the client-address header, if the server reads one) of the MCP request carrying the call,
+/// metered by the unit that request spent (`McpCall`), never a second one.
 async fn in_process(state: &State, parts: Option<&http::request::Parts>, path_and_query: &str) -> Answer {
     use http_body_util::BodyExt;
     let mut request = http::Request::get(path_and_query);
     let mut peer = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let mut prepaid = None;
     if let Some(parts) = parts {
         for value in parts.headers.get_all("x-api-key") {
             request = request.header("x-api-key", value);
@@ -501,8 +511,9 @@ async fn in_process(state: &State, parts: Option<&http::request::Parts>, path_an
                 request = request.header(name, value);
             }
         }
-        if let Some(McpPeer(address)) = parts.extensions.get::<McpPeer>() {
-            peer = *address;
+        if let Some(call) = parts.extensions.get::<McpCall>() {
+            peer = call.peer;
+            prepaid = Some((call.key_id.clone(), call.decision));
         }
     }
     let Ok(request) = request.body(()) else {
@@ -514,7 +525,10 @@ async fn in_process(state: &State, parts: Option<&http::request::Parts>, path_an
             ),
         };
     };
-    let (response, _) = crate::api::answer(state, &request, peer).await;
+    let (response, _) = match prepaid {
+        Some((key_id, decision)) => crate::api::answer_prepaid(state, &request, peer, key_id, decision).await,
+        None => crate::api::answer(state, &request, peer).await,
+    };
     let status = response.status().as_u16();
     let retry_after = retry_after(response.headers());
     let body = response

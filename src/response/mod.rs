@@ -269,15 +269,16 @@ impl Negotiation<'_> {
         representation
     }
 
-    /// Whether the client prefers CSV to JSON (`prefers_csv`).
+    /// Whether the client prefers CSV to JSON (`prefers_csv`), every `Accept` line read as one
+    /// list.
     pub fn prefers_csv(&self) -> bool {
         self.accept
-            && self
-                .headers
-                .get_all(header::ACCEPT)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .any(prefers_csv)
+            && prefers_csv(
+                self.headers
+                    .get_all(header::ACCEPT)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok()),
+            )
     }
 
     /// Whether the response may be gzip: the client accepts it and the route allows encodings.
@@ -435,28 +436,53 @@ pub fn csv_meta(meta: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
         .collect()
 }
 
-/// Whether an `Accept` value prefers CSV to JSON: `text/csv` (or `text/*`) with a higher
-/// quality than `application/json` (or `application/x-ndjson`, the exports' JSON form,
-/// `application/*`, `*/*`); a tie is JSON.
-pub fn prefers_csv(accept: &str) -> bool {
-    let (mut csv, mut json) = (0.0f32, 0.0f32);
-    for range in accept.split(',') {
-        let mut parts = range.split(';');
-        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-        let quality = parts
-            .filter_map(|p| p.trim().strip_prefix("q="))
-            .find_map(|q| q.trim().parse::<f32>().ok())
-            .unwrap_or(1.0)
-            .clamp(0.0, 1.0);
-        match media.as_str() {
-            "text/csv" | "text/*" => csv = csv.max(quality),
-            "application/json" | "application/x-ndjson" | "application/*" => json = json.max(quality),
-            // Covers JSON as much as CSV, and a tie is JSON.
-            "*/*" => json = json.max(quality),
-            _ => {}
+/// Whether an `Accept` header prefers CSV to JSON, read as RFC 9110 12.5.1 says: its lines
+/// (`lines`) joined into one list; each media type takes the weight of the most specific range
+/// that matches it (`text/csv`, then `text/*`, then `*/*`), none matching meaning not acceptable;
+/// parameter names in any case (`Q=0`). CSV is chosen when `text/csv` weighs more than JSON
+/// (`application/json`, or `application/x-ndjson`, the exports' JSON form); a tie is JSON.
+pub fn prefers_csv<'a>(lines: impl IntoIterator<Item = &'a str>) -> bool {
+    let ranges: Vec<(String, f32)> = lines
+        .into_iter()
+        .flat_map(|line| line.split(','))
+        .filter_map(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let weight = weight(parts)?;
+            (!media.is_empty()).then_some((media, weight))
+        })
+        .collect();
+    let weight_of = |kind: &str, subtype: &str| -> f32 {
+        let exact = format!("{kind}/{subtype}");
+        let any_subtype = format!("{kind}/*");
+        [exact.as_str(), any_subtype.as_str(), "*/*"]
+            .iter()
+            .find_map(|wanted| {
+                ranges
+                    .iter()
+                    .filter(|(media, _)| media == wanted)
+                    .map(|&(_, weight)| weight)
+                    .reduce(f32::max)
+            })
+            .unwrap_or(0.0)
+    };
+    let csv = weight_of("text", "csv");
+    let json = weight_of("application", "json").max(weight_of("application", "x-ndjson"));
+    csv > json
+}
+
+/// The weight (`q`, its name in any case) among a range's parameters: 1 when none is given,
+/// `None` when it is not a number from 0 to 1 (the range is then ignored).
+fn weight<'a>(parameters: impl Iterator<Item = &'a str>) -> Option<f32> {
+    for parameter in parameters {
+        let Some((name, value)) = parameter.split_once('=') else {
+            continue;
+        };
+        if name.trim().eq_ignore_ascii_case("q") {
+            return value.trim().parse::<f32>().ok().filter(|q| (0.0..=1.0).contains(q));
         }
     }
-    csv > json
+    Some(1.0)
 }
 
 /// The header value of text inside the mapped snapshot (a stored ETag): it borrows the bytes,
@@ -494,10 +520,9 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
     {
         let mut pieces = part.split(';');
         let name = pieces.next().unwrap_or("").trim();
-        let quality = pieces
-            .filter_map(|p| p.trim().strip_prefix("q="))
-            .find_map(|q| q.trim().parse::<f32>().ok())
-            .unwrap_or(1.0);
+        let Some(quality) = weight(pieces) else {
+            continue;
+        };
         if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
             gzip = Some(quality);
         } else if name == "*" {
@@ -509,7 +534,30 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::prefers_csv;
+    use super::*;
+
+    fn prefers_csv(accept: &str) -> bool {
+        super::prefers_csv([accept])
+    }
+
+    #[test]
+    fn accept_lines_are_one_list_and_weights_are_read_as_rfc_9110_says() {
+        assert!(!super::prefers_csv(["application/json", "text/csv"]), "a tie is JSON");
+        assert!(!super::prefers_csv(["text/csv;q=0.5", "application/json"]));
+        assert!(super::prefers_csv(["application/json;q=0.2", "text/csv"]));
+        assert!(!prefers_csv("text/csv;Q=0"));
+        assert!(!prefers_csv("text/csv; Q = 0"));
+        assert!(!prefers_csv("text/csv;q=0, text/*"), "the most specific range decides");
+        assert!(prefers_csv("text/*, application/json;q=0.5"));
+        assert!(!prefers_csv("text/csv;q=0.3, application/*;q=0.4"));
+        assert!(!prefers_csv("text/csv;q=2"), "an impossible weight is no preference");
+        let gzip = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_str(value).unwrap());
+            accepts_gzip(&headers)
+        };
+        assert!(gzip("gzip") && !gzip("gzip;Q=0") && !gzip("*;Q=0") && gzip("br, gzip;q=0.1"));
+    }
 
     #[test]
     fn csv_is_chosen_only_when_preferred() {

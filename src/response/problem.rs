@@ -42,8 +42,9 @@ pub enum ApiError {
     },
     Internal,
     Unavailable(String),
-    /// A request `/mcp`'s transport refused before any tool ran (a foreign `Origin`, a body
-    /// too large, a method or media type it does not take), with the transport's own reason.
+    /// A request `/mcp` refused before any tool ran (a foreign `Origin`, a body too large,
+    /// unfinished, late or not one JSON-RPC message, a method or media type it does not take),
+    /// with the reason, its own or its transport's.
     McpTransport {
         status: StatusCode,
         detail: String,
@@ -110,6 +111,7 @@ impl ApiError {
             ApiError::McpTransport { status, .. } => match status.as_u16() {
                 403 => "origin_forbidden",
                 405 => "method_not_allowed",
+                408 => "request_timeout",
                 413 => "request_too_large",
                 500..=599 => "internal_error",
                 _ => "bad_request",

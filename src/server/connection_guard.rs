@@ -15,6 +15,12 @@
 //!   that keeps completing requests is never cut by it, however long it lives. HTTP/2
 //!   connections get the idle deadline only once their preface arrives: a client legitimately
 //!   sends frames that need no answer.
+//! - protocol: decided here, once, whatever the read boundaries. Until the first bytes are the
+//!   whole 24-byte HTTP/2 preface or can no longer be one (or the peer closes), the guard holds
+//!   them and hands nothing on, under the head deadline; then the connection is HTTP/2, held to
+//!   every limit below from its first frame, or HTTP/1.1. A preface split over several reads
+//!   (`PR`, a pause, the rest) is judged as a whole one is. The write batch asks the guard
+//!   ([`KnowsProtocol`]) rather than judging for itself.
 //! - control frames: an HTTP/2 peer may send at most `control_frames_per_sec` PING and SETTINGS
 //!   frames a second (each costs the server an acknowledgement); past that the connection is
 //!   closed.
@@ -63,8 +69,12 @@ pub struct ConnectionGuard<S> {
     /// `awaiting_response` as it was at the last tick: a request pending then and still
     /// pending now, with nothing answered between, has waited at least one whole tick.
     awaiting_at_last_tick: bool,
-    /// Nothing read yet: the first bytes tell an HTTP/2 client (by its preface).
-    first_read: bool,
+    /// What the first bytes said: nothing yet, HTTP/1.1 or HTTP/2 (by its preface).
+    protocol: Decided,
+    /// The first bytes, held while they may still be the start of the preface.
+    held: Held,
+    /// The frame boundaries of what was written before the protocol was decided.
+    early_out: FrameReader,
     idle_ticks: u32,
     unanswered_ticks: u32,
     /// Ticks since the connection opened: the clock of the HTTP/2 responses' progress.
@@ -76,11 +86,46 @@ pub struct ConnectionGuard<S> {
 }
 
 /// What an HTTP/2 client sends first (RFC 9113 3.4), over TLS and by prior knowledge alike.
-const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// Whether a connection's first bytes read are the start of the HTTP/2 preface.
-pub(crate) fn starts_h2_preface(first: &[u8]) -> bool {
-    H2_PREFACE.starts_with(&first[..first.len().min(H2_PREFACE.len())])
+/// What a connection's first bytes say: HTTP/2 (`Some(true)`) once they hold the whole preface,
+/// HTTP/1.1 (`Some(false)`) as soon as they cannot begin it, nothing yet (`None`) before.
+pub(crate) fn judge_first_bytes(first: &[u8]) -> Option<bool> {
+    let n = first.len().min(H2_PREFACE.len());
+    if first[..n] != H2_PREFACE[..n] {
+        Some(false)
+    } else if n == H2_PREFACE.len() {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// Which protocol a connection speaks, as its [`ConnectionGuard`] decided: the one place the
+/// first bytes are judged, for whatever else needs to know (the write batch).
+pub trait KnowsProtocol {
+    /// `None` while undecided; then whether the connection speaks HTTP/2.
+    fn speaks_h2(&self) -> Option<bool>;
+}
+
+/// A connection's protocol, as far as its first bytes have decided it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decided {
+    Not,
+    Http1,
+    Http2,
+}
+
+/// The first bytes of a connection, held until they decide its protocol, then handed on (over
+/// several reads, if the reader has little room).
+#[derive(Debug, Default)]
+struct Held {
+    bytes: [u8; H2_PREFACE.len()],
+    len: usize,
+    /// How many of them have been handed on.
+    given: usize,
+    /// The peer closed while they were held: an end of file follows them.
+    eof: bool,
 }
 
 /// The frame boundaries of both directions of an HTTP/2 connection.
@@ -235,7 +280,9 @@ impl<S> ConnectionGuard<S> {
             awaiting_response: true,
             answered: false,
             awaiting_at_last_tick: true,
-            first_read: true,
+            protocol: Decided::Not,
+            held: Held::default(),
+            early_out: FrameReader::default(),
             idle_ticks: 0,
             unanswered_ticks: 0,
             ticks: 0,
@@ -253,7 +300,7 @@ impl<S> ConnectionGuard<S> {
                 preface_left: H2_PREFACE.len(),
                 ..FrameReader::default()
             },
-            outgoing: FrameReader::default(),
+            outgoing: std::mem::take(&mut self.early_out),
             control_frames: 0,
             responses: Responses::default(),
         }));
@@ -302,13 +349,31 @@ impl<S> ConnectionGuard<S> {
         }
     }
 
-    fn note_read(&mut self, read: &[u8]) -> io::Result<()> {
-        if self.first_read {
-            self.first_read = false;
-            if read.len() >= 3 && starts_h2_preface(read) {
-                self.become_h2();
-            }
+    /// The first bytes have decided the protocol.
+    fn decide(&mut self, h2: bool) {
+        if h2 {
+            self.protocol = Decided::Http2;
+            self.become_h2();
+        } else {
+            self.protocol = Decided::Http1;
         }
+    }
+
+    /// Hands what is held to `buf`, as much as it has room for, counting it as read.
+    fn give_held(&mut self, buf: &mut ReadBuf<'_>) -> io::Result<()> {
+        let (from, bytes) = (self.held.given, self.held.bytes);
+        let n = (self.held.len - from).min(buf.remaining());
+        buf.put_slice(&bytes[from..from + n]);
+        self.held.given += n;
+        self.note_read(&bytes[from..from + n])
+    }
+
+    /// Whether held bytes (or the end of file behind them) are still to be handed on.
+    fn holds(&self) -> bool {
+        self.held.given < self.held.len || self.held.eof
+    }
+
+    fn note_read(&mut self, read: &[u8]) -> io::Result<()> {
         self.awaiting_response = true;
         let Some(h2) = &mut self.h2 else {
             self.moved = true;
@@ -340,6 +405,13 @@ impl<S> ConnectionGuard<S> {
     }
 
     fn note_written(&mut self, written: &[u8]) {
+        if self.protocol == Decided::Not {
+            // HTTP/2's own SETTINGS, written (over ALPN h2) before the peer's preface is read:
+            // they answer no request, so the head deadline runs on, and their frames are
+            // followed from here so the count of what went out stays whole.
+            self.early_out.feed(written, |_| {});
+            return;
+        }
         self.awaiting_response = false;
         self.answered = true;
         let now = self.ticks;
@@ -359,9 +431,83 @@ impl<S> ConnectionGuard<S> {
     }
 }
 
+impl<S: AsyncRead + Unpin> ConnectionGuard<S> {
+    /// Reads until the first bytes decide the protocol, holding them meanwhile, then hands them
+    /// on. The first read goes into the reader's own buffer, so a connection decided by it (any
+    /// HTTP/1.1 request, a whole preface) has nothing copied; only bytes that may still begin
+    /// the preface are taken back and held.
+    fn poll_decide(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        while self.protocol == Decided::Not {
+            if self.held.len == 0 {
+                let before = buf.filled().len();
+                std::task::ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
+                let read = &buf.filled()[before..];
+                match (read.is_empty(), judge_first_bytes(read)) {
+                    // Closed before a byte: nothing to decide, nothing to hold.
+                    (true, _) => self.decide(false),
+                    (false, Some(h2)) => {
+                        self.decide(h2);
+                        self.note_read(&buf.filled()[before..])?;
+                    }
+                    (false, None) => {
+                        self.held.bytes[..read.len()].copy_from_slice(read);
+                        self.held.len = read.len();
+                        buf.set_filled(before);
+                        self.moved = true;
+                    }
+                }
+                if self.protocol != Decided::Not {
+                    return Poll::Ready(Ok(()));
+                }
+            } else {
+                let mut room = ReadBuf::new(&mut self.held.bytes[self.held.len..]);
+                std::task::ready!(Pin::new(&mut self.inner).poll_read(cx, &mut room))?;
+                let n = room.filled().len();
+                if n == 0 {
+                    // Closed with the preface unfinished: what came is HTTP/1.1's to refuse.
+                    self.held.eof = true;
+                    self.decide(false);
+                } else {
+                    self.held.len += n;
+                    self.moved = true;
+                    if let Some(h2) = judge_first_bytes(&self.held.bytes[..self.held.len]) {
+                        self.decide(h2);
+                    }
+                }
+            }
+        }
+        self.give_held(buf)?;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S> KnowsProtocol for ConnectionGuard<S> {
+    fn speaks_h2(&self) -> Option<bool> {
+        match self.protocol {
+            Decided::Not => None,
+            Decided::Http1 => Some(false),
+            Decided::Http2 => Some(true),
+        }
+    }
+}
+
 impl<S: AsyncRead + Unpin> AsyncRead for ConnectionGuard<S> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.protocol == Decided::Not {
+            let poll = this.poll_decide(cx, buf);
+            return this.track(poll, cx);
+        }
+        if this.holds() {
+            if this.held.given < this.held.len {
+                this.give_held(buf)?;
+            }
+            // Past the held bytes, the end of file the peer sent behind them (an empty read).
+            else {
+                this.held.eof = false;
+            }
+            return Poll::Ready(Ok(()));
+        }
         let before = buf.filled().len();
         let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
@@ -426,6 +572,150 @@ mod tests {
         let mut bytes = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, 0, 0, 0, 0, 1];
         bytes.extend_from_slice(payload);
         bytes
+    }
+
+    /// A peer whose bytes arrive in the pieces given, one piece a read: `None` is a read that
+    /// finds nothing yet (then the next piece arrives), an empty piece the end of file; past
+    /// the last piece, nothing more arrives.
+    struct Pieces(std::collections::VecDeque<Option<Vec<u8>>>);
+
+    impl AsyncRead for Pieces {
+        fn poll_read(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+            let pieces = &mut self.get_mut().0;
+            match pieces.pop_front() {
+                Some(Some(mut piece)) => {
+                    let n = piece.len().min(buf.remaining());
+                    buf.put_slice(&piece[..n]);
+                    if n < piece.len() {
+                        pieces.push_front(Some(piece.split_off(n)));
+                    }
+                    Poll::Ready(Ok(()))
+                }
+                Some(None) | None => Poll::Pending,
+            }
+        }
+    }
+
+    impl AsyncWrite for Pieces {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    fn guard(pieces: Vec<Option<Vec<u8>>>, control_frames_per_sec: u32) -> ConnectionGuard<Pieces> {
+        let deadlines = Deadlines {
+            idle: Duration::from_secs(10),
+            head: Duration::from_secs(10),
+            control_frames_per_sec,
+            response_tail: Duration::from_secs(20),
+        };
+        ConnectionGuard::new(Pieces(pieces.into()), deadlines)
+    }
+
+    /// What reading `guard` with `room` bytes a read hands on until it has nothing more for now;
+    /// whether it reached the end of file; the error that ended it, if one did.
+    fn read_now(guard: &mut ConnectionGuard<Pieces>, room: usize) -> (Vec<u8>, bool, Option<io::Error>) {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut out = Vec::new();
+        loop {
+            let mut space = vec![0u8; room];
+            let mut buf = ReadBuf::new(&mut space);
+            match Pin::new(&mut *guard).poll_read(&mut cx, &mut buf) {
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => return (out, true, None),
+                Poll::Ready(Ok(())) => out.extend_from_slice(buf.filled()),
+                Poll::Ready(Err(error)) => return (out, false, Some(error)),
+                Poll::Pending => return (out, false, None),
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_bytes_decide_the_protocol_once_whole_or_impossible() {
+        assert_eq!(judge_first_bytes(b""), None);
+        assert_eq!(judge_first_bytes(b"PR"), None);
+        assert_eq!(judge_first_bytes(&H2_PREFACE[..23]), None);
+        assert_eq!(judge_first_bytes(H2_PREFACE), Some(true));
+        assert_eq!(
+            judge_first_bytes(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04"),
+            Some(true)
+        );
+        assert_eq!(judge_first_bytes(b"G"), Some(false));
+        assert_eq!(judge_first_bytes(b"PUT / HTTP/1.1"), Some(false));
+        assert_eq!(judge_first_bytes(b"PRI * HTTP/2.0\r\n\r\nXX"), Some(false));
+    }
+
+    /// The preface cut at every offset, read with ample and with little room: nothing is handed
+    /// on until the preface is whole, then everything is, in order, and the connection is
+    /// HTTP/2 from its first frame (a PING flood right behind the preface is refused).
+    #[tokio::test]
+    async fn a_preface_split_anywhere_is_held_then_judged_whole() {
+        let mut frames = frame(FRAME_SETTINGS, &[0; 6]);
+        frames.extend(frame(0x1, &[7; 40])); // HEADERS
+        let mut flood = frames.clone();
+        for _ in 0..40 {
+            flood.extend(frame(FRAME_PING, &[1; 8]));
+        }
+        for split in 1..H2_PREFACE.len() {
+            for room in [3, 5, 4096] {
+                let rest = [&H2_PREFACE[split..], &frames[..]].concat();
+                let mut io = guard(vec![Some(H2_PREFACE[..split].to_vec()), None, Some(rest)], 1000);
+                let (first, eof, error) = read_now(&mut io, room);
+                assert!(
+                    first.is_empty() && !eof && error.is_none(),
+                    "split {split}: handed on {first:?}"
+                );
+                assert_eq!(io.speaks_h2(), None, "split {split}");
+                let (rest, _, error) = read_now(&mut io, room);
+                assert!(error.is_none(), "split {split}, room {room}: {error:?}");
+                assert_eq!(
+                    rest,
+                    [&H2_PREFACE[..], &frames[..]].concat(),
+                    "split {split}, room {room}"
+                );
+                assert_eq!(io.speaks_h2(), Some(true), "split {split}");
+                assert_eq!(io.head_limit, u32::MAX, "HTTP/2 has the idle deadline only");
+
+                let rest = [&H2_PREFACE[split..], &flood[..]].concat();
+                let mut io = guard(vec![Some(H2_PREFACE[..split].to_vec()), None, Some(rest)], 1);
+                read_now(&mut io, room);
+                let (_, _, error) = read_now(&mut io, room);
+                let error = error.unwrap_or_else(|| panic!("split {split}, room {room}: a PING flood was read"));
+                assert_eq!(error.kind(), io::ErrorKind::InvalidData, "split {split}");
+            }
+        }
+    }
+
+    /// Bytes that stop matching the preface decide HTTP/1.1 at the byte that differs; a peer
+    /// that closes mid-preface gets its bytes handed on, then the end of file.
+    #[tokio::test]
+    async fn what_cannot_be_the_preface_is_http1_and_an_early_close_ends_it() {
+        for split in 1..H2_PREFACE.len() {
+            let mut other = H2_PREFACE.to_vec();
+            other[split] = b'X';
+            let mut io = guard(
+                vec![Some(other[..split].to_vec()), None, Some(other[split..].to_vec())],
+                1,
+            );
+            assert!(read_now(&mut io, 4096).0.is_empty());
+            assert_eq!(read_now(&mut io, 4096).0, other, "split {split}");
+            assert_eq!(io.speaks_h2(), Some(false), "split {split}");
+
+            let mut io = guard(vec![Some(H2_PREFACE[..split].to_vec()), None, Some(Vec::new())], 1);
+            assert!(read_now(&mut io, 4096).0.is_empty());
+            let (read, eof, _) = read_now(&mut io, 4096);
+            assert_eq!((&read[..], eof), (&H2_PREFACE[..split], true), "split {split}");
+            assert_eq!(io.speaks_h2(), Some(false));
+        }
+        // A request in its first read is decided by it, and nothing is held.
+        let mut io = guard(vec![Some(b"GET / HTTP/1.1\r\n\r\n".to_vec())], 1);
+        assert_eq!(read_now(&mut io, 4096).0, b"GET / HTTP/1.1\r\n\r\n");
+        assert_eq!((io.speaks_h2(), io.held.len), (Some(false), 0));
     }
 
     #[test]

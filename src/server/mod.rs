@@ -42,7 +42,7 @@ use crate::response::body::ResponseBody;
 use crate::server::access_log::{AccessLog, Entry};
 use crate::server::connection_guard::{ConnectionGuard, Deadlines};
 use crate::server::h2_streams::WatchingExecutor;
-use crate::server::write_batch::{Protocol, TaskPolls, WriteBatch};
+use crate::server::write_batch::{TaskPolls, WriteBatch};
 use crate::settings::{Agents, Connections, Http2, Listen};
 
 /// What the server is told: its sections of the settings, the TLS acceptor resolved from the
@@ -163,10 +163,10 @@ pub async fn start(
     let hsts = (config.tls.is_some() && hsts_secs > 0)
         .then(|| HeaderValue::try_from(format!("max-age={hsts_secs}")).ok())
         .flatten();
-    let mcp = config
-        .agents
-        .mcp
-        .then(|| Arc::new(McpEndpoint::new(state.clone(), &config.agents, addr)));
+    let mcp = config.agents.mcp.then(|| {
+        let head_deadline = config.connections.header_read_timeout;
+        Arc::new(McpEndpoint::new(state.clone(), &config.agents, head_deadline))
+    });
     let shared = Arc::new(ConnectionContext {
         state: state.clone(),
         config,
@@ -394,11 +394,9 @@ async fn serve_connection(
     match &shared.config.tls {
         None if shared.config.listen.http2 => {
             let polls = TaskPolls::default();
-            let stream = WriteBatch::new(
-                ConnectionGuard::new(stream, deadlines),
-                Protocol::ByPreface,
-                polls.clone(),
-            );
+            // The guard decides HTTP/2 or HTTP/1.1 from the first bytes, whatever their read
+            // boundaries, before hyper-util sees any; the batch asks it.
+            let stream = WriteBatch::new(ConnectionGuard::new(stream, deadlines), polls.clone());
             let builder = shared.auto.clone();
             polls
                 .count(watcher.watch(builder.serve_connection(TokioIo::new(stream), service)))
@@ -422,7 +420,7 @@ async fn serve_connection(
             let guarded = ConnectionGuard::new(tls, deadlines);
             if h2 {
                 let polls = TaskPolls::default();
-                let io = TokioIo::new(WriteBatch::new(guarded, Protocol::Http2, polls.clone()));
+                let io = TokioIo::new(WriteBatch::new(guarded, polls.clone()));
                 Ok(polls
                     .count(watcher.watch(shared.http2.serve_connection(io, service)))
                     .await?)

@@ -9,8 +9,9 @@
 //! a poll produced. A response waits no longer than the rest of the poll that made it.
 //!
 //! What is held is bounded: past `WRITE_AT` (32 KiB) the batch is written out within the poll,
-//! and a shutdown writes it before closing. HTTP/1.1 connections (told apart by the HTTP/2
-//! preface, or by ALPN) pass through untouched: one request at a time gains nothing from it.
+//! and a shutdown writes it before closing. HTTP/1.1 connections pass through untouched: one
+//! request at a time gains nothing from it. Which a connection is, the batch asks the
+//! connection guard beneath it ([`KnowsProtocol`]), the one place its first bytes are judged.
 //!
 //! `benches/lab/production.sh` measures it (docs/performance.md).
 
@@ -23,7 +24,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::server::connection_guard::starts_h2_preface;
+use crate::server::connection_guard::KnowsProtocol;
 
 /// A batch this large is written out without waiting for the next poll.
 const WRITE_AT: usize = 32 * 1024;
@@ -69,27 +70,10 @@ impl<F: Future> Future for Counted<F> {
     }
 }
 
-/// Whether a connection's writes are batched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    /// HTTP/2 (by ALPN): batched.
-    Http2,
-    /// Either, told by the first bytes read: batched if they are the HTTP/2 preface.
-    ByPreface,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Undecided,
-    Batched,
-    PassThrough,
-}
-
 /// A connection's byte stream whose HTTP/2 writes are batched per poll (see the module's notes).
 #[derive(Debug)]
 pub struct WriteBatch<S> {
     inner: S,
-    mode: Mode,
     held: Vec<u8>,
     /// Bytes of `held` already written (a write may take part of it).
     written: usize,
@@ -98,16 +82,20 @@ pub struct WriteBatch<S> {
     held_since: Option<u32>,
 }
 
+impl<S: KnowsProtocol> WriteBatch<S> {
+    /// Whether writes are batched: only once the connection is known to speak HTTP/2 (nothing
+    /// is written before its first bytes decide it).
+    fn batches(&self) -> bool {
+        self.inner.speaks_h2() == Some(true)
+    }
+}
+
 impl<S> WriteBatch<S> {
     /// `inner`, batched by the polls `polls` counts: the caller wraps the connection's future
     /// in [`TaskPolls::count`] of the same `polls`.
-    pub fn new(inner: S, protocol: Protocol, polls: TaskPolls) -> WriteBatch<S> {
+    pub fn new(inner: S, polls: TaskPolls) -> WriteBatch<S> {
         WriteBatch {
             inner,
-            mode: match protocol {
-                Protocol::Http2 => Mode::Batched,
-                Protocol::ByPreface => Mode::Undecided,
-            },
             held: Vec::new(),
             written: 0,
             polls,
@@ -156,24 +144,14 @@ impl<S: AsyncWrite + Unpin> WriteBatch<S> {
 
 impl<S: AsyncRead + Unpin> AsyncRead for WriteBatch<S> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if this.mode == Mode::Undecided && buf.filled().len() > before {
-            this.mode = if starts_h2_preface(&buf.filled()[before..]) {
-                Mode::Batched
-            } else {
-                Mode::PassThrough
-            };
-        }
-        poll
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for WriteBatch<S> {
+impl<S: AsyncWrite + KnowsProtocol + Unpin> AsyncWrite for WriteBatch<S> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.mode != Mode::Batched {
+        if !this.batches() {
             return Pin::new(&mut this.inner).poll_write(cx, buf);
         }
         std::task::ready!(this.poll_room(cx))?;
@@ -187,7 +165,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for WriteBatch<S> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.mode != Mode::Batched {
+        if !this.batches() {
             return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         }
         std::task::ready!(this.poll_room(cx))?;
@@ -201,8 +179,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for WriteBatch<S> {
 
     fn is_write_vectored(&self) -> bool {
         // Slices are copied into the batch; h2 then keeps large DATA payloads out of its own
-        // buffer, as it does over a vectored socket.
-        self.mode == Mode::Batched || self.inner.is_write_vectored()
+        // buffer, as it does over a vectored socket. Undecided counts as batched: h2 asks once,
+        // when it is built, which over ALPN is before the preface has been read (until then
+        // its writes pass through, slice by slice).
+        self.inner.speaks_h2() != Some(false) || self.inner.is_write_vectored()
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -230,9 +210,16 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::task::Wake;
 
-    /// A byte sink that keeps each write it is given, as the socket would see them.
+    /// A byte sink that keeps each write it is given, as the socket would see them; whether it
+    /// shut down; and what it says the connection speaks, as the guard would.
     #[derive(Default)]
-    struct Writes(Vec<Vec<u8>>, bool);
+    struct Writes(Vec<Vec<u8>>, bool, Option<bool>);
+
+    impl KnowsProtocol for Writes {
+        fn speaks_h2(&self) -> Option<bool> {
+            self.2
+        }
+    }
 
     impl AsyncRead for Writes {
         fn poll_read(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
@@ -271,9 +258,10 @@ mod tests {
     }
 
     /// A batch over a fresh sink, and the poll counter it is held by.
-    fn batch(protocol: Protocol) -> (WriteBatch<Writes>, TaskPolls) {
+    fn batch(speaks_h2: Option<bool>) -> (WriteBatch<Writes>, TaskPolls) {
         let polls = TaskPolls::default();
-        (WriteBatch::new(Writes::default(), protocol, polls.clone()), polls)
+        let sink = Writes(Vec::new(), false, speaks_h2);
+        (WriteBatch::new(sink, polls.clone()), polls)
     }
 
     /// One poll of the connection's task: what `Counted` does before the connection runs.
@@ -291,7 +279,7 @@ mod tests {
     fn what_one_poll_writes_goes_out_in_one_write_at_the_next() {
         let (wakes, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
-        let (mut io, polls) = batch(Protocol::Http2);
+        let (mut io, polls) = batch(Some(true));
         next_poll(&polls);
         for answer in [&b"first answer"[..], b"second", b"third"] {
             write_and_flush(&mut io, &mut cx, answer);
@@ -313,7 +301,7 @@ mod tests {
     fn a_full_batch_goes_out_within_the_poll_and_a_shutdown_writes_what_is_held() {
         let (_, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
-        let (mut io, polls) = batch(Protocol::Http2);
+        let (mut io, polls) = batch(Some(true));
         next_poll(&polls);
         let frame = vec![7u8; 16 * 1024];
         for _ in 0..3 {
@@ -332,20 +320,42 @@ mod tests {
     }
 
     #[test]
-    fn http1_connections_pass_through() {
+    fn http1_connections_and_undecided_ones_pass_through() {
         let (_, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
-        let (mut io, polls) = batch(Protocol::ByPreface);
-        let mut space = [0u8; 64];
-        let mut read = ReadBuf::new(&mut space);
-        assert!(matches!(
-            Pin::new(&mut io).poll_read(&mut cx, &mut read),
-            Poll::Ready(Ok(()))
-        ));
-        next_poll(&polls);
-        for part in [&b"HTTP/1.1 200 OK\r\n\r\n"[..], b"{}"] {
-            assert!(matches!(Pin::new(&mut io).poll_write(&mut cx, part), Poll::Ready(Ok(n)) if n == part.len()));
+        for speaks_h2 in [Some(false), None] {
+            let (mut io, polls) = batch(speaks_h2);
+            let mut space = [0u8; 64];
+            let mut read = ReadBuf::new(&mut space);
+            assert!(matches!(
+                Pin::new(&mut io).poll_read(&mut cx, &mut read),
+                Poll::Ready(Ok(()))
+            ));
+            next_poll(&polls);
+            for part in [&b"HTTP/1.1 200 OK\r\n\r\n"[..], b"{}"] {
+                assert!(matches!(Pin::new(&mut io).poll_write(&mut cx, part), Poll::Ready(Ok(n)) if n == part.len()));
+            }
+            assert_eq!(io.inner.0.len(), 2, "each write straight to the socket ({speaks_h2:?})");
         }
-        assert_eq!(io.inner.0.len(), 2, "each write straight to the socket");
+    }
+
+    #[test]
+    fn the_batch_follows_the_guards_decision() {
+        let (_, waker) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        let (mut io, polls) = batch(None);
+        next_poll(&polls);
+        let settings = b"SETTINGS before the preface";
+        assert!(matches!(Pin::new(&mut io).poll_write(&mut cx, settings), Poll::Ready(Ok(n)) if n == settings.len()));
+        assert_eq!(io.inner.0.len(), 1, "undecided: straight to the socket");
+        assert!(
+            io.is_write_vectored(),
+            "h2 asks once, before the preface is read: undecided counts as batched"
+        );
+        io.inner.2 = Some(true);
+        write_and_flush(&mut io, &mut cx, b"an answer");
+        assert_eq!(io.inner.0.len(), 1, "HTTP/2: held for the next poll");
+        io.inner.2 = Some(false);
+        assert!(!io.is_write_vectored());
     }
 }

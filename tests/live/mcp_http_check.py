@@ -3,12 +3,13 @@ streamable HTTP client (a client nobody here wrote), against the real binary:
 
 - the tools are listed, each is called, every result carries `meta`;
 - each tool's numbers equal the API's for the same key (the same JSON, field for field);
-- a free key's call outside its tier is a tool error (`tier_forbidden`); a research key past
-  its per-minute budget gets a tool error that says when to retry; a request without a key is
-  refused (401);
-- a browser `Origin` not allowed is refused (403), an allowed one is served; a body past the
-  limit is refused (413); a GET (405) and a body that is not JSON (415) are refused; each of
-  the transport's refusals is problem+json with its code, like every other error of the API;
+- a free key's call outside its tier is a tool error (`tier_forbidden`); every POST spends one
+  unit of its key's budget, and a research key past its per-minute budget gets 429
+  problem+json that says when to retry; a request without a key is refused (401);
+- a browser `Origin` not allowed is refused (403), on another port too, an allowed one is
+  served; a body past the limit is refused (413); a GET (405), a body that is not JSON with
+  another media type (415), a JSON-RPC batch or malformed JSON (400) are refused; each refusal
+  is problem+json with its code, like every other error of the API;
 - with --mcp not given, /mcp does not exist (404).
 
     python tests/live/mcp_http_check.py --marks target/debug/marks
@@ -161,15 +162,16 @@ async def tiers_over_the_sample(url, slugs, free_universe, free, research):
                     assert "observed_usd" not in target and "event_id" not in target, (slug, target)
 
 
-async def past_budget(url, key, budget):
-    http, mcp = client(url, key)
-    async with http, mcp as session:
-        for n in range(budget):
-            result = await session.call_tool("get_company", {"slug": "stripe"})
-            assert not result.is_error, f"call {n + 1} of {budget}: {result}"
-        result = await session.call_tool("get_company", {"slug": "stripe"})
-        assert result.is_error, result
-        return result.structured_content
+PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+JSON_IN_OUT = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def past_budget(url, key, budget):
+    """Every POST spends one unit of its key's budget: `budget` are served, the next is refused."""
+    for n in range(budget):
+        status, body, _ = post(url, PING, {**JSON_IN_OUT, "X-API-Key": key})
+        assert status == 200, f"request {n + 1} of {budget}: {status} {body}"
+    return post(url, PING, {**JSON_IN_OUT, "X-API-Key": key})
 
 
 async def origin_refused(url, key):
@@ -265,11 +267,10 @@ def main():
             asyncio.run(tiers_over_the_sample(url, slugs, free_universe, free_unlimited, research_unlimited))
             ok(f"over all {len(slugs)} companies: a free key reads its 10 only, a research key no event or its value")
 
-            spent = asyncio.run(past_budget(url, research, 5))
-            assert spent["code"] == "rate_limited" and spent["status"] == 429, spent
-            assert isinstance(spent.get("retry_after"), int) and spent["retry_after"] >= 1, spent
-            assert "retry" in spent["detail"].lower(), spent
-            ok(f"past its budget a research key gets a tool error to retry in {spent['retry_after']} s")
+            spent = past_budget(url, research, 5)
+            retry_after = int(assert_problem(spent, 429, "rate_limited")["Retry-After"])
+            assert retry_after >= 1 and "retry" in json.loads(spent[1])["detail"].lower(), spent
+            ok(f"every POST spends a unit: past its budget a research key gets 429, to retry in {retry_after} s")
 
             assert_problem(post(url, b"{}", {"Content-Type": "application/json"}), 401, "missing_api_key")
             no_key = post(url, b"{}", {"Content-Type": "application/json", "X-API-Key": "vmk_not_a_key"})
@@ -281,6 +282,8 @@ def main():
                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                 "X-API-Key": enterprise, "Origin": "https://evil.example.test"})  # fmt: skip
             assert_problem(foreign, 403, "origin_forbidden")
+            other_port = post(url, PING, {**JSON_IN_OUT, "X-API-Key": enterprise, "Origin": ALLOWED_ORIGIN + ":8443"})
+            assert_problem(other_port, 403, "origin_forbidden")
             assert asyncio.run(origin_allowed(url, enterprise)) == len(TOOLS)
             ok(f"a foreign Origin is refused (403; the SDK says {error[:60]}...), the allowed one served")
 
@@ -297,12 +300,15 @@ def main():
                 "Content-Type": "text/plain", "Accept": "application/json, text/event-stream",
                 "X-API-Key": enterprise, "X-Request-ID": "agent-run-42"})  # fmt: skip
             assert assert_problem(not_json, 415, "bad_request")["X-Request-ID"] == "agent-run-42"
+            for body in (b"[" + PING + b"]", b'{"jsonrpc":"2.0","id":1,', b"{}"):
+                assert_problem(post(url, body, {**JSON_IN_OUT, "X-API-Key": enterprise}), 400, "bad_request")
             status, _, headers = post(url, b'{"jsonrpc":"2.0","id":1,"method":"ping"}', {
                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                 "X-API-Key": enterprise, "X-Request-ID": "agent-run-43"})  # fmt: skip
             assert status == 200 and headers["X-Request-ID"] == "agent-run-43", (status, dict(headers))
             ok(
-                "the transport's refusals (403, 413, 405 with Allow: POST, 415) are problem+json with their codes; "
+                "the refusals (403, 413, 405 with Allow: POST, 415, 400 for a batch or malformed JSON) are "
+                "problem+json with their codes; "
                 "every answer carries X-Request-ID, the client's when it sent one"
             )
     print("mcp over http passed")
