@@ -199,8 +199,10 @@ impl MarksTools {
         description = "Find companies by name: every word of the query matches the start of a word of a company's name, \
                        a former or brand name (aliases, e.g. Cursor for anysphere, Codeium for windsurf) or its slug; \
                        case and accents do not matter. Best matches first (whole-name matches, then the larger marks). \
-                       Returns {meta, companies: [{slug, name, aliases, sector, status, latest_mark, last_event, outcome, \
-                       ...}], page: {next_cursor, has_more}}."
+                       Returns {meta, companies: [{slug, name, aliases, sector, status, latest_mark: {value_usd, \
+                       lower_usd, upper_usd, confidence, vs_last_event_pct, next_reported}, last_event (with its \
+                       source_grade), outcome (with its kind), ...}], page: {next_cursor, has_more}}, the fields as \
+                       list_companies describes them."
     )]
     async fn search_companies(
         &self,
@@ -218,10 +220,18 @@ impl MarksTools {
     }
 
     #[tool(
-        description = "List companies with their latest valuation mark (value_usd with an 80% interval and a confidence), \
-                       the last reported valuation and 30-day change, one page at a time. Returns {meta, companies, page: \
-                       {next_cursor, has_more}}; pass page.next_cursor as cursor, with the same sort and filters, for the \
-                       next page. meta says the data is illustrative, from a backtest: indicative, not transactable prices."
+        description = "List companies with their latest valuation mark, one page at a time: latest_mark.value_usd is \
+                       today's value estimate with its 80% interval (lower_usd, upper_usd); latest_mark.confidence is a \
+                       published track record, the share of past month-end marks whose next reported valuation came \
+                       within +/-20%, the same for every company marked that day (not a company-specific probability); \
+                       latest_mark.next_reported is the forecast of the valuation at which the company will next be \
+                       reported, shown beside the mark and not today's value (null once the private period ended). Each \
+                       company also has last_event (the last reported valuation, with its source_grade: A primary \
+                       document, B major news organisation, C other outlet, D blog or copy), days_since_last_event, \
+                       delta_30d_pct and outcome with its kind (listed, sold, sale_agreed, bankrupt, wound_down; null \
+                       while private with no sale agreed). Returns {meta, companies, page: {next_cursor, has_more}}; pass \
+                       page.next_cursor as cursor, with the same sort and filters, for the next page. meta says the data \
+                       is illustrative, from a backtest: indicative, not transactable prices."
     )]
     async fn list_companies(
         &self,
@@ -247,12 +257,17 @@ impl MarksTools {
     }
 
     #[tool(
-        description = "One company with its latest mark explained: the mark with its 80% interval and confidence, the \
-                       last reported valuation (last_event) and how many days ago, the mark against it in percent \
-                       (latest_mark.vs_last_event_pct), the outcome if it listed, was sold or went bankrupt, and the \
-                       observations: the event the mark starts from and what the method adds for the days since, each \
-                       with an explanation in words. Returns {meta, slug, name, aliases, sector, status, latest_mark, \
-                       delta_30d_pct, last_event, days_since_last_event, outcome, observations}."
+        description = "One company with its latest mark explained: today's value estimate with its 80% interval, the \
+                       confidence (a published track record: the share of past month-end marks whose next reported \
+                       valuation came within +/-20%, the same for every company that day, not a company-specific \
+                       probability), next_reported (the forecast of the next reported valuation, beside the mark, not \
+                       today's value; null once the private period ended), the last reported valuation (last_event, with \
+                       its source_grade A-D) and how many days ago, the mark against it in percent \
+                       (latest_mark.vs_last_event_pct), the outcome by kind (listed, sold, sale_agreed, bankrupt, \
+                       wound_down), and the observations: the event the mark starts from, what the method adds for the \
+                       days since, and the outcome that ended the private period (the mark is then the last private one, \
+                       not a value today), each with an explanation in words. Returns {meta, slug, name, aliases, sector, \
+                       status, latest_mark, delta_30d_pct, last_event, days_since_last_event, outcome, observations}."
     )]
     async fn get_company(
         &self,
@@ -281,9 +296,15 @@ impl MarksTools {
     }
 
     #[tool(
-        description = "A company's append-only history of valuation events (funding rounds, tenders, listings...), oldest \
-                       first, each with its source URL. Returns {meta, slug, events: [{event_id, occurred_on, event_type, \
-                       valuation_usd, source_url, note}]}. Pro tier and above."
+        description = "A company's append-only history of valuation events (rounds, tenders, secondaries, fund marks, \
+                       listings, sales agreed, closed or terminated, bankruptcies, wind-downs, retractions), every record \
+                       oldest first, each with how firm the figure was (reported_as: closed, announced, in_talks, \
+                       estimate), its source URL and the source's grade (source_grade: A primary document, B major news \
+                       organisation, C other outlet, D blog or copy). Records are never edited: a correction is a later \
+                       record whose supersedes names the one it corrects (which then has superseded_by), a withdrawal a \
+                       retraction (retracted_by); the marks read only the newest record of each chain. Returns {meta, \
+                       slug, events: [{event_id, occurred_on, event_type, valuation_usd, reported_as, source_url, \
+                       source_grade, note, supersedes, superseded_by, retracted_by}]}. Pro tier and above."
     )]
     async fn get_mark_events(
         &self,
@@ -294,9 +315,13 @@ impl MarksTools {
     }
 
     #[tool(
-        description = "How the method did on one company: every scored event with the forecast made before it (mark, \
-                       bands, the confidence stated) and what happened. Returns {meta, slug, summary, targets: [...]}. \
-                       Research tier and above (event values from Pro)."
+        description = "How the method did on one company: every reported valuation after its first with the numbers of \
+                       the day before it (the mark, its 80% band, the confidence track record, next_print_usd: the \
+                       next-print forecast), where the reported value fell (above, inside_80, inside_95, hit within \
+                       +/-20%), and its outcome (listing, failure or sale) marked the day before. Returns {meta, slug, \
+                       disclosure, tolerance_pct, summary, targets: [{kind, event_type, occurred_on, marked_on, mark_usd, \
+                       band_80, confidence, next_print_usd, ...}]}. Research tier and above (event values, band_95 and \
+                       last_print_usd from Pro)."
     )]
     async fn get_backtest(
         &self,
@@ -308,7 +333,8 @@ impl MarksTools {
 
     #[tool(
         description = "A company's Ed25519-signed resolution record: the value of record with its 80% and 95% bands, \
-                       its basis (mark, listing or bankruptcy) and the signature, verifiable offline against \
+                       its basis (mark; or listing, sale, bankruptcy or wind_down when the private period ended) and the \
+                       signature, verifiable offline against \
                        /v1/signing-keys; a second text item says how. Returns {meta, record_id, slug, value_usd, band_80, \
                        band_95, ..., key_id, signature}. Enterprise tier."
     )]
@@ -373,9 +399,13 @@ impl MarksTools {
     }
 
     #[tool(
-        description = "The published backtest of the method: coverage of its 80% and 95% bands against nominal, errors \
-                       against the comparison forecasters, the skill of its confidence, the bootstraps. Returns {meta, \
-                       methodology_version, disclosure, params, scorecard figures...}; Pro and above get the full form."
+        description = "The published scorecard of the method: three numbers (the mark, the next-print forecast \
+                       latest_mark.next_reported, the last print carried forward) on three scores (each reported value \
+                       on its day, month-end marks against the next reported value, and against the value on the day), \
+                       with the bands' coverage, the confidence judged as a forecast (no skill: it is published as a \
+                       track record), bootstrap comparisons and findings in words on which number wins which score. \
+                       Returns {meta, methodology_version, disclosure, params, numbers, event_day, month_end, \
+                       comparisons, latest_private, in_force, findings}; the figures are the same for every caller."
     )]
     async fn get_scorecard(&self, context: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         self.get(&context, "/v1/scorecard").await
@@ -390,8 +420,9 @@ impl MarksTools {
     }
 
     #[tool(
-        description = "Which companies changed since a dataset version you already hold: added, new events (with how \
-                       many), a new latest mark or bands, a new status; each with the company as list_companies shows \
+        description = "Which companies changed since a dataset version you already hold: added, new event records \
+                       (with how many; corrections and retractions are records too), a change to the latest mark (value, \
+                       bands, confidence or next-print forecast), a new status; each with the company as list_companies shows \
                        it now. Returns {meta, since, dataset_version, versions, changes: [{slug, changes, events_added, \
                        company}], page: {next_cursor, has_more}}. A version too old for the change log is a tool error \
                        (invalid_parameter): start again from a full listing. Pro tier and above."

@@ -51,7 +51,8 @@ mkdir "$work/next"
 cp sample/companies.csv sample/events.csv "$work/next/"
 sed -e "s/^dataset_version = .*/dataset_version = \"$next_version\"/" -e "s/^as_of = .*/as_of = \"$next_version\"/" \
   sample/dataset.toml >"$work/next/dataset.toml"
-echo "e9001,stripe,tender_offer,$next_version,91000000000,https://example.com/api-checks,a later version for the checks" \
+# events.csv: event_id,slug,event_type,occurred_on,valuation_usd,reported_as,source_url,source_grade,note,supersedes
+echo "e9001,stripe,tender_offer,$next_version,91000000000,,https://example.com/api-checks,,a later version for the checks," \
   >>"$work/next/events.csv"
 "$marks" build --source "$work/next" --previous "$work/previous.snap" --out "$work/sample.snap" \
   --signing-key sample/demo-signing-key.pem --quiet >/dev/null

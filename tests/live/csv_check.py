@@ -10,8 +10,12 @@ equal its JSON row for row, cell for cell:
 
 * the columns of a company row stand for the JSON fields of the same name, except
   lower_80_usd/upper_80_usd (latest_mark.lower_usd/upper_usd), lower_95_usd/upper_95_usd
-  (latest_mark.band_95.*), last_event_* (last_event.*) and outcome_* (outcome.*);
-  as_of_date, value_usd, confidence and vs_last_event_pct are latest_mark's;
+  (latest_mark.band_95.*), last_event_* (last_event.*, last_event_source_grade its source_grade),
+  outcome_* (outcome.*, outcome_kind its kind) and next_reported_usd
+  (latest_mark.next_reported.value_usd, empty when next_reported is null); as_of_date, value_usd,
+  confidence and vs_last_event_pct are latest_mark's;
+* an event row has every field of its record, the record links (supersedes, superseded_by,
+  retracted_by) among them;
 * aliases are joined with "; ";
 * a number is the text the JSON body has for it (read without converting it), bare;
 * null is an empty, unquoted cell; text is quoted, and a text cell starting with = + - @ a tab
@@ -62,16 +66,22 @@ COMPANY_FIELDS = {
     "outcome_type": ("outcome", "event_type"),
     "outcome_on": ("outcome", "occurred_on"),
     "outcome_usd": ("outcome", "valuation_usd"),
+    "outcome_kind": ("outcome", "kind"),
+    "last_event_source_grade": ("last_event", "source_grade"),
+    "next_reported_usd": ("latest_mark", "next_reported", "value_usd"),
 }
 COMPANY_COLUMNS = [
     "slug", "name", "aliases", "sector", "status", "as_of_date", "value_usd", "lower_80_usd",
     "upper_80_usd", "confidence", "vs_last_event_pct", "delta_30d_pct", "last_event_id",
     "last_event_on", "last_event_type", "last_event_usd", "days_since_last_event", "outcome_type",
-    "outcome_on", "outcome_usd",
+    "outcome_on", "outcome_usd", "outcome_kind", "last_event_source_grade", "next_reported_usd",
 ]  # fmt: skip
 EXPORT_COLUMNS = [*COMPANY_COLUMNS[:9], "lower_95_usd", "upper_95_usd", *COMPANY_COLUMNS[9:]]
 SERIES_COLUMNS = ["slug", "date", "mark_usd", "lower_usd", "upper_usd"]
-EVENT_COLUMNS = ["slug", "event_id", "occurred_on", "event_type", "valuation_usd", "source_url", "note"]
+EVENT_COLUMNS = [
+    "slug", "event_id", "occurred_on", "event_type", "valuation_usd", "reported_as", "source_url", "source_grade",
+    "note", "supersedes", "superseded_by", "retracted_by",
+]  # fmt: skip
 INDEX_COLUMNS = ["index", "date", "level", "lower", "upper", "constituents"]
 CONSTITUENT_COLUMNS = ["index", "date", "slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd"]
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -420,7 +430,13 @@ def main():
         pages, items = check_list(api, params)
         print(f"ok: the list {params}: {items} rows over {pages} pages equal the JSON", flush=True)
         if not params:
-            everyone = [item["slug"] for item in api.json("/v1/companies", {"limit": 200})["companies"]]
+            cursor = None
+            while True:  # every page: the dataset may hold more companies than a page
+                page = api.json("/v1/companies", {"limit": 200, **({"cursor": cursor} if cursor else {})})
+                everyone += [item["slug"] for item in page["companies"]]
+                cursor = page["page"]["next_cursor"]
+                if not cursor:
+                    break
             assert len(everyone) == items
     events = 0
     for slug in everyone:

@@ -1,13 +1,18 @@
 """`marks mcp` driven by the official Python MCP SDK's stdio client (a client nobody here
-wrote): initialise, list the tools, call every tool against a live server, check the results
-carry `meta`, and that a problem comes back as a tool error with its code.
+wrote): initialise, list the tools, check that the descriptions name the fields the interface
+description (openapi/openapi.json) gives the results (an event record's every field, the outcome
+kinds, the next-print forecast, the confidence as a track record, the scorecard's members), call
+every tool against a live server, check the results carry `meta` and those fields, and that a
+problem comes back as a tool error with its code.
 
     python tests/live/mcp_check.py --marks target/debug/marks --base-url URL --api-key KEY --since EARLIER_VERSION
 """
 
 import argparse
 import asyncio
+import json
 import os
+import pathlib
 
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -29,6 +34,25 @@ TOOLS = {
     "get_usage",
     "get_changes",
 }
+
+
+DOCUMENT = pathlib.Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
+
+
+def described_fields():
+    """What each tool's description must name, read from the interface description."""
+    schemas = json.loads(DOCUMENT.read_text(encoding="utf-8"))["components"]["schemas"]
+    outcome_kinds = schemas["OutcomeKind"]["enum"]
+    company = ["next_reported", "confidence", "track record", "source_grade", "outcome", *outcome_kinds]
+    return {
+        "list_companies": company,
+        "get_company": [*company, *schemas["CompanyProfileResponse"]["properties"]],
+        "search_companies": ["next_reported", "source_grade", "kind"],
+        "get_mark_events": [*schemas["MarkEvent"]["properties"], *schemas["ReportedAs"]["enum"]],
+        "get_backtest": ["next_print_usd", "last_print_usd", "tolerance_pct", "confidence"],
+        "get_resolution": schemas["SignedResolutionResponse"]["properties"]["basis"]["enum"],
+        "get_scorecard": [name for name in schemas["Scorecard"]["required"] if name != "meta"] + ["track record"],
+    }
 
 
 def ok(message):
@@ -61,9 +85,18 @@ async def run(args):
         for tool in listed.tools:
             assert len(tool.description) > 80 and "Returns" in tool.description, tool
             assert tool.input_schema.get("type") == "object", tool
+        fields = described_fields()
+        descriptions = {tool.name: " ".join(tool.description.split()) for tool in listed.tools}
+        for name, named in fields.items():
+            missing = [field for field in named if field not in descriptions[name]]
+            assert not missing, f"{name}'s description does not name {missing}"
         series_schema = next(t for t in listed.tools if t.name == "get_mark_series").input_schema
         assert series_schema["required"] == ["slug"] and "coverage" in series_schema["properties"], series_schema
-        ok(f"initialised; {len(names)} tools, each described with what it returns and a JSON schema")
+        ok(
+            f"initialised; {len(names)} tools, each described with what it returns and a JSON schema; "
+            f"{sum(map(len, fields.values()))} fields and values of the interface description named in "
+            f"{len(fields)} of them"
+        )
 
         first = check_meta(
             "list_companies", await session.call_tool("list_companies", {"limit": 3, "sort": "-value_usd"})
@@ -80,12 +113,18 @@ async def run(args):
         slug = first["companies"][0]["slug"]
         profile = check_meta("get_company", await session.call_tool("get_company", {"slug": slug}))
         assert profile["slug"] == slug
+        assert "next_reported" in profile["latest_mark"] and "source_grade" in profile["last_event"], profile
+        assert set(profile) <= set(fields["get_company"]) | {"meta"}, set(profile) - set(fields["get_company"])
         series = check_meta(
             "get_mark_series", await session.call_tool("get_mark_series", {"slug": slug, "coverage": 95})
         )
         assert series["coverage"] == 95 and series["series"], series.keys()
         events = check_meta("get_mark_events", await session.call_tool("get_mark_events", {"slug": slug}))
         assert events["events"], events
+        for event in events["events"]:
+            assert "retracted_by" in event and set(event) <= set(fields["get_mark_events"]), event
+        card = check_meta("get_scorecard", await session.call_tool("get_scorecard", {}))
+        assert set(card) - {"meta"} <= set(fields["get_scorecard"]), set(card) - set(fields["get_scorecard"])
         record = check_meta("get_resolution", await session.call_tool("get_resolution", {"slug": slug}))
         assert record["slug"] == slug and record["signature"], record.keys()
         usage = check_meta("get_usage", await session.call_tool("get_usage", {}))
@@ -98,7 +137,8 @@ async def run(args):
         assert changes["page"]["has_more"] and len(changes["changes"]) == 5, changes["page"]
         ok(
             f"every tool answered with meta: two pages by -value_usd, {slug}'s profile, {len(series['series'])} "
-            f"points at 95, {len(events['events'])} events, a signed record, usage, changes since {args.since}"
+            f"points at 95, {len(events['events'])} events, the scorecard, a signed record, usage, changes since "
+            f"{args.since}"
         )
 
         missing = await session.call_tool("get_company", {"slug": "no-such-company"})

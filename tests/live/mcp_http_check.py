@@ -53,6 +53,17 @@ def api(base, path, key):
         return json.load(response)
 
 
+def every_company(base, key):
+    """Every company the key may list, page by page (a dataset holds more than a page)."""
+    companies, cursor = [], None
+    while True:
+        page = api(base, "/v1/companies?limit=200" + (f"&cursor={cursor}" if cursor else ""), key)
+        companies += page["companies"]
+        cursor = page["page"]["next_cursor"]
+        if not cursor:
+            return companies
+
+
 def issue(marks, keys, tier, rate):
     return subprocess.run(
         [marks, "keys", "issue", "--keys", keys, "--tier", tier, "--tenant", f"mcp-{tier}",
@@ -260,8 +271,8 @@ def main():
             assert refused["code"] == "tier_forbidden", refused
             ok("a free key's calls outside its tier are tool errors (tier_forbidden)")
 
-            listed = api(server.url, "/v1/companies?limit=200", enterprise)["companies"]
-            free_universe = {c["slug"] for c in api(server.url, "/v1/companies?limit=200", free_unlimited)["companies"]}
+            listed = every_company(server.url, enterprise)
+            free_universe = {c["slug"] for c in every_company(server.url, free_unlimited)}
             assert len(listed) > 100 and len(free_universe) == 10
             slugs = [c["slug"] for c in listed]
             asyncio.run(tiers_over_the_sample(url, slugs, free_universe, free_unlimited, research_unlimited))

@@ -2,9 +2,12 @@
 
 The binary is ``$MARKS_BIN`` (else ``target/release/marks``, then ``target/debug/marks`` of the
 repository), the dataset ``$MARKS_SAMPLE_DIR`` (else ``sample/``, then ``snapshots/sample/``).
-Two versions are built, the sample and its successor a day later with one more Stripe event
-(built with ``--previous``), so the change log has something to say. Every key a test spends
-is issued fresh into a copy of the demo keys file before the server starts.
+Two versions are built, the sample and its successor a day later (built with ``--previous``),
+so the change log has something to say: the successor appends two records to the append-only
+history, a Stripe tender offer on its as-of day and a retraction that withdraws the latest
+observation of value of a private company (``retraction_target``). Tests read the source data
+of the served version from ``Server.events_csv`` (``served_events``, ``effective_view``). Every
+key a test spends is issued fresh into a copy of the demo keys file before the server starts.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ class Server:
     previous_version: str  # the version before it, in the change log
     marks_bin: Path
     workdir: Path
+    events_csv: Path  # the served version's source events (the sample's and the two appended)
 
     @property
     def port(self) -> int:
@@ -101,8 +105,57 @@ def _run(*args: str | Path) -> str:
     return done.stdout
 
 
+#: Observations of value, which a mark may start from (DESIGN section 3).
+ANCHOR_TYPES = ("primary_round", "down_round", "tender_offer", "secondary_sale", "acquisition", "fund_mark")
+#: Records that end the private period, by the outcome kind they make.
+OUTCOME_KINDS = {
+    "ipo": "listed",
+    "direct_listing": "listed",
+    "spac_listing": "listed",
+    "acquisition_closed": "sold",
+    "bankruptcy": "bankrupt",
+    "wind_down": "wound_down",
+}
+
+
+def served_events(path: Path) -> list[dict[str, str]]:
+    """Every record of an events.csv, in file order."""
+    with open(path, encoding="utf-8", newline="") as events:
+        return list(csv.DictReader(events))
+
+
+def effective_view(rows: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
+    """Each company's effective view, in date order (file order within a day): every record
+    that no later record corrects (``supersedes``) or withdraws (a ``retraction``), retractions
+    left out."""
+    named = {row["supersedes"] for row in rows if row["supersedes"]}
+    by_slug: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        if row["event_id"] not in named and row["event_type"] != "retraction":
+            by_slug.setdefault(row["slug"], []).append(row)
+    for events in by_slug.values():
+        events.sort(key=lambda row: row["occurred_on"])  # stable: file order within a day
+    return by_slug
+
+
+def retraction_target(rows: list[dict[str, str]]) -> dict[str, str]:
+    """The record the successor withdraws: the latest observation of value of the first company
+    (by slug) that is private, has no sale in its history and has three observations of value
+    or more, so that its mark still starts from one after the retraction."""
+    for slug, events in sorted(effective_view(rows).items()):
+        types = {row["event_type"] for row in events}
+        anchors = [
+            row for row in events if row["event_type"] in ANCHOR_TYPES and int(row["valuation_usd"]) > 0
+        ]
+        sold = types & {*OUTCOME_KINDS, "acquisition", "acquisition_terminated"}
+        if slug != "stripe" and not sold and len(anchors) >= 3:
+            return anchors[-1]
+    raise AssertionError("the sample has no company whose observation of value can be withdrawn")
+
+
 def _next_version(sample: Path, into: Path) -> tuple[str, str]:
-    """Writes the sample's successor (a day later, one more Stripe event) into ``into``."""
+    """Writes the sample's successor (a day later, a Stripe tender offer and a retraction) into
+    ``into``."""
     toml = (sample / "dataset.toml").read_text(encoding="utf-8")
     found = re.search(r'^dataset_version = "(\d{4}-\d{2}-\d{2})"', toml, re.M)
     assert found, "dataset.toml has no dataset_version"
@@ -115,18 +168,32 @@ def _next_version(sample: Path, into: Path) -> tuple[str, str]:
     (into / "dataset.toml").write_text(toml, encoding="utf-8")
     events = (sample / "events.csv").read_text(encoding="utf-8")
     header = next(csv.reader(io.StringIO(events)))
-    values = {
-        "event_id": "e9001",
-        "slug": "stripe",
-        "event_type": "tender_offer",
-        "occurred_on": following,
-        "valuation_usd": "91000000000",
-        "source_url": "https://example.com/sdk-tests",
-        "note": "a later version for the SDK tests",
-    }
-    line = io.StringIO()
-    csv.writer(line, lineterminator="\n").writerow([values.get(column, "") for column in header])
-    (into / "events.csv").write_text(events.rstrip("\n") + "\n" + line.getvalue(), encoding="utf-8")
+    withdrawn = retraction_target(served_events(sample / "events.csv"))
+    appended = [
+        {
+            "event_id": "e9001",
+            "slug": "stripe",
+            "event_type": "tender_offer",
+            "occurred_on": following,
+            "valuation_usd": "91000000000",
+            "source_url": "https://example.com/sdk-tests",
+            "note": "a later version for the SDK tests",
+        },
+        {
+            "event_id": "e9002",
+            "slug": withdrawn["slug"],
+            "event_type": "retraction",
+            "occurred_on": following,
+            "valuation_usd": "0",
+            "note": f"{withdrawn['event_id']} withdrawn for the SDK tests",
+            "supersedes": withdrawn["event_id"],
+        },
+    ]
+    lines = io.StringIO()
+    writer = csv.writer(lines, lineterminator="\n")
+    for values in appended:
+        writer.writerow([values.get(column, "") for column in header])
+    (into / "events.csv").write_text(events.rstrip("\n") + "\n" + lines.getvalue(), encoding="utf-8")
     return previous, following
 
 
@@ -160,7 +227,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             marks, "keys", "issue", "--keys", keys_file, "--tier", tier, "--tenant", f"sdk-{name}", *extra
         ).strip()
     with run_server(marks, work / "sample.snap", keys_file, work) as base_url:
-        yield Server(base_url, keys, version, previous, marks, work)
+        yield Server(base_url, keys, version, previous, marks, work, work / "next" / "events.csv")
 
 
 @contextlib.contextmanager

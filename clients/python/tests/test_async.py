@@ -35,9 +35,9 @@ async def aclient(server: Server) -> AsyncIterator[AsyncClient]:
 
 
 async def test_a_full_walk_equals_the_apis_list(aclient: AsyncClient, server: Server) -> None:
-    one_page = await aclient.companies_page(limit=200, sort="-value_usd")
+    big_pages = [page async for page in aclient.companies(limit=200, sort="-value_usd").pages()]
     walked = [co async for co in aclient.companies(limit=7, sort="-value_usd")]
-    assert walked == list(one_page.companies) and len(walked) > 14
+    assert walked == [co for page in big_pages for co in page.companies] and len(walked) > 14
     check_meta(walked[0].meta, server)
     assert await aclient.companies(sector="fintech").to_list() == [
         co async for co in aclient.companies(sector="fintech", limit=2)
@@ -97,11 +97,13 @@ async def test_usage_scorecard_targets_openapi(aclient: AsyncClient, server: Ser
     )
     assert usage.tier == "enterprise"
     check_meta(scorecard.meta, server)
-    assert [f.name for f in scorecard.forecasters] == list(targets.forecasters)
-    assert len(targets) > 0 and targets.to_pandas().attrs["meta"]["dataset_version"] == server.version
-    # An enterprise key reads the full form: the company and dollars of every target.
-    assert all(t.slug and t.observed_usd is not None for t in targets)
-    assert all(m.slug and m.valuation_usd for f in scorecard.forecasters for m in f.misses)
+    assert [n.name for n in scorecard.numbers] == list(targets.numbers)
+    assert len(targets) == scorecard.event_day.n > 0
+    assert targets.to_pandas().attrs["meta"]["dataset_version"] == server.version
+    # An enterprise key reads the full form: the company and dollars of every row.
+    assert (scorecard.disclosure, targets.disclosure) == ("full", "full")
+    assert all(t.slug and t.observed_usd is not None and t.mark_usd for t in targets)
+    assert all(m.slug and m.anchor_event_id for m in targets.month_ends)
     assert document["info"]["version"] == API_VERSION
     assert (await aclient.request("/v1/usage"))["tier"] == "enterprise"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import DEMO_KEY_THUMBPRINT, REPO_DIR, Server
+from .conftest import DEMO_KEY_THUMBPRINT, REPO_DIR, Server, find_sample, served_events
 
 EXAMPLES = REPO_DIR / "examples" / "python"
 pytestmark = pytest.mark.skipif(not EXAMPLES.is_dir(), reason="no examples/python beside this package")
@@ -64,7 +65,11 @@ def test_mirror_example(server: Server, tmp_path: Path) -> None:
     state = json.loads((mirror / "state.json").read_text())
     (mirror / "state.json").write_text(json.dumps({**state, "dataset_version": server.previous_version}))
     out = run("mirror.py", *common, cwd=EXAMPLES)
-    assert f"changed since {server.previous_version} (" in out and '"events": 1' in out
+    # The companies whose history the served version appended to (the conftest's successor).
+    with open(find_sample() / "events.csv", encoding="utf-8") as sample:
+        published = {row["event_id"] for row in csv.DictReader(sample)}
+    appended = {row["slug"] for row in served_events(server.events_csv) if row["event_id"] not in published}
+    assert f"changed since {server.previous_version} (" in out and f'"events": {len(appended)}' in out
     assert out.splitlines()[-1].startswith(f"mirrored dataset {server.version}: ")
     (mirror / "state.json").write_text(json.dumps({**state, "dataset_version": "2001-01-01"}))
     out = run("mirror.py", *common, cwd=EXAMPLES)

@@ -1,11 +1,13 @@
-"""Every mark explained (last event, days since, outcome, the mark against the last event), the
-sorts by them, and a company's backtest in its research and full forms, against the live server
-and the sample's own CSV."""
+"""Every mark explained (last event and its grade, days since, outcome by kind, the mark against
+the last event, the next-print forecast beside it, the confidence track record), the sorts by
+them, a company's backtest in its research and full forms, and the scorecard's comparisons,
+against the live server and the served version's own CSV (the sample's, and the two records the
+conftest's successor appends)."""
 
 from __future__ import annotations
 
-import csv
 import datetime
+import math
 from collections.abc import Iterator
 from typing import Any, Optional
 
@@ -21,15 +23,19 @@ from valuation_marks import (
     InvalidSlug,
     InvalidSort,
     LastEvent,
+    NextReported,
     NotFound,
     TierForbidden,
 )
 
-from .conftest import Server, find_sample
+from .conftest import ANCHOR_TYPES, OUTCOME_KINDS, Server, effective_view, served_events
 from .test_sync import check_frame_meta, check_meta
 
-LISTINGS = ("ipo", "direct_listing")
-ENDINGS = (*LISTINGS, "bankruptcy")
+LISTINGS = tuple(event_type for event_type, kind in OUTCOME_KINDS.items() if kind == "listed")
+#: The backtest's kind of target for each outcome kind that ended the private period.
+TARGET_KINDS = {"listed": "listing", "sold": "sale", "bankrupt": "failure", "wound_down": "failure"}
+
+Row = dict[str, str]
 
 
 @pytest.fixture(scope="module")
@@ -44,23 +50,46 @@ def items(client: Client) -> list[CompanyListItem]:
 
 
 @pytest.fixture(scope="module")
-def source_events() -> dict[str, list[dict[str, str]]]:
-    """Each company's events in the served version: the sample's CSV and the one event the
-    conftest's next version adds (e9001, Stripe's tender offer on the as-of day)."""
-    by_slug: dict[str, list[dict[str, str]]] = {}
-    with open(find_sample() / "events.csv", encoding="utf-8") as events:
-        for row in csv.DictReader(events):
-            by_slug.setdefault(row["slug"], []).append(row)
-    return by_slug
+def source_events(server: Server) -> dict[str, list[Row]]:
+    """Each company's effective view in the served version: corrected and withdrawn records
+    left out, in date order."""
+    return effective_view(served_events(server.events_csv))
 
 
-def expected_outcome(events: list[dict[str, str]]) -> Optional[dict[str, str]]:
-    """The listing or bankruptcy, else an acquisition that is the last event, else none."""
-    ordered = sorted(events, key=lambda e: e["occurred_on"])
-    ending = [e for e in ordered if e["event_type"] in ENDINGS]
-    if ending:
-        return ending[0]
-    return ordered[-1] if ordered[-1]["event_type"] == "acquisition" else None
+def expected_outcome(events: list[Row]) -> Optional[tuple[str, Row]]:
+    """The first listing, closed sale, bankruptcy or wind-down; else the last acquisition that
+    no later acquisition_terminated undid (sale_agreed); else none."""
+    ending = next((e for e in events if e["event_type"] in OUTCOME_KINDS), None)
+    if ending is not None:
+        return OUTCOME_KINDS[ending["event_type"]], ending
+    deals = [e for e in events if e["event_type"] in ("acquisition", "acquisition_terminated")]
+    if deals and deals[-1]["event_type"] == "acquisition":
+        return "sale_agreed", deals[-1]
+    return None
+
+
+def expected_last_event(events: list[Row]) -> Optional[Row]:
+    """The last observation of value before the outcome: a terminated sale removes the agreed
+    sale (unless nothing else is left), a value of 0 observes nothing (a fund's mark of 0
+    after an earlier value excepted)."""
+    anchors: list[Row] = []
+    for event in events:
+        kind = event["event_type"]
+        if kind in OUTCOME_KINDS:
+            break
+        if kind == "acquisition_terminated":
+            if any(a["event_type"] != "acquisition" for a in anchors):
+                anchors = [a for a in anchors if a["event_type"] != "acquisition"]
+            continue
+        if kind not in ANCHOR_TYPES:
+            continue
+        if int(event["valuation_usd"]) > 0 or (kind == "fund_mark" and anchors):
+            anchors.append(event)
+    return anchors[-1] if anchors else None
+
+
+def _or_none(text: str) -> Optional[str]:
+    return text or None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -68,25 +97,24 @@ def expected_outcome(events: list[dict[str, str]]) -> Optional[dict[str, str]]:
 
 
 def test_every_company_item_explains_its_mark(
-    items: list[CompanyListItem], source_events: dict[str, list[dict[str, str]]], server: Server
+    items: list[CompanyListItem], source_events: dict[str, list[Row]]
 ) -> None:
     assert len(items) == len(source_events) > 100
     as_of = items[0].meta.as_of
-    outcomes: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    track_records = set()
     for item in items:
-        events = sorted(source_events[item.slug], key=lambda e: e["occurred_on"])
-        last = events[-1]
-        if item.slug == "stripe":  # the next version's event
-            last = {"event_id": "e9001", "event_type": "tender_offer", "occurred_on": server.version}
-            last["valuation_usd"] = "91000000000"
-        assert isinstance(item.last_event, LastEvent), item.slug
+        events = source_events[item.slug]
+        last = expected_last_event(events)
+        assert last is not None and isinstance(item.last_event, LastEvent), item.slug
         assert (item.last_event.event_id, item.last_event.event_type) == (
             last["event_id"],
             last["event_type"],
         )
         assert item.last_event.occurred_on == datetime.date.fromisoformat(last["occurred_on"])
         assert item.last_event.valuation_usd == int(last["valuation_usd"])
-        assert not {"source_url", "note"} & set(item.last_event.raw)  # values only
+        assert item.last_event.source_grade == _or_none(last["source_grade"]), item.slug
+        assert not {"source_url", "note"} & set(item.last_event.raw)  # values and grades only
         assert item.days_since_last_event == (as_of - item.last_event.occurred_on).days >= 0
         mark = item.latest_mark
         if item.last_event.valuation_usd == 0:
@@ -95,26 +123,40 @@ def test_every_company_item_explains_its_mark(
             assert mark.vs_last_event_pct == pytest.approx(
                 (mark.value_usd / item.last_event.valuation_usd - 1) * 100, abs=0.006
             ), item.slug
-        outcome = expected_outcome(source_events[item.slug])
-        if outcome is None:
-            assert item.outcome is None, item.slug
-            assert item.status == "private"
-            continue
-        assert isinstance(item.outcome, CompanyOutcome), item.slug
-        assert (item.outcome.event_id, item.outcome.event_type) == (
-            outcome["event_id"],
-            outcome["event_type"],
-        )
-        assert item.outcome.occurred_on == datetime.date.fromisoformat(outcome["occurred_on"])
-        assert item.outcome.valuation_usd == int(outcome["valuation_usd"])
-        outcomes[item.outcome.event_type] = outcomes.get(item.outcome.event_type, 0) + 1
-        assert (item.status == "ipo_completed") == (item.outcome.event_type in LISTINGS), item.slug
-        if item.outcome.event_type in ENDINGS:
-            # The series ended before as_of: no 30-day change.
-            assert mark.as_of_date < as_of and item.delta_30d_pct is None, item.slug
-        else:  # an agreed sale: marked at its price to as_of
-            assert mark.as_of_date == as_of and mark.value_usd == item.outcome.valuation_usd, item.slug
-    assert set(outcomes) == {"ipo", "direct_listing", "bankruptcy", "acquisition"}, outcomes
+        expected = expected_outcome(events)
+        if expected is None:
+            assert item.outcome is None and item.status == "private", item.slug
+        else:
+            kind, outcome = expected
+            assert isinstance(item.outcome, CompanyOutcome), item.slug
+            assert (item.outcome.kind, item.outcome.event_id, item.outcome.event_type) == (
+                kind,
+                outcome["event_id"],
+                outcome["event_type"],
+            )
+            assert item.outcome.occurred_on == datetime.date.fromisoformat(outcome["occurred_on"])
+            assert item.outcome.valuation_usd == int(outcome["valuation_usd"])
+            kinds[kind] = kinds.get(kind, 0) + 1
+            assert (item.status == "ipo_completed") == (kind == "listed"), item.slug
+        if item.outcome is not None and item.outcome.ended:
+            # The series ended the day before the outcome: no 30-day change, no next print.
+            assert mark.as_of_date == item.outcome.occurred_on - datetime.timedelta(days=1), item.slug
+            assert item.delta_30d_pct is None and mark.next_reported is None, item.slug
+        else:
+            # Marked to as_of, with the next-print forecast beside today's value estimate.
+            assert mark.as_of_date == as_of, item.slug
+            assert isinstance(mark.next_reported, NextReported) and mark.next_reported.value_usd > 0, (
+                item.slug
+            )
+            assert "not today's value estimate" in mark.next_reported.label
+            track_records.add(mark.confidence)
+            if item.outcome is not None and item.last_event.event_id == item.outcome.event_id:
+                # An agreed sale pending holds its price.
+                assert mark.value_usd == item.outcome.valuation_usd, item.slug
+    expected_kinds = {e[0] for e in map(expected_outcome, source_events.values()) if e is not None}
+    assert set(kinds) == expected_kinds and len(expected_kinds) >= 4, kinds
+    # confidence is a track record: the same for every company marked on as_of.
+    assert len(track_records) == 1 and 0 < track_records.pop() < 1
 
 
 def test_the_profile_and_the_export_carry_what_the_list_does(
@@ -130,9 +172,14 @@ def test_the_profile_and_the_export_carry_what_the_list_does(
         )
         assert line.latest_mark is not None
         assert line.latest_mark.vs_last_event_pct == item.latest_mark.vs_last_event_pct
-    for slug in ("airbnb", "wiz", "stripe", "openai"):
-        profile = client.company(slug)
-        item = by_slug[slug]
+        assert line.latest_mark.next_reported == item.latest_mark.next_reported
+        assert line.latest_mark.confidence == item.latest_mark.confidence
+    # A company of each outcome kind (and one without), by its profile.
+    one_of_each: dict[Optional[str], CompanyListItem] = {}
+    for item in items:
+        one_of_each.setdefault(item.outcome.kind if item.outcome else None, item)
+    for kind, item in one_of_each.items():
+        profile = client.company(item.slug)
         assert (profile.last_event, profile.days_since_last_event, profile.outcome) == (
             item.last_event,
             item.days_since_last_event,
@@ -140,33 +187,29 @@ def test_the_profile_and_the_export_carry_what_the_list_does(
         )
         assert profile.latest_mark == item.latest_mark
         starting = profile.starting_event
-        assert starting is not None and profile.last_event is not None
-        assert starting.event_id == profile.last_event.event_id or profile.outcome is not None
-    airbnb = client.company("airbnb")
-    assert airbnb.outcome is not None and (airbnb.outcome.event_id, airbnb.outcome.event_type) == (
-        "e0002",
-        "ipo",
-    )
-    assert airbnb.delta_30d_pct is None and airbnb.latest_mark is not None
-    assert airbnb.latest_mark.as_of_date == airbnb.outcome.occurred_on - datetime.timedelta(days=1)
-    wiz = client.company("wiz")
-    assert wiz.outcome is not None and wiz.outcome.event_type == "acquisition"
-    assert wiz.latest_mark is not None and wiz.latest_mark.value_usd == wiz.outcome.valuation_usd == 32e9
-    assert wiz.latest_mark.vs_last_event_pct == 0.0
+        assert starting is not None and profile.last_event is not None and profile.drift is not None
+        ended = profile.outcome is not None and profile.outcome.ended
+        assert (profile.ending is not None) == ended, kind
+        if not ended:
+            assert starting.event_id == profile.last_event.event_id, kind
+            assert starting.source_grade == profile.last_event.source_grade
+        if kind == "sale_agreed":
+            assert profile.drift.drift_pct == 0.0 and "agreed" in profile.drift.explanation
 
 
 def test_companies_frame_has_the_explained_columns(
     client: Client, items: list[CompanyListItem], server: Server
 ) -> None:
     frame = client.companies_frame()
-    assert list(frame.columns)[-7:] == [
+    assert list(frame.columns)[-10:] == [
         "last_event_on", "last_event_type", "last_event_usd", "days_since_last_event", "outcome_type",
-        "outcome_on", "vs_last_event_pct",
+        "outcome_on", "vs_last_event_pct", "outcome_kind", "last_event_source_grade", "next_reported_usd",
     ]  # fmt: skip
     for name in ("last_event_on", "outcome_on"):
         assert pd.api.types.is_datetime64_any_dtype(frame[name]), name
     assert str(frame["days_since_last_event"].dtype) == "Int64"
-    assert pd.api.types.is_float_dtype(frame["vs_last_event_pct"])
+    for name in ("vs_last_event_pct", "next_reported_usd"):
+        assert pd.api.types.is_float_dtype(frame[name]), name
     for item in items:
         row = frame.loc[item.slug]
         assert item.last_event is not None
@@ -176,15 +219,23 @@ def test_companies_frame_has_the_explained_columns(
             item.last_event.valuation_usd,
         )
         assert row["days_since_last_event"] == item.days_since_last_event
-        if item.outcome is None:
-            assert row[["outcome_type", "outcome_on"]].isna().all()
+        if item.last_event.source_grade is None:
+            assert pd.isna(row["last_event_source_grade"])
         else:
-            assert row["outcome_type"] == item.outcome.event_type
+            assert row["last_event_source_grade"] == item.last_event.source_grade
+        if item.outcome is None:
+            assert row[["outcome_type", "outcome_on", "outcome_kind"]].isna().all()
+        else:
+            assert (row["outcome_type"], row["outcome_kind"]) == (item.outcome.event_type, item.outcome.kind)
             assert row["outcome_on"].date() == item.outcome.occurred_on
         if item.latest_mark.vs_last_event_pct is None:
             assert pd.isna(row["vs_last_event_pct"])
         else:
             assert row["vs_last_event_pct"] == item.latest_mark.vs_last_event_pct
+        if item.latest_mark.next_reported is None:
+            assert pd.isna(row["next_reported_usd"])
+        else:
+            assert row["next_reported_usd"] == item.latest_mark.next_reported.value_usd
     check_frame_meta(frame, server)
 
 
@@ -224,6 +275,7 @@ def test_sorted_by_the_outcomes_day_with_nulls_last(client: Client, items: list[
     assert "last_event_on" in refused.value.detail and "outcome_on" in refused.value.detail
     frame = client.companies_frame(sort="-outcome_on", status="ipo_completed")
     assert frame["outcome_on"].is_monotonic_decreasing and frame["outcome_type"].isin(LISTINGS).all()
+    assert (frame["outcome_kind"] == "listed").all()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,21 +296,20 @@ def _same_everywhere(target: BacktestTarget) -> tuple[object, ...]:
     """What both forms say alike."""
     return (
         target.kind, target.event_type, target.occurred_on, target.marked_on, target.gap_years,
-        target.mark_usd, target.band_80, target.confidence, target.above, target.inside_80,
-        target.inside_95, target.hit, target.verdict,
+        target.mark_usd, target.band_80, target.confidence, target.next_print_usd, target.above,
+        target.inside_80, target.inside_95, target.hit,
     )  # fmt: skip
 
 
 def test_backtest_in_the_research_and_full_forms(
-    backtests: dict[str, dict[str, Backtest]], server: Server
+    backtests: dict[str, dict[str, Backtest]], items: list[CompanyListItem], server: Server
 ) -> None:
     kinds: dict[str, int] = {}
     for slug, research in backtests["research"].items():
         full = backtests["pro"][slug]
         for form, backtest in (("research", research), ("full", full)):
             check_meta(backtest.meta, server)
-            assert (backtest.slug, backtest.disclosure) == (slug, form)
-            assert backtest.forecaster == "adaptive_gap_profile"
+            assert (backtest.slug, backtest.disclosure, backtest.tolerance_pct) == (slug, form, 20)
             assert backtest.methodology_version == backtest.meta.methodology_version
             events = [t for t in backtest if t.kind == "event"]
             summary = backtest.summary
@@ -271,19 +322,20 @@ def test_backtest_in_the_research_and_full_forms(
         assert [_same_everywhere(t) for t in research] == [_same_everywhere(t) for t in full], slug
         for hidden, shown in zip(research, full):
             kinds[hidden.kind] = kinds.get(hidden.kind, 0) + 1
-            assert hidden.band_95 is None and "band_95" not in hidden.raw
-            assert shown.band_95 is not None and shown.event_id and shown.observed_usd is not None
+            assert hidden.band_95 is None and hidden.last_print_usd is None
+            assert not {"band_95", "last_print_usd"} & set(hidden.raw)
+            assert shown.band_95 is not None and shown.event_id and shown.observed_usd
+            assert shown.last_print_usd is not None and shown.last_print_usd > 0 and shown.next_print_usd > 0
             assert shown.band_95.lower <= shown.band_80.lower <= shown.band_80.upper <= shown.band_95.upper
-            assert (shown.verdict is None) == (shown.kind == "event")
-            if shown.observed_usd:
-                assert shown.error_pct == pytest.approx(
-                    (shown.mark_usd / shown.observed_usd - 1) * 100, abs=0.051
-                )
-                assert shown.above == (shown.observed_usd > shown.mark_usd)
-                in_80 = shown.band_80.lower <= shown.observed_usd <= shown.band_80.upper
-                assert shown.inside_80 == in_80, (slug, shown.occurred_on)
-            else:
-                assert shown.error_pct is None  # a bankruptcy written off
+            # The value as scored (a failure's floored) is never 0: every target has its error.
+            assert shown.error_pct == pytest.approx(
+                (shown.mark_usd / shown.observed_usd - 1) * 100, abs=0.051
+            )
+            ratio = shown.observed_usd / shown.mark_usd  # a hit: within +/-20% of the mark
+            if min(abs(ratio - 0.8), abs(ratio - 1.2)) > 1e-6:  # not on the edge, where rounding decides
+                assert shown.hit == (0.8 < ratio < 1.2), (slug, shown.occurred_on, ratio)
+            in_80 = shown.band_80.lower <= shown.observed_usd <= shown.band_80.upper
+            assert shown.inside_80 == in_80, (slug, shown.occurred_on)
             if hidden.kind == "event":  # where it fell, not its value
                 assert (hidden.event_id, hidden.observed_usd, hidden.error_pct) == (None, None, None)
                 assert not {"event_id", "observed_usd", "error_pct"} & set(hidden.raw)
@@ -293,7 +345,8 @@ def test_backtest_in_the_research_and_full_forms(
                     shown.observed_usd,
                     shown.error_pct,
                 )
-    assert set(kinds) == {"event", "listing", "bankruptcy"}, kinds
+    ended = {item.outcome.kind for item in items if item.outcome is not None and item.outcome.ended}
+    assert set(kinds) == {"event"} | {TARGET_KINDS[kind] for kind in ended}, kinds
 
 
 def test_backtest_agrees_with_the_scorecards_targets(
@@ -301,7 +354,6 @@ def test_backtest_agrees_with_the_scorecards_targets(
 ) -> None:
     with Client(api_key=server.keys["pro"], base_url=server.base_url) as pro:
         targets = pro.scorecard_targets()
-    method = list(targets.forecasters).index("adaptive_gap_profile")
     by_slug: dict[str, list[Any]] = {}
     for target in targets:
         assert target.slug is not None
@@ -311,34 +363,48 @@ def test_backtest_agrees_with_the_scorecards_targets(
         scored = sorted(by_slug.get(item.slug, []), key=lambda t: (t.occurred_on, t.kind != "event"))
         assert len(full) == len(scored), item.slug
         for mine, theirs in zip(sorted(full, key=lambda t: (t.occurred_on, t.kind != "event")), scored):
-            forecast = theirs.forecasts[method]
             assert (mine.kind, mine.event_id, mine.observed_usd) == (
                 theirs.kind,
                 theirs.event_id,
                 theirs.observed_usd,
             )
-            assert mine.mark_usd == pytest.approx(forecast.mark_usd, abs=1)
-            assert mine.band_80 is not None and forecast.band_80 is not None
-            assert (mine.band_80.lower, mine.band_80.upper) == (
-                forecast.band_80.lower,
-                forecast.band_80.upper,
+            assert (mine.mark_usd, mine.next_print_usd, mine.last_print_usd) == (
+                theirs.mark_usd,
+                theirs.next_print_usd,
+                theirs.last_print_usd,
             )
-            assert mine.confidence == pytest.approx(forecast.confidence, abs=5e-5)
-            assert (mine.inside_80, mine.inside_95, mine.hit, mine.verdict) == (
-                forecast.inside_80,
-                forecast.inside_95,
-                forecast.hit,
-                forecast.verdict,
+            # The dollar bands are the mark moved by the row's band offsets.
+            assert theirs.mark_log is not None and mine.band_95 is not None
+            assert mine.band_80.lower == pytest.approx(
+                math.exp(theirs.mark_log + theirs.band_offsets.q10), abs=1
             )
-        # A company item's outcome is its backtest's listing or bankruptcy.
+            assert mine.band_95.upper == pytest.approx(
+                math.exp(theirs.mark_log + theirs.band_offsets.q975), abs=1
+            )
+            assert mine.confidence == pytest.approx(theirs.confidence, abs=5e-5)
+            assert (mine.inside_80, mine.inside_95, mine.hit) == (
+                theirs.inside_80,
+                theirs.inside_95,
+                theirs.hit,
+            )
+        # A company item's outcome that ended its private period is its backtest's last target
+        # (a sale at an undisclosed price observes no value, and is not scored).
         outcomes = [t for t in full if t.kind != "event"]
-        if item.outcome is not None and item.outcome.event_type in ENDINGS:
-            assert [t.event_id for t in outcomes] == [item.outcome.event_id], item.slug
+        if (
+            item.outcome is not None
+            and item.outcome.ended
+            and (item.outcome.valuation_usd > 0 or TARGET_KINDS[item.outcome.kind] == "failure")
+        ):
+            assert [(t.kind, t.event_id) for t in outcomes] == [
+                (TARGET_KINDS[item.outcome.kind], item.outcome.event_id)
+            ], item.slug
         else:
             assert outcomes == [], item.slug
 
 
-def test_backtest_frames(backtests: dict[str, dict[str, Backtest]], server: Server) -> None:
+def test_backtest_frames(
+    backtests: dict[str, dict[str, Backtest]], items: list[CompanyListItem], server: Server
+) -> None:
     stripe_research, stripe_full = backtests["research"]["stripe"], backtests["pro"]["stripe"]
     assert len(stripe_full) >= 3 and stripe_full.targets[-1].event_id == "e9001"  # the as-of day's event
     frames = {form: b.to_pandas() for form, b in (("research", stripe_research), ("full", stripe_full))}
@@ -346,28 +412,35 @@ def test_backtest_frames(backtests: dict[str, dict[str, Backtest]], server: Serv
         assert len(frame) == len(stripe_full)
         assert list(frame.columns) == [
             "kind", "event_type", "occurred_on", "marked_on", "gap_years", "mark_usd", "band_80_lower",
-            "band_80_upper", "band_95_lower", "band_95_upper", "confidence", "event_id", "observed_usd",
-            "error_pct", "above", "inside_80", "inside_95", "hit", "verdict",
+            "band_80_upper", "band_95_lower", "band_95_upper", "confidence", "next_print_usd",
+            "last_print_usd", "event_id", "observed_usd", "error_pct", "above", "inside_80", "inside_95",
+            "hit",
         ]  # fmt: skip
-        assert (frame.attrs["slug"], frame.attrs["disclosure"]) == ("stripe", form)
-        assert frame.attrs["forecaster"] == "adaptive_gap_profile"
+        assert (frame.attrs["slug"], frame.attrs["disclosure"], frame.attrs["tolerance_pct"]) == (
+            "stripe",
+            form,
+            20,
+        )
         check_frame_meta(frame, server)
         assert pd.api.types.is_datetime64_any_dtype(frame["occurred_on"])
-        for name in ("band_95_lower", "observed_usd", "error_pct"):
+        for name in ("band_95_lower", "last_print_usd", "observed_usd", "error_pct"):
             assert pd.api.types.is_float_dtype(frame[name]), (form, name)
     research, full = frames["research"], frames["full"]
     assert research["band_95_lower"].isna().all() and research["event_id"].isna().all()
+    assert research["last_print_usd"].isna().all() and full["last_print_usd"].notna().all()
     assert full["band_95_lower"].notna().all() and list(full["event_id"]) == [t.event_id for t in stripe_full]
     assert (research["mark_usd"] == full["mark_usd"]).all()
+    assert (research["next_print_usd"] == full["next_print_usd"]).all()
     assert (full["band_80_lower"] <= full["mark_usd"]).all() and (
         full["mark_usd"] <= full["band_80_upper"]
     ).all()
     # A listed company's frame ends with its listing, an outcome the research form gives in full.
-    airbnb = backtests["research"]["airbnb"].to_pandas()
-    listing = airbnb.iloc[-1]
-    assert (listing["kind"], listing["event_id"], listing["verdict"]) == ("listing", "e0002", "covered_80")
-    assert listing["observed_usd"] == 47e9
-    # A company with a single event has nothing scored: an empty frame with the same columns.
+    listed = next(i for i in items if i.outcome is not None and i.outcome.kind == "listed")
+    assert listed.outcome is not None
+    listing = backtests["research"][listed.slug].to_pandas().iloc[-1]
+    assert (listing["kind"], listing["event_id"]) == ("listing", listed.outcome.event_id)
+    assert listing["observed_usd"] == listed.outcome.valuation_usd
+    # A company with nothing scored: an empty frame with the same columns.
     empty = next(b for b in backtests["pro"].values() if len(b) == 0)
     assert empty.summary.scored_events == 0 and list(empty.to_pandas().columns) == list(full.columns)
 
@@ -385,45 +458,31 @@ def test_backtest_needs_research_and_a_company(server: Server) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The scorecard of methodology v0.4.0
+# The scorecard's comparisons
 
 
-def test_the_scorecard_says_its_form_and_compares_with_the_previous_method(server: Server) -> None:
+def test_the_comparisons_are_differences_of_the_scores_figures(server: Server) -> None:
     with Client(base_url=server.base_url, api_key="") as anonymous:
-        public, public_targets = anonymous.scorecard(), anonymous.scorecard_targets()
-    with Client(api_key=server.keys["pro"], base_url=server.base_url) as pro:
-        full, full_targets = pro.scorecard(), pro.scorecard_targets()
-    assert (public.disclosure, full.disclosure) == ("public", "full")
-    assert (public_targets.disclosure, full_targets.disclosure) == ("public", "full")
-    names = [f.name for f in full.forecasters]
-    assert names == [
-        "adaptive_gap_profile", "gap_profile_drift", "local_linear_trend", "last_event_carried_forward",
-        "quality_weighted_step",
-    ]  # fmt: skip
-    assert list(full_targets.forecasters) == names == [f.name for f in public.forecasters]
-    assert full.forecaster("adaptive_gap_profile").methodology_version == full.methodology_version
-    assert full.forecaster("gap_profile_drift").methodology_version == "v0.3.0"
-    for card in (public, full):
-        assert card.methodology_version == card.meta.methodology_version == "v0.4.0"
-        for name in ("level80_gamma", "level80_target", "drift_after_agreed_sale"):
-            assert name in card.params, name
-        bands = card.bands_in_force
-        assert bands is not None and 0 < bands.level80 < 1 and bands.q80 < bands.q95
-        assert bands.residuals >= bands.conformal_era >= bands.misses >= 0
-        assert card.quantiles_in_force is not None and card.quantiles_in_force["q80"] == bands.q80
-        assert card.comparison is not None and card.comparison_with_previous is not None
-        assert (card.comparison.a, card.comparison.b) == (
-            "adaptive_gap_profile",
-            "last_event_carried_forward",
-        )
-        previous = card.comparison_with_previous
-        assert (previous.a, previous.b) == ("adaptive_gap_profile", "gap_profile_drift")
-        robust = previous.difference("median_abs_log_error")
-        assert robust.verdict in ("a_better", "b_better", "tie") and robust.interval_95 is not None
-        assert previous["differences"][0]["figure"] == previous.differences[0].figure  # reads as a mapping
-    assert public.comparison_with_previous == full.comparison_with_previous
-    for targets in (public_targets, full_targets):
-        for target in targets:
-            for forecast in target.forecasts:
-                assert forecast.scale is not None and forecast.scale > 0
-                assert forecast.q80 is not None and forecast.q95 is not None and forecast.q80 < forecast.q95
+        card = anonymous.scorecard()
+    assert card.month_end is not None and card.event_day.event is not None
+    scores = {
+        "event_day": card.event_day.event.errors,
+        "month_end_next_reported": card.month_end.next_reported,
+        "month_end_bridged": card.month_end.bridged,
+    }
+    for comparison in card.comparisons:
+        errors = scores[comparison.score]
+        assert comparison.draws > 0 and comparison.companies > 0
+        for difference in comparison.differences:
+            a = getattr(errors.get(comparison.a), difference.figure)
+            b = getattr(errors.get(comparison.b), difference.figure)
+            assert (difference.a, difference.b) == (a, b), (comparison.score, comparison.a, comparison.b)
+            assert difference.difference == pytest.approx(a - b, abs=1.5e-4)
+            assert difference.interval_95 is not None
+            low, high = difference.interval_95
+            verdict = "a_better" if high < 0 else "b_better" if low > 0 else "tie"
+            assert difference.verdict == verdict, (comparison.score, difference)
+    # The findings say it in words: the mark is built for the value on the day, the next-print
+    # forecast for the next reported value, and confidence is a track record.
+    words = " ".join(card.findings)
+    assert "next-print forecast" in words and "track record" in words

@@ -37,11 +37,14 @@ COMPANY_COLUMNS = [
     "slug", "name", "aliases", "sector", "status", "as_of_date", "value_usd", "lower_80_usd",
     "upper_80_usd", "confidence", "vs_last_event_pct", "delta_30d_pct", "last_event_id",
     "last_event_on", "last_event_type", "last_event_usd", "days_since_last_event", "outcome_type",
-    "outcome_on", "outcome_usd",
+    "outcome_on", "outcome_usd", "outcome_kind", "last_event_source_grade", "next_reported_usd",
 ]  # fmt: skip
 EXPORT_COLUMNS = [*COMPANY_COLUMNS[:9], "lower_95_usd", "upper_95_usd", *COMPANY_COLUMNS[9:]]
 SERIES_COLUMNS = ["slug", "date", "mark_usd", "lower_usd", "upper_usd"]
-EVENT_COLUMNS = ["slug", "event_id", "occurred_on", "event_type", "valuation_usd", "source_url", "note"]
+EVENT_COLUMNS = [
+    "slug", "event_id", "occurred_on", "event_type", "valuation_usd", "reported_as", "source_url",
+    "source_grade", "note", "supersedes", "superseded_by", "retracted_by",
+]  # fmt: skip
 # Where a column of a company row comes from in its JSON item, when not from the field of its name.
 COMPANY_FIELDS = {
     "as_of_date": ("latest_mark", "as_of_date"),
@@ -59,6 +62,9 @@ COMPANY_FIELDS = {
     "outcome_type": ("outcome", "event_type"),
     "outcome_on": ("outcome", "occurred_on"),
     "outcome_usd": ("outcome", "valuation_usd"),
+    "outcome_kind": ("outcome", "kind"),
+    "last_event_source_grade": ("last_event", "source_grade"),
+    "next_reported_usd": ("latest_mark", "next_reported", "value_usd"),
 }
 
 

@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Union
 
 import pandas as pd
 import pytest
 
 from valuation_marks import (
     API_VERSION,
-    BankruptcyOutcome,
     Client,
     CompanyListItem,
     InvalidApiKey,
     InvalidParameter,
-    ListingValidation,
     Meta,
     ObservationDrift,
     ObservationEvent,
-    Scorecard,
+    ObservationOutcome,
     ScorecardTargets,
     SignatureError,
     SigningKeys,
@@ -32,7 +28,14 @@ from valuation_marks import (
     read_export_series,
 )
 
-from .conftest import DEMO_KEY_THUMBPRINT, Server, find_sample
+from .conftest import (
+    DEMO_KEY_THUMBPRINT,
+    OUTCOME_KINDS,
+    Server,
+    effective_view,
+    retraction_target,
+    served_events,
+)
 
 
 @pytest.fixture
@@ -69,11 +72,11 @@ def check_frame_meta(frame: pd.DataFrame, server: Server) -> None:
 
 
 def test_a_full_walk_over_small_pages_equals_the_apis_list(client: Client, server: Server) -> None:
-    one_page = client.companies_page(limit=200, sort="-value_usd")
-    assert one_page.page.next_cursor is None and not one_page.page.has_more
+    big_pages = list(client.companies(limit=200, sort="-value_usd").pages())
+    assert big_pages[-1].page.next_cursor is None and not big_pages[-1].page.has_more
     walked = list(client.companies(limit=7, sort="-value_usd"))
-    assert [c.slug for c in walked] == [c.slug for c in one_page.companies]
-    assert walked == list(one_page.companies)
+    assert [c.slug for c in walked] == [c.slug for page in big_pages for c in page.companies]
+    assert walked == [c for page in big_pages for c in page.companies]
     assert len(walked) > 7 * 2  # several pages
     values = [c.latest_mark.value_usd for c in walked]
     assert values == sorted(values, reverse=True)
@@ -128,7 +131,8 @@ def test_companies_frame_has_one_row_per_company(client: Client, server: Server)
     assert list(frame.columns) == [
         "name", "aliases", "sector", "status", "as_of_date", "value_usd", "lower_usd", "upper_usd",
         "confidence", "delta_30d_pct", "last_event_on", "last_event_type", "last_event_usd",
-        "days_since_last_event", "outcome_type", "outcome_on", "vs_last_event_pct",
+        "days_since_last_event", "outcome_type", "outcome_on", "vs_last_event_pct", "outcome_kind",
+        "last_event_source_grade", "next_reported_usd",
     ]  # fmt: skip
     stripe = frame.loc["stripe"]
     assert stripe["value_usd"] == client.company("stripe").latest_mark.value_usd  # type: ignore[union-attr]
@@ -157,8 +161,12 @@ def test_company_profile(client: Client, server: Server) -> None:
     assert (event.occurred_on, event.event_type, event.weight) == (stripe.meta.as_of, "tender_offer", 1.0)
     assert event.valuation_usd == 91_000_000_000 and event.explanation
     assert drift.days == (stripe.meta.as_of - event.occurred_on).days and drift.explanation
-    assert stripe.starting_event == event and stripe.drift == drift
+    assert stripe.starting_event == event and stripe.drift == drift and stripe.ending is None
     assert not {"source_url", "note", "gain"} & set(event.raw)
+    assert event.source_grade is None  # the appended record is not graded
+    # Today's value estimate, with the next-print forecast beside it, labelled as what it is.
+    forecast = stripe.latest_mark.next_reported
+    assert forecast is not None and forecast.value_usd > 0 and "not today's value estimate" in forecast.label
 
 
 def test_observations_of_a_company_marked_a_while_after_its_event(client: Client) -> None:
@@ -173,15 +181,38 @@ def test_observations_of_a_company_marked_a_while_after_its_event(client: Client
     assert f"{drift.drift_pct}%" in drift.explanation and str(drift.days) in drift.explanation
 
 
-def test_a_bankrupt_companys_mark_rests_on_its_bankruptcy_alone(client: Client) -> None:
-    with open(find_sample() / "events.csv", encoding="utf-8") as events:
-        bankrupt = sorted(row["slug"] for row in csv.DictReader(events) if row["event_type"] == "bankruptcy")
-    assert bankrupt
-    company = client.company(bankrupt[0])
-    (event,) = company.observations
-    assert isinstance(event, ObservationEvent) and event.event_type == "bankruptcy"
-    assert company.drift is None and company.starting_event == event
-    assert company.latest_mark is not None and company.latest_mark.value_usd == event.valuation_usd
+def test_a_company_whose_private_period_ended_is_marked_the_day_before(
+    client: Client, server: Server
+) -> None:
+    """For each kind of ending in the source data, a company's last private mark (the day before
+    its outcome), no next print, and the outcome as the last part of its observations."""
+    ended: dict[str, tuple[str, dict[str, str]]] = {}
+    for slug, events in sorted(effective_view(served_events(server.events_csv)).items()):
+        outcome = next((row for row in events if row["event_type"] in OUTCOME_KINDS), None)
+        if outcome is not None:
+            ended.setdefault(OUTCOME_KINDS[outcome["event_type"]], (slug, outcome))
+    assert set(ended) == set(OUTCOME_KINDS.values()), ended  # every kind the data holds is read
+    for kind, (slug, outcome) in ended.items():
+        company = client.company(slug)
+        event, drift, ending = company.observations
+        assert isinstance(event, ObservationEvent) and isinstance(drift, ObservationDrift), slug
+        assert isinstance(ending, ObservationOutcome) and company.ending == ending, slug
+        assert (ending.kind, ending.event_id, ending.event_type) == (
+            kind,
+            outcome["event_id"],
+            outcome["event_type"],
+        )
+        assert (
+            ending.valuation_usd == int(outcome["valuation_usd"])
+            and "not a value today" in ending.explanation
+        )
+        assert company.outcome is not None and company.outcome.ended and company.outcome.kind == kind
+        day = datetime.date.fromisoformat(outcome["occurred_on"])
+        assert company.latest_mark is not None and company.latest_mark.as_of_date == day - datetime.timedelta(
+            days=1
+        )
+        assert company.latest_mark.next_reported is None and company.delta_30d_pct is None, slug
+        assert event.occurred_on <= company.latest_mark.as_of_date and event.occurred_on < day, slug
 
 
 def test_series_dataframe_has_one_row_per_day(client: Client, server: Server) -> None:
@@ -202,15 +233,62 @@ def test_series_dataframe_has_one_row_per_day(client: Client, server: Server) ->
     assert narrow.points[-1].upper_usd < series.points[-1].upper_usd
 
 
-def test_events(client: Client, server: Server) -> None:
+def _or_none(text: str) -> str | None:
+    return text or None
+
+
+def test_events_are_every_record_of_the_source(client: Client, server: Server) -> None:
+    rows = [row for row in served_events(server.events_csv) if row["slug"] == "stripe"]
     events = client.events("stripe")
     check_meta(events.meta, server)
     assert [e.event_id for e in events][-1] == "e9001"
     dates = [e.occurred_on for e in events]
     assert dates == sorted(dates)
+    by_id = {row["event_id"]: row for row in rows}
+    assert sorted(e.event_id for e in events) == sorted(by_id)  # every record, corrected ones too
+    for event in events:
+        row = by_id[event.event_id]
+        assert (event.event_type, event.occurred_on.isoformat(), event.valuation_usd) == (
+            row["event_type"],
+            row["occurred_on"],
+            int(row["valuation_usd"]),
+        )
+        assert (event.reported_as, event.source_grade, event.supersedes) == (
+            _or_none(row["reported_as"]),
+            _or_none(row["source_grade"]),
+            _or_none(row["supersedes"]),
+        )
     frame = events.to_pandas()
     assert len(frame) == len(events) and frame["event_id"].iloc[-1] == "e9001"
+    assert list(frame.columns) == [
+        "event_id", "event_type", "valuation_usd", "reported_as", "source_url", "source_grade", "note",
+        "supersedes", "superseded_by", "retracted_by",
+    ]  # fmt: skip
     check_frame_meta(frame, server)
+
+
+def test_a_correction_and_a_retraction_are_linked_both_ways(client: Client, server: Server) -> None:
+    """The first correction of the source data, and the successor's retraction: the record
+    corrected or withdrawn stays, names what replaced it, and leaves the effective view."""
+    rows = served_events(server.events_csv)
+    correction = next(row for row in rows if row["supersedes"] and row["event_type"] != "retraction")
+    retraction = next(row for row in rows if row["event_type"] == "retraction")
+    withdrawn = retraction_target([row for row in rows if row["event_id"] != retraction["event_id"]])
+    assert retraction["supersedes"] == withdrawn["event_id"]
+    for record, link in ((correction, "superseded_by"), (retraction, "retracted_by")):
+        events = client.events(record["slug"])
+        earlier = events[record["supersedes"]]
+        assert getattr(earlier, link) == record["event_id"] and not earlier.effective, (record, earlier)
+        later = events[record["event_id"]]
+        expected = [row["event_id"] for row in effective_view(rows)[record["slug"]]]
+        assert later.supersedes == earlier.event_id and later.effective == (later.event_id in expected)
+        assert [e.event_id for e in events.effective] == expected, record["slug"]
+        frame = events.to_pandas()
+        assert frame.set_index("event_id").loc[earlier.event_id, link] == record["event_id"]
+    # The withdrawn record no longer moves the mark: the company's last event is the one before.
+    item = client.company(withdrawn["slug"])
+    assert item.last_event is not None and item.last_event.event_id != withdrawn["event_id"]
+    assert item.starting_event is not None and item.starting_event.event_id == item.last_event.event_id
 
 
 def test_resolution_verifies_and_a_tampered_record_does_not(client: Client, server: Server) -> None:
@@ -253,41 +331,54 @@ def test_keys_scorecard_and_openapi_need_no_key(server: Server, monkeypatch: pyt
         assert keys[key.kid] == key and key.kid in keys
         scorecard = anonymous.scorecard()
         check_meta(scorecard.meta, server)
-        names = [f.name for f in scorecard.forecasters]
-        assert "gap_profile_drift" in names
-        assert scorecard.forecaster("gap_profile_drift").coverage_80.nominal_pct == 80
+        assert [n.name for n in scorecard.numbers] == ["mark", "next_print", "last_print"]
+        assert scorecard.number("mark").methodology_version == scorecard.methodology_version
+        assert scorecard.number("last_print").methodology_version is None
         targets = anonymous.scorecard_targets()
         check_meta(targets.meta, server)
-        assert list(targets.forecasters) == names
+        assert list(targets.numbers) == [n.name for n in scorecard.numbers]
         frame = targets.to_pandas()
-        assert len(frame) == sum(len(t.forecasts) for t in targets)
+        assert len(frame) == len(targets) == scorecard.event_day.n
         check_frame_meta(frame, server)
+        months = targets.month_ends_to_pandas()
+        assert (
+            scorecard.month_end is not None
+            and len(months) == len(targets.month_ends) == scorecard.month_end.n
+        )
+        check_frame_meta(months, server)
         document = anonymous.openapi()
         assert document["info"]["version"] == API_VERSION
 
 
-def _public_targets(targets: ScorecardTargets) -> None:
-    """Relative quantities only: no slug, event id or dollars; the bands as multiples of the mark."""
-    assert len(targets) > 0
+def _public_rows(targets: ScorecardTargets) -> None:
+    """Relative quantities only: no company, event id, dollars or logs; in date order."""
+    assert len(targets) > 0 and len(targets.month_ends) > 0
     for target in targets:
-        assert (target.slug, target.event_id, target.observed_usd) == (None, None, None)
-        assert not {"slug", "event_id", "observed_usd"} & set(target.raw)
-        for forecast in target.forecasts:
-            assert (forecast.mark_usd, forecast.band_80, forecast.band_95) == (None, None, None)
-            assert forecast.band_95_rel.lower <= forecast.band_80_rel.lower <= 1
-            assert 1 <= forecast.band_80_rel.upper <= forecast.band_95_rel.upper
-            assert (forecast.verdict is not None) == (target.kind != "event")
+        assert (target.slug, target.event_id, target.observed_usd, target.mark_usd) == (
+            None,
+            None,
+            None,
+            None,
+        )
+        assert not {"slug", "event_id", "observed_usd", "mark_log", "mark_usd"} & set(target.raw)
+        offsets = target.band_offsets
+        assert offsets.q025 <= offsets.q10 <= offsets.q90 <= offsets.q975
+        assert target.inside_80 == (offsets.q10 <= target.log_error.mark <= offsets.q90)
+    for month_end in targets.month_ends:
+        assert (month_end.slug, month_end.anchor_event_id, month_end.mark_log) == (None, None, None)
+        assert month_end.next_on > month_end.day
     days = [(t.marked_on, t.occurred_on) for t in targets]
     assert days == sorted(days)  # in date order, so one company's targets do not sit together
+    assert [m.day for m in targets.month_ends] == sorted(m.day for m in targets.month_ends)
 
 
 def _figures(targets: ScorecardTargets) -> list[tuple[object, ...]]:
-    """What both forms of the targets say alike, in an order of their own."""
+    """What both forms of the rows say alike, in an order of their own."""
     return sorted(
-        (t.kind, t.event_type, t.occurred_on, t.marked_on, t.gap_years, f.forecaster, f.log_error or 0.0,
-         f.hit, f.band_80_rel.lower, f.band_95_rel.upper, f.verdict or "")
+        (t.kind, t.event_type, t.occurred_on, t.marked_on, t.gap_years, t.log_error.mark,
+         t.log_error.next_print, t.log_error.last_print, t.band_offsets.q10, t.band_offsets.q975,
+         t.confidence, t.hit, t.inside_80)
         for t in targets
-        for f in t.forecasts
     )  # fmt: skip
 
 
@@ -298,17 +389,23 @@ def test_scorecard_targets_without_a_key_and_below_pro_are_the_public_form(
     with Client(base_url=server.base_url) as anonymous:
         public = anonymous.scorecard_targets()
         assert anonymous.rate_limit is None  # not metered
-    _public_targets(public)
+    _public_rows(public)
+    assert public.disclosure == "public"
     with Client(api_key=server.keys["research"], base_url=server.base_url) as research:
         below_pro = research.scorecard_targets()
         assert research.rate_limit is not None  # a keyed call is metered
-    assert below_pro.raw["targets"] == public.raw["targets"]
+    assert (
+        below_pro.raw["targets"] == public.raw["targets"]
+        and below_pro.raw["month_ends"] == public.raw["month_ends"]
+    )
     frame = public.to_pandas()
     assert frame["slug"].isna().all() and frame["event_id"].isna().all()
-    for column in ("observed_usd", "mark_usd", "band_80_lower", "band_95_upper"):
+    for column in ("observed_usd", "mark_usd", "next_print_usd", "last_print_usd"):
         assert frame[column].isna().all() and pd.api.types.is_float_dtype(frame[column]), column
-    assert frame["band_80_rel_lower"].notna().all() and frame["band_95_rel_upper"].notna().all()
-    assert (frame["band_95_rel_lower"] <= frame["band_80_rel_lower"]).all()
+    assert frame["log_error_mark"].notna().all() and (frame["band_q025"] <= frame["band_q10"]).all()
+    months = public.month_ends_to_pandas()
+    assert months["slug"].isna().all() and months["mark_log"].isna().all()
+    assert (months["next_on"] > months["day"]).all() and months["bridged_error_mark"].notna().all()
 
 
 def test_scorecard_targets_with_a_pro_key_are_the_full_form(server: Server) -> None:
@@ -317,91 +414,82 @@ def test_scorecard_targets_with_a_pro_key_are_the_full_form(server: Server) -> N
     for tier in ("pro", "enterprise"):
         with Client(api_key=server.keys[tier], base_url=server.base_url) as keyed:
             full = keyed.scorecard_targets()
-        assert len(full) == len(public) and list(full.forecasters) == list(public.forecasters)
+        assert full.disclosure == "full"
+        assert len(full) == len(public) and list(full.numbers) == list(public.numbers)
+        assert len(full.month_ends) == len(public.month_ends)
         assert _figures(full) == _figures(public), tier  # the same numbers, and the names besides
         for target in full:
             assert target.slug and target.event_id and isinstance(target.observed_usd, int)
-            for forecast in target.forecasts:
-                assert forecast.mark_usd is not None and forecast.band_80 is not None
-                assert forecast.band_95 is not None
-                # The relative band is the dollar band over the mark.
-                assert forecast.band_80.lower == pytest.approx(
-                    forecast.mark_usd * forecast.band_80_rel.lower, 1e-6, 1
-                )
-                assert forecast.band_95.upper == pytest.approx(
-                    forecast.mark_usd * forecast.band_95_rel.upper, 1e-6, 1
-                )
+            assert target.observed_log is not None and target.mark_log is not None and target.mark_usd
+            # The log error is the observed value against the number, both in logs.
+            assert target.log_error.mark == pytest.approx(target.observed_log - target.mark_log, abs=1e-9)
+            assert target.next_print_log is not None and target.last_print_log is not None
+            assert target.log_error.next_print == pytest.approx(
+                target.observed_log - target.next_print_log, abs=1e-9
+            )
+        for month_end in full.month_ends:
+            assert month_end.slug and month_end.anchor_event_id and month_end.anchor_type
+            assert month_end.mark_log is not None and month_end.next_log is not None
+            assert month_end.next_reported_error.mark == pytest.approx(
+                month_end.next_log - month_end.mark_log, abs=1e-9
+            )
     frame = full.to_pandas()
-    assert frame["slug"].notna().all() and (frame["observed_usd"] >= 0).all()
-    assert frame["band_80_lower"].notna().all() and frame["band_80_rel_lower"].notna().all()
-    assert len(frame) == len(public.to_pandas())
+    assert frame["slug"].notna().all() and (frame["observed_usd"] > 0).all()
+    assert frame["mark_usd"].notna().all() and len(frame) == len(public.to_pandas())
+    assert full.month_ends_to_pandas()["bridged_log"].notna().all()
 
 
-def _outcomes(card: Scorecard) -> list[tuple[object, ...]]:
-    outcomes: list[Union[ListingValidation, BankruptcyOutcome]] = [
-        *card.listing_validations,
-        *card.bankruptcy_outcomes,
-    ]
-    return [
-        (v.slug, v.marked_on, e.forecaster, e.error_pct, e.inside_80, e.inside_95, e.verdict)
-        for v in outcomes
-        for e in v.estimates
-    ]
-
-
-def test_the_scorecard_without_a_key_and_with_a_pro_key(server: Server) -> None:
+def test_the_scorecard_is_the_same_for_everyone_and_recomputes_from_its_rows(server: Server) -> None:
     with Client(base_url=server.base_url, api_key="") as anonymous:
-        public = anonymous.scorecard()
+        public, rows = anonymous.scorecard(), anonymous.scorecard_targets()
     with Client(api_key=server.keys["pro"], base_url=server.base_url) as pro:
         full = pro.scorecard()
         assert pro.rate_limit is not None
-    assert public.raw["meta"] == full.raw["meta"] and public.params == full.params
-    for public_score, full_score in zip(public.forecasters, full.forecasters):
-        assert dataclasses.replace(public_score, misses=(), mape_top_contributors=()) == dataclasses.replace(
-            full_score, misses=(), mape_top_contributors=()
-        )  # the same figures
-        assert len(public_score.misses) == len(full_score.misses)
-        for hidden, shown in zip(public_score.misses, full_score.misses):
-            assert (hidden.slug, hidden.event_id, hidden.valuation_usd, hidden.band_95) == (
-                None,
-                None,
-                None,
-                None,
+    assert (public.disclosure, full.disclosure) == ("public", "full")
+    assert dataclasses.replace(public, disclosure="full") == full  # the same figures
+    assert public.methodology_version == public.meta.methodology_version
+    # The event-day score of each kind is its rows'.
+    for kind in ("event", "listing", "failure", "sale"):
+        of_kind = [t for t in rows if t.kind == kind]
+        score = public.event_day.get(kind)
+        if not of_kind:
+            assert score is None, kind
+            continue
+        assert score is not None and score.n == len(of_kind), kind
+        assert score.coverage_80.inside == sum(t.inside_80 for t in of_kind)
+        assert score.coverage_95.inside == sum(t.inside_95 for t in of_kind)
+        for number in ("mark", "next_print", "last_print"):
+            errors = sorted(abs(t.log_error.get(number)) for t in of_kind)
+            mean = sum(errors) / len(errors)
+            assert score.errors.get(number).mean_abs_log_error == pytest.approx(mean, abs=5e-5), (
+                kind,
+                number,
             )
-            assert (hidden.event_type, hidden.occurred_on, hidden.log_error) == (
-                shown.event_type,
-                shown.occurred_on,
-                shown.log_error,
-            )
-            assert hidden.band_95_rel == shown.band_95_rel
-            assert shown.slug and shown.event_id and shown.valuation_usd and shown.predicted_usd
-            assert shown.band_95 is not None and shown["slug"] == shown.slug  # still reads as a mapping
-        for hidden_c, shown_c in zip(public_score.mape_top_contributors, full_score.mape_top_contributors):
-            assert (hidden_c.slug, hidden_c.event_id) == (None, None) and shown_c.slug and shown_c.event_id
-            assert (hidden_c.event_type, hidden_c.abs_pct_error) == (
-                shown_c.event_type,
-                shown_c.abs_pct_error,
-            )
-    assert public.listing_validations and public.bankruptcy_outcomes
-    assert _outcomes(public) == _outcomes(full)
-    for listing in public.listing_validations:
-        assert (listing.event_id, listing.listed_on, listing.listing_value_usd) == (None, None, None)
-        assert listing.occurred_on is not None and listing.slug
-        assert all(
-            e.mark_usd is None and e.band_80 is None and e.band_80_rel is not None for e in listing.estimates
-        )
-    for listing in full.listing_validations:
-        assert listing.event_id and listing.listed_on and listing.listing_value_usd
-        assert all(e.mark_usd is not None and e.band_80 is not None for e in listing.estimates)
-    for bankruptcy in public.bankruptcy_outcomes:
-        assert (bankruptcy.event_type, bankruptcy.event_id, bankruptcy.value_usd) == (
-            "bankruptcy",
-            None,
-            None,
-        )
-    for bankruptcy in full.bankruptcy_outcomes:
-        assert bankruptcy.event_id and bankruptcy.value_usd is not None
-        assert all(e.error_pct is None or bankruptcy.value_usd > 0 for e in bankruptcy.estimates)
+    # The month-end scores, and the confidence as a track record: the share of month-ends whose
+    # next reported value came within +/-20% of the mark.
+    month_end, in_force = public.month_end, public.in_force
+    assert month_end is not None and in_force is not None and month_end.n == len(rows.month_ends)
+    assert month_end.coverage_80.inside == sum(m.inside_80 for m in rows.month_ends)
+    hits = sum(m.hit for m in rows.month_ends)
+    assert month_end.confidence.base_rate == pytest.approx(hits / month_end.n, abs=5e-5)
+    assert month_end.confidence.tolerance_pct == rows.tolerance_pct == 20
+    known = [m for m in rows.month_ends if m.next_on < in_force.day]
+    assert in_force.residuals_known == len(known)
+    assert in_force.confidence_track_record == pytest.approx(
+        sum(m.hit for m in known) / len(known), abs=1e-12
+    )
+    assert {g.bucket for g in month_end.coverage_by_gap} == {
+        "under 6 months", "6-12 months", "1-2 years", "over 2 years",
+    }  # fmt: skip
+    assert sum(g.n for g in month_end.coverage_by_gap) == month_end.n
+    # The comparisons: on each score, the mark against the other numbers, with bootstrap intervals.
+    scores = {c.score for c in public.comparisons}
+    assert scores == {"event_day", "month_end_next_reported", "month_end_bridged"}
+    bridged = public.comparison("month_end_bridged", "mark", "last_print")
+    assert bridged.difference("median_abs_log_error").verdict in ("a_better", "b_better", "tie")
+    assert bridged["differences"][0]["figure"] == bridged.differences[0].figure  # reads as a mapping
+    assert public.findings and public.latest_private is not None
+    assert public.params["confidence_tolerance"] * 100 == rows.tolerance_pct
 
 
 def test_a_scorecard_call_with_an_unknown_key_is_refused(server: Server) -> None:

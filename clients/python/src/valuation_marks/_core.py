@@ -73,10 +73,10 @@ __all__ = [
 #: Where ``marks serve`` listens by default; set ``MARKS_BASE_URL`` or ``base_url`` otherwise.
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 
-#: The largest answer a call takes (bytes, as sent and once decoded): 64 MiB, some 200 times the
-#: largest answer of the sample dataset (``/v1/scorecard/targets`` in its full form, 0.32 MiB,
-#: growing by about 2 KB per scored target, 1.3 KB in the public form; a daily series is
-#: 0.28 MiB). Exports are bounded by the length they declare instead.
+#: The largest answer a call takes (bytes, as sent and once decoded): 64 MiB, some 11 times the
+#: largest answer of the sample dataset (``/v1/scorecard/targets`` in its full form, 5.8 MiB,
+#: growing by about 0.8 KB per scored month-end or target, 0.55 KB in the public form; a daily
+#: series is 0.28 MiB). Exports are bounded by the length they declare instead.
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
 #: Seconds a call may take in all: connecting, sending, every byte of the answer, retries and

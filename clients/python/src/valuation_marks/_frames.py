@@ -27,6 +27,7 @@ __all__ = [
     "index_csv_frame",
     "index_frame",
     "indices_frame",
+    "month_ends_frame",
     "require_pandas",
     "sectors_frame",
     "series_csv_frame",
@@ -53,12 +54,29 @@ COMPANY_COLUMNS = (
     "outcome_type",
     "outcome_on",
     "vs_last_event_pct",
+    "outcome_kind",
+    "last_event_source_grade",
+    "next_reported_usd",
 )
 SERIES_COLUMNS = ("date", "mark_usd", "lower_usd", "upper_usd")
-EVENT_COLUMNS = ("occurred_on", "event_id", "event_type", "valuation_usd", "source_url", "note")
+EVENT_COLUMNS = (
+    "occurred_on",
+    "event_id",
+    "event_type",
+    "valuation_usd",
+    "reported_as",
+    "source_url",
+    "source_grade",
+    "note",
+    "supersedes",
+    "superseded_by",
+    "retracted_by",
+)
 INDEX_COLUMNS = ("date", "level", "lower", "upper", "constituents")
 INDICES_COLUMNS = ("index", "name", "sector", "first_date", "last_date", *INDEX_COLUMNS)
 CONSTITUENT_COLUMNS = ("slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd")
+NUMBER_NAMES = ("mark", "next_print", "last_print")
+OFFSET_NAMES = ("q10", "q90", "q025", "q975")
 TARGET_COLUMNS = (
     "slug",
     "event_id",
@@ -66,25 +84,40 @@ TARGET_COLUMNS = (
     "event_type",
     "occurred_on",
     "marked_on",
-    "observed_usd",
     "gap_years",
-    "gap_bucket",
-    "forecaster",
-    "mark_usd",
-    "band_80_lower",
-    "band_80_upper",
-    "band_95_lower",
-    "band_95_upper",
-    "band_80_rel_lower",
-    "band_80_rel_upper",
-    "band_95_rel_lower",
-    "band_95_rel_upper",
+    *(f"log_error_{name}" for name in NUMBER_NAMES),
+    *(f"band_{name}" for name in OFFSET_NAMES),
     "confidence",
-    "log_error",
     "inside_80",
     "inside_95",
     "hit",
-    "verdict",
+    "residuals_known",
+    "observed_usd",
+    "mark_usd",
+    "next_print_usd",
+    "last_print_usd",
+)
+MONTH_END_COLUMNS = (
+    "slug",
+    "anchor_event_id",
+    "anchor_type",
+    "day",
+    "gap_years",
+    "next_kind",
+    "next_on",
+    *(f"next_reported_error_{name}" for name in NUMBER_NAMES),
+    *(f"bridged_error_{name}" for name in NUMBER_NAMES),
+    *(f"band_{name}" for name in OFFSET_NAMES),
+    "confidence",
+    "inside_80",
+    "inside_95",
+    "hit",
+    "residuals_known",
+    "mark_log",
+    "next_print_log",
+    "last_print_log",
+    "next_log",
+    "bridged_log",
 )
 BACKTEST_COLUMNS = (
     "kind",
@@ -98,6 +131,8 @@ BACKTEST_COLUMNS = (
     "band_95_lower",
     "band_95_upper",
     "confidence",
+    "next_print_usd",
+    "last_print_usd",
     "event_id",
     "observed_usd",
     "error_pct",
@@ -105,20 +140,13 @@ BACKTEST_COLUMNS = (
     "inside_80",
     "inside_95",
     "hit",
-    "verdict",
 )
 # What the research form of a backtest leaves out (of events), and error_pct's nulls: floats
 # in both forms, so the columns have one dtype whichever form a frame was built from.
-BACKTEST_FLOATS = ("band_95_lower", "band_95_upper", "observed_usd", "error_pct")
-# What the public form of the targets leaves out: empty columns there, of floats (NaN).
-TARGET_FULL_ONLY_NUMBERS = (
-    "observed_usd",
-    "mark_usd",
-    "band_80_lower",
-    "band_80_upper",
-    "band_95_lower",
-    "band_95_upper",
-)
+BACKTEST_FLOATS = ("band_95_lower", "band_95_upper", "last_print_usd", "observed_usd", "error_pct")
+# What the public form of the scorecard's rows leaves out: empty columns there, of floats (NaN).
+TARGET_FULL_ONLY_NUMBERS = ("observed_usd", "mark_usd", "next_print_usd", "last_print_usd")
+MONTH_END_FULL_ONLY_NUMBERS = ("mark_log", "next_print_log", "last_print_log", "next_log", "bridged_log")
 
 
 def require_pandas() -> Any:
@@ -164,17 +192,21 @@ def company_row(item: Mapping[str, Any]) -> tuple[Any, ...]:
         outcome.get("event_type"),
         outcome.get("occurred_on"),
         mark.get("vs_last_event_pct"),
+        outcome.get("kind"),
+        last.get("source_grade"),
+        (mark.get("next_reported") or {}).get("value_usd"),
     )
 
 
 def companies_frame(rows: Sequence[tuple[Any, ...]], meta: MetaDict) -> pd.DataFrame:
     """One row per company, indexed by slug. Dates are datetime64 (NaT where there is none),
-    days_since_last_event a nullable integer (Int64), the percentages and last_event_usd floats."""
+    days_since_last_event a nullable integer (Int64), the percentages, last_event_usd and
+    next_reported_usd floats (NaN where there is none)."""
     pd = require_pandas()
     frame = pd.DataFrame.from_records(rows, columns=COMPANY_COLUMNS)
     for name in ("as_of_date", "last_event_on", "outcome_on"):
         frame[name] = _dates(pd, frame[name])
-    for name in ("delta_30d_pct", "vs_last_event_pct", "last_event_usd"):
+    for name in ("delta_30d_pct", "vs_last_event_pct", "last_event_usd", "next_reported_usd"):
         frame[name] = frame[name].astype("float64")
     frame["days_since_last_event"] = frame["days_since_last_event"].astype("Int64")
     frame = frame.set_index("slug")
@@ -287,7 +319,8 @@ def constituents_frame(members: Iterable[Mapping[str, Any]], meta: MetaDict, **a
 
 
 def events_frame(events: Iterable[Mapping[str, Any]], meta: MetaDict, *, slug: str) -> pd.DataFrame:
-    """One row per event, indexed by the day it occurred on."""
+    """One row per record of the history (corrected and withdrawn ones included), indexed by the
+    day it occurred on."""
     pd = require_pandas()
     frame = pd.DataFrame.from_records(list(events), columns=EVENT_COLUMNS)
     frame["occurred_on"] = _dates(pd, frame["occurred_on"])
@@ -295,44 +328,53 @@ def events_frame(events: Iterable[Mapping[str, Any]], meta: MetaDict, *, slug: s
     return _attrs(frame, meta, slug=slug)
 
 
-def targets_frame(targets: Iterable[Mapping[str, Any]], meta: MetaDict) -> pd.DataFrame:
-    """One row per (scored target, forecaster), in either form of the targets: the public form
-    leaves slug, event_id and the dollar columns empty."""
+def _nested(row: Mapping[str, Any], member: str, names: Sequence[str]) -> tuple[Any, ...]:
+    inner = row.get(member) or {}
+    return tuple(inner.get(name) for name in names)
+
+
+def targets_frame(targets: Iterable[Mapping[str, Any]], meta: MetaDict, **attrs: Any) -> pd.DataFrame:
+    """One row per event-day target of the scorecard, in either form: the public form leaves
+    slug, event_id and the dollar columns empty."""
     pd = require_pandas()
-    rows = []
-    for target in targets:
-        head = tuple(target.get(name) for name in TARGET_COLUMNS[:9])
-        for forecast in target.get("forecasts", ()):
-            band_80, band_95 = forecast.get("band_80") or {}, forecast.get("band_95") or {}
-            rel_80, rel_95 = forecast.get("band_80_rel") or {}, forecast.get("band_95_rel") or {}
-            rows.append(
-                (
-                    *head,
-                    forecast.get("forecaster"),
-                    forecast.get("mark_usd"),
-                    band_80.get("lower"),
-                    band_80.get("upper"),
-                    band_95.get("lower"),
-                    band_95.get("upper"),
-                    rel_80.get("lower"),
-                    rel_80.get("upper"),
-                    rel_95.get("lower"),
-                    rel_95.get("upper"),
-                    forecast.get("confidence"),
-                    forecast.get("log_error"),
-                    forecast.get("inside_80"),
-                    forecast.get("inside_95"),
-                    forecast.get("hit"),
-                    forecast.get("verdict"),
-                )
-            )
+    rows = [
+        (
+            *(target.get(name) for name in TARGET_COLUMNS[:7]),
+            *_nested(target, "log_error", NUMBER_NAMES),
+            *_nested(target, "band_offsets", OFFSET_NAMES),
+            *(target.get(name) for name in TARGET_COLUMNS[14:]),
+        )
+        for target in targets
+    ]
     frame = pd.DataFrame.from_records(rows, columns=TARGET_COLUMNS)
     frame["occurred_on"] = _dates(pd, frame["occurred_on"])
     frame["marked_on"] = _dates(pd, frame["marked_on"])
     for name in TARGET_FULL_ONLY_NUMBERS:
         if frame[name].isna().all():
             frame[name] = frame[name].astype("float64")
-    return _attrs(frame, meta)
+    return _attrs(frame, meta, **attrs)
+
+
+def month_ends_frame(month_ends: Iterable[Mapping[str, Any]], meta: MetaDict, **attrs: Any) -> pd.DataFrame:
+    """One row per scored month-end of the scorecard, in either form: the public form leaves
+    the company, the anchor and the logs empty."""
+    pd = require_pandas()
+    rows = [
+        (
+            *(row.get(name) for name in MONTH_END_COLUMNS[:7]),
+            *_nested(row, "next_reported_error", NUMBER_NAMES),
+            *_nested(row, "bridged_error", NUMBER_NAMES),
+            *_nested(row, "band_offsets", OFFSET_NAMES),
+            *(row.get(name) for name in MONTH_END_COLUMNS[17:]),
+        )
+        for row in month_ends
+    ]
+    frame = pd.DataFrame.from_records(rows, columns=MONTH_END_COLUMNS)
+    frame["day"] = _dates(pd, frame["day"])
+    frame["next_on"] = _dates(pd, frame["next_on"])
+    for name in MONTH_END_FULL_ONLY_NUMBERS:
+        frame[name] = frame[name].astype("float64")
+    return _attrs(frame, meta, **attrs)
 
 
 def backtest_frame(
@@ -340,11 +382,12 @@ def backtest_frame(
     meta: MetaDict,
     *,
     slug: str,
-    forecaster: str,
     disclosure: str,
+    tolerance_pct: Optional[float],
 ) -> pd.DataFrame:
     """One row per target of a company's backtest, in date order, in either form: the research
-    form leaves band_95_* empty, and an event's event_id, observed_usd and error_pct."""
+    form leaves band_95_* and last_print_usd empty, and an event's event_id, observed_usd and
+    error_pct."""
     pd = require_pandas()
     rows = []
     for target in targets:
@@ -364,4 +407,4 @@ def backtest_frame(
     frame["marked_on"] = _dates(pd, frame["marked_on"])
     for name in BACKTEST_FLOATS:
         frame[name] = frame[name].astype("float64")
-    return _attrs(frame, meta, slug=slug, forecaster=forecaster, disclosure=disclosure)
+    return _attrs(frame, meta, slug=slug, disclosure=disclosure, tolerance_pct=tolerance_pct)

@@ -484,13 +484,16 @@ class Client:
 
     @operation("getMarkEvents")
     def events(self, slug: str) -> Events:
-        """A company's append-only event history, oldest first (pro and above)."""
+        """A company's append-only event history (pro and above): every record, oldest first, with
+        ``reported_as``, ``source_grade`` and the record links (``supersedes``, ``superseded_by``,
+        ``retracted_by``); ``.effective`` has the records the marks read."""
         return from_json(Events, self._json(calls.get_mark_events(slug)))
 
     @operation("getMarkEvents")
     def events_csv(self, slug: str) -> calls.CsvText:
-        """The events as CSV: ``slug,event_id,occurred_on,event_type,valuation_usd,source_url,note``
-        (a ``str`` with ``.meta``; see ``companies_csv``)."""
+        """The events as CSV: ``slug,event_id,occurred_on,event_type,valuation_usd,reported_as,
+        source_url,source_grade,note,supersedes,superseded_by,retracted_by`` (a ``str`` with
+        ``.meta``; see ``companies_csv``)."""
         return self._csv(calls.get_mark_events(slug))
 
     @operation("getResolution")
@@ -500,12 +503,13 @@ class Client:
 
     @operation("getBacktest")
     def backtest(self, slug: str) -> Backtest:
-        """How the method did on a company (research and above): each scored event against the
-        mark, bands and confidence published before it, then its listing or bankruptcy.
+        """How the method did on a company (research and above): each scored reported value
+        against the numbers of the day before it (the mark, its bands, the confidence in force,
+        the next-print forecast), then its outcome (listing, failure or sale).
 
         A research key gets where each event fell but not its value (``disclosure ==
-        "research"``); pro and above every value and the 95% band (``"full"``). ``.to_pandas()``
-        gives one row per target.
+        "research"``); pro and above every value, the 95% band and the last print (``"full"``).
+        ``.to_pandas()`` gives one row per target.
         """
         return from_json(Backtest, self._json(calls.get_backtest(slug)))
 
@@ -603,20 +607,23 @@ class Client:
 
     @operation("getScorecard")
     def scorecard(self) -> Scorecard:
-        """The methodology's walk-forward backtest; needs no key.
+        """The methodology's scorecard: the mark, the next-print forecast and the last print on
+        the event-day and month-end scores, with coverage, the confidence judged as a forecast,
+        bootstrap comparisons and findings in words; needs no key.
 
-        Without a key, or with a free or research key, the public form (no event ids or dollars
-        in misses, MAPE's contributors, listings and bankruptcies); a pro, business or
-        enterprise key gets the full form. A client with a key sends it: the call is metered.
+        The figures are the same for every caller; ``disclosure`` names the form of
+        ``scorecard_targets()`` the caller gets. A client with a key sends it: the call is
+        metered.
         """
         return from_json(Scorecard, self._json(calls.get_scorecard()))
 
     @operation("getScorecardTargets")
     def scorecard_targets(self) -> ScorecardTargets:
-        """Every target the scorecard scores, with each forecaster's numbers; needs no key.
+        """Every row the scorecard scores (event-day ``targets`` and ``month_ends``), with each
+        number's log error; needs no key.
 
         Without a key, or with a free or research key, the public form (relative quantities
-        only: no slug, event id or dollars per target); a pro, business or enterprise key gets
+        only: no slug, event id, dollars or logs per row); a pro, business or enterprise key gets
         every field. A client with a key sends it: the call is metered.
         """
         return from_json(ScorecardTargets, self._json(calls.get_scorecard_targets()))

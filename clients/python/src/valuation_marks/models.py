@@ -9,10 +9,11 @@ list items and export lines the meta of the page or export they came in.
 
 A member that is one of several kinds of object, told apart by a tag (a company's
 ``observations``, by ``part``), is a ``Union`` of models whose tag field is a ``Literal``:
-``isinstance`` or the tag narrows it. The scorecard's documents come in two forms, by the key's
-tier: the members only the full form has (slugs, event ids, dollars) are ``None`` in the public
-one, and ``disclosure`` says which form a document is. A company's backtest comes the same way:
-``research`` (where each event fell, not its value) or ``full`` (pro and above).
+``isinstance`` or the tag narrows it. The scorecard's rows (``ScorecardTargets``) come in two
+forms, by the key's tier: the members only the full form has (slugs, event ids, dollars, logs)
+are ``None`` in the public one, and ``disclosure`` says which form a document is. A company's
+backtest comes the same way: ``research`` (where each event fell, not its value) or ``full``
+(pro and above).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ._frames import (
     events_frame,
     index_frame,
     indices_frame,
+    month_ends_frame,
     sectors_frame,
     series_frame,
     targets_frame,
@@ -63,8 +65,7 @@ __all__ = [
     "BacktestTarget",
     "Band",
     "Band95",
-    "BandsInForce",
-    "BankruptcyOutcome",
+    "BandOffsets",
     "Change",
     "ChangesPage",
     "CompaniesPage",
@@ -75,13 +76,16 @@ __all__ = [
     "ComparisonDifference",
     "ConfidenceScore",
     "CoverageScore",
+    "ErrorsByNumber",
+    "EventDayScore",
+    "EventDayScores",
     "Events",
     "ExportCompany",
     "ExportHeader",
     "ExportMarkPoint",
     "ExportSeries",
-    "ForecasterScore",
     "GapCoverage",
+    "InForce",
     "IndexConstituent",
     "IndexConstituents",
     "IndexPoint",
@@ -89,22 +93,25 @@ __all__ = [
     "IndexSummary",
     "Indices",
     "LastEvent",
-    "ListingValidation",
-    "MapeContributor",
+    "LatestPrivateSummary",
+    "LogErrors",
     "MarkEvent",
     "MarkPoint",
     "MarkSeriesPoint",
     "Meta",
+    "MonthEndScore",
+    "NextReported",
     "Observation",
     "ObservationDrift",
     "ObservationEvent",
-    "OutcomeEstimate",
+    "ObservationOutcome",
     "PageInfo",
-    "RelativeBand",
-    "ReliabilityBin",
+    "ProfileKnot",
     "Resolution",
+    "ScoreErrors",
     "Scorecard",
-    "ScorecardMiss",
+    "ScorecardMonthEnd",
+    "ScorecardNumber",
     "ScorecardTarget",
     "ScorecardTargets",
     "Sector",
@@ -112,10 +119,9 @@ __all__ = [
     "Series",
     "SigningKey",
     "SigningKeys",
-    "TargetForecast",
+    "SilenceCell",
     "Usage",
     "UsageLimits",
-    "VerdictCounts",
     "from_json",
     "meta_from_headers",
 ]
@@ -192,11 +198,29 @@ def meta_from_headers(headers: Mapping[str, str]) -> Optional[Meta]:
 
 
 @dataclasses.dataclass(frozen=True)
-class MarkPoint:
-    """A latest mark: the point estimate and its 80% interval, in US dollars.
+class NextReported:
+    """The next-print forecast published beside a mark: the valuation at which the company is
+    likely to be next reported (its next round, tender, fund mark or outcome).
 
-    ``vs_last_event_pct`` is the mark against the company's last event's value, in percent
-    (``None`` when that value is 0, a bankruptcy written off).
+    It is not today's value estimate (the mark is): reported valuations are selected (companies
+    announce rises), so it runs above the value on the day. ``label`` says so in words.
+    """
+
+    value_usd: int
+    label: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class MarkPoint:
+    """A latest mark: today's value estimate and its 80% interval, in US dollars.
+
+    ``confidence`` is a published track record, not a probability for this company: the share
+    of past month-end marks whose next reported valuation came within +/-20%, the same for
+    every company marked on the same day. ``next_reported`` is the next-print forecast beside
+    the mark (``None`` once the company's private period ended: listed, sold, bankrupt, wound
+    down). ``vs_last_event_pct`` is the mark against the company's last event's value, in
+    percent (``None`` when that value is 0).
     """
 
     as_of_date: date
@@ -206,6 +230,7 @@ class MarkPoint:
     confidence: float
     coverage: Optional[int]
     vs_last_event_pct: Optional[float]
+    next_reported: Optional[NextReported] = None
     raw: JSON = _raw()
 
 
@@ -218,7 +243,8 @@ class Band95:
 
 @dataclasses.dataclass(frozen=True)
 class ExportMarkPoint:
-    """A latest mark as the export carries it: with the 95% band of the same day."""
+    """A latest mark as the export carries it: with the 95% band of the same day (the other
+    fields as ``MarkPoint``'s)."""
 
     as_of_date: date
     value_usd: float
@@ -228,6 +254,7 @@ class ExportMarkPoint:
     coverage: Optional[int]
     band_95: Band95
     vs_last_event_pct: Optional[float]
+    next_reported: Optional[NextReported] = None
     raw: JSON = _raw()
 
 
@@ -261,25 +288,49 @@ class Band:
 
 @dataclasses.dataclass(frozen=True)
 class LastEvent:
-    """A company's most recent reported event: what its latest mark moves from (no source or note)."""
+    """A company's last observation of value on or before the as-of, in its effective view
+    (corrections read, withdrawn records left out): for a company still private, what its
+    latest mark starts from. No source or note; ``source_grade`` is the grade of its source
+    (``"A"`` a primary document, ``"B"`` a major news organisation, ``"C"`` another outlet,
+    ``"D"`` a blog or a copy; ``None`` for a record not yet graded)."""
 
     event_id: str
     occurred_on: date
     event_type: str
     valuation_usd: float
+    source_grade: Optional[str] = None
     raw: JSON = _raw()
+
+
+#: The outcome kinds that end a company's private period (``sale_agreed`` does not).
+ENDED_KINDS = frozenset({"listed", "sold", "bankrupt", "wound_down"})
 
 
 @dataclasses.dataclass(frozen=True)
 class CompanyOutcome:
-    """What ended a company's private marks (``ipo``, ``direct_listing``, ``bankruptcy``) or fixed
-    them (``acquisition``: an agreed sale that is its last event)."""
+    """What ended a company's private period, or holds its mark, by ``kind``:
+
+    - ``listed`` (an ``ipo``, ``direct_listing`` or ``spac_listing``), ``sold`` (an
+      ``acquisition_closed``), ``bankrupt`` (a ``bankruptcy``), ``wound_down`` (a ``wind_down``):
+      the private period ended; the latest mark is the last private one (the day before) and
+      ``latest_mark.next_reported`` is ``None``;
+    - ``sale_agreed`` (an ``acquisition`` no later record closed or terminated): the mark holds
+      the agreed price while the sale is pending.
+
+    ``valuation_usd`` is as reported: 0 for a write-off or a sale at an undisclosed price.
+    """
 
     event_id: str
     event_type: str
     occurred_on: date
     valuation_usd: float
+    kind: str = ""
     raw: JSON = _raw()
+
+    @property
+    def ended(self) -> bool:
+        """True when the outcome ended the private period (every kind but ``sale_agreed``)."""
+        return self.kind in ENDED_KINDS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,10 +340,12 @@ class CompanyListItem:
     ``aliases`` are the other names it is known by (former and brand names: ``("Cursor",)`` for
     anysphere), which ``companies(q=...)`` searches too; empty when it has none.
 
-    Its mark explained: ``last_event`` (the event it moves from), ``days_since_last_event`` (to
-    the dataset's as-of), ``latest_mark.vs_last_event_pct`` and ``outcome`` (``None`` while the
-    company is marked as private). ``delta_30d_pct`` is ``None`` for a series that ended before
-    the as-of (a listed or bankrupt company).
+    Its mark explained: ``last_event`` (the event it moves from, with its source grade),
+    ``days_since_last_event`` (to the dataset's as-of), ``latest_mark.vs_last_event_pct``,
+    ``latest_mark.next_reported`` (the next-print forecast beside the mark), ``latest_mark.confidence``
+    (a track record, the same for every company marked that day) and ``outcome`` with its ``kind``
+    (``None`` while the company is private with no sale agreed). ``delta_30d_pct`` is ``None`` for
+    a series that ended before the as-of (a company whose private period ended).
     """
 
     slug: str
@@ -365,8 +418,9 @@ class Sectors:
 
 @dataclasses.dataclass(frozen=True)
 class ObservationEvent:
-    """The event a latest mark starts from (``part == "event"``): all of the mark moves with its
-    value (``weight`` 1). After a bankruptcy, the value reported is the mark."""
+    """The event a latest mark starts from (``part == "event"``): the last observation of value
+    on or before the mark's day, with its source grade. All of the mark moves with its value
+    (``weight`` 1)."""
 
     part: Literal["event"]
     event_id: str
@@ -375,13 +429,15 @@ class ObservationEvent:
     valuation_usd: float
     weight: float
     explanation: str
+    source_grade: Optional[str] = None
     raw: JSON = _raw()
 
 
 @dataclasses.dataclass(frozen=True)
 class ObservationDrift:
-    """What the method adds to that event's value for the days since (``part == "drift"``), in
-    percent; learnt from how valuations moved after similar gaps. None after a bankruptcy."""
+    """What today's value estimate adds to that event's value for the days since (``part ==
+    "drift"``), in percent: learnt from how values moved between prints of companies quiet as
+    long; 0 while an agreed sale is pending (the agreed price holds)."""
 
     part: Literal["drift"]
     days: int
@@ -390,8 +446,24 @@ class ObservationDrift:
     raw: JSON = _raw()
 
 
+@dataclasses.dataclass(frozen=True)
+class ObservationOutcome:
+    """What ended the company's private period (``part == "outcome"``): its ``kind`` (``listed``,
+    ``sold``, ``bankrupt``, ``wound_down``) and record. The latest mark is the last private one,
+    of the day before, not a value today."""
+
+    part: Literal["outcome"]
+    kind: str
+    event_id: str
+    occurred_on: date
+    event_type: str
+    valuation_usd: float
+    explanation: str
+    raw: JSON = _raw()
+
+
 #: One part of what a latest mark rests on, told apart by ``part`` (or ``isinstance``).
-Observation = Union[ObservationEvent, ObservationDrift]
+Observation = Union[ObservationEvent, ObservationDrift, ObservationOutcome]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -399,11 +471,12 @@ class Company:
     """A company profile: latest mark and what it rests on.
 
     ``observations`` are the parts of the latest mark: the event it starts from
-    (``ObservationEvent``), then what the method adds for the days since (``ObservationDrift``,
-    absent after a bankruptcy). Values only, without sources or notes: ``events()`` has the
-    whole history (pro and above). ``last_event``, ``days_since_last_event``, ``outcome`` and
-    ``latest_mark.vs_last_event_pct`` as on every company item, and ``aliases`` (former and brand
-    names); ``backtest()`` says how the method did on the company.
+    (``ObservationEvent``), what the method adds for the days since (``ObservationDrift``), and
+    for a company whose private period ended, what ended it (``ObservationOutcome``). Values and
+    grades only, without sources or notes: ``events()`` has the whole history (pro and above).
+    ``last_event``, ``days_since_last_event``, ``outcome`` and the latest mark's fields as on
+    every company item, and ``aliases`` (former and brand names); ``backtest()`` says how the
+    method did on the company.
     """
 
     meta: Meta
@@ -427,8 +500,13 @@ class Company:
 
     @property
     def drift(self) -> Optional[ObservationDrift]:
-        """What the method adds for the days since that event; None after a bankruptcy."""
+        """What the method adds for the days since that event."""
         return next((o for o in self.observations if isinstance(o, ObservationDrift)), None)
+
+    @property
+    def ending(self) -> Optional[ObservationOutcome]:
+        """What ended the company's private period; None while it is private."""
+        return next((o for o in self.observations if isinstance(o, ObservationOutcome)), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -463,7 +541,18 @@ class Series:
 
 @dataclasses.dataclass(frozen=True)
 class MarkEvent:
-    """A publicly reported valuation event."""
+    """One record of a company's append-only history of publicly reported valuation events.
+
+    ``reported_as`` says how firm the figure was (``closed``, ``announced``, ``in_talks``,
+    ``estimate``) and ``source_grade`` the grade of ``source_url`` (``A`` a primary document,
+    ``B`` a major news organisation, ``C`` another outlet, ``D`` a blog or a copy); both ``None``
+    in records published before those columns and not yet filled in.
+
+    A published record is never changed or removed: a correction is a later record whose
+    ``supersedes`` names the one it corrects (whose ``superseded_by`` names it back), a
+    withdrawal a later ``retraction`` record (``retracted_by``). ``effective`` says whether the
+    marks read this record.
+    """
 
     event_id: str
     occurred_on: date
@@ -471,12 +560,24 @@ class MarkEvent:
     valuation_usd: float
     source_url: str
     note: str
+    reported_as: Optional[str] = None
+    source_grade: Optional[str] = None
+    supersedes: Optional[str] = None
+    superseded_by: Optional[str] = None
+    retracted_by: Optional[str] = None
     raw: JSON = _raw()
+
+    @property
+    def effective(self) -> bool:
+        """Part of the effective view the marks, lists and pages read: neither corrected nor
+        withdrawn by a later record, and not itself a retraction."""
+        return self.superseded_by is None and self.retracted_by is None and self.event_type != "retraction"
 
 
 @dataclasses.dataclass(frozen=True)
 class Events:
-    """A company's append-only event history, oldest first."""
+    """A company's append-only event history: every record, oldest first (corrected and
+    withdrawn ones included; ``effective`` has the records the marks read)."""
 
     meta: Meta
     slug: str
@@ -489,6 +590,19 @@ class Events:
     def __len__(self) -> int:
         return len(self.events)
 
+    def __getitem__(self, event_id: str) -> MarkEvent:
+        """The record with this id."""
+        found = next((event for event in self.events if event.event_id == event_id), None)
+        if found is None:
+            raise KeyError(event_id)
+        return found
+
+    @property
+    def effective(self) -> tuple[MarkEvent, ...]:
+        """The effective view, oldest first: the newest record of each chain of corrections,
+        withdrawn records and retractions left out."""
+        return tuple(event for event in self.events if event.effective)
+
     def to_pandas(self) -> pd.DataFrame:
         """A DataFrame of the events, one row each, indexed by ``occurred_on``."""
         return events_frame(self.raw.get("events", ()), self.meta.to_dict(), slug=self.slug)
@@ -496,7 +610,8 @@ class Events:
 
 @dataclasses.dataclass(frozen=True)
 class BacktestSummary:
-    """A company's scored events (targets of kind ``event``) counted: inside each band, and hits."""
+    """A company's scored events (targets of kind ``event``) counted: inside each band, and hits
+    (within +/-20% of the mark)."""
 
     scored_events: int
     inside_80: int
@@ -507,14 +622,21 @@ class BacktestSummary:
 
 @dataclasses.dataclass(frozen=True)
 class BacktestTarget:
-    """A scored event (``kind == "event"``), or the listing or bankruptcy that ended the
-    company's private marks, against the method's mark made before it.
+    """A scored reported value against the numbers of the day before it.
 
-    ``above``, ``inside_80``, ``inside_95`` and ``hit`` say where the observed value fell in both
-    forms. In the research form an event's ``event_id``, ``observed_usd`` and ``error_pct`` are
-    ``None`` (an outcome's are given), and ``band_95`` always is; the full form has them all.
-    ``error_pct`` is (mark / observed - 1) in percent, ``None`` when the observed value is 0;
-    ``verdict`` is an outcome's (``hit``, ``covered_80``, ``covered_95`` or ``miss``).
+    ``kind`` is ``event`` (an observation of value after the company's first, forecast from the
+    data before its day) or the outcome that ended the private period, marked the day before:
+    ``listing``, ``failure`` (a bankruptcy or wind-down) or ``sale`` (a closed sale). The
+    numbers of ``marked_on``: the mark (``mark_usd``) and its bands, the ``confidence`` in force
+    (the track record), ``next_print_usd`` (the next-print forecast) and, in the full form,
+    ``last_print_usd`` (the last reported value).
+
+    ``above``, ``inside_80``, ``inside_95`` and ``hit`` (within +/-20%) say where the observed
+    value fell in both forms. In the research form an event's ``event_id``, ``observed_usd`` and
+    ``error_pct`` are ``None`` (an outcome's are given), and ``band_95`` and ``last_print_usd``
+    always are; the full form has them all. ``observed_usd`` is the value as scored (a
+    failure's is floored at 1% of the anchor); ``error_pct`` is (mark / observed - 1) in
+    percent.
     """
 
     kind: str
@@ -533,26 +655,28 @@ class BacktestTarget:
     inside_80: bool
     inside_95: bool
     hit: bool
-    verdict: Optional[str]
+    next_print_usd: int = 0
+    last_print_usd: Optional[int] = None
     raw: JSON = _raw()
 
 
 @dataclasses.dataclass(frozen=True)
 class Backtest:
-    """How the method did on one company: every scored event with the mark, bands and
-    confidence published before it, then its listing or bankruptcy, in date order.
+    """How the method did on one company: every scored reported value with the numbers of the
+    day before it, then its outcome (listing, failure or sale), in date order.
 
     ``disclosure`` is ``"research"`` (a research key: where each event fell, not its value) or
-    ``"full"`` (pro and above: every value, and the 95% band).
+    ``"full"`` (pro and above: every value, the 95% band and the last print). ``hit`` is about
+    landing within ``tolerance_pct`` (20) percent of the mark.
     """
 
     meta: Meta
     slug: str
     methodology_version: str
-    forecaster: str
     disclosure: str
     summary: BacktestSummary
     targets: tuple[BacktestTarget, ...]
+    tolerance_pct: Optional[float] = None
     raw: JSON = _raw()
 
     def __iter__(self) -> Iterator[BacktestTarget]:
@@ -563,18 +687,19 @@ class Backtest:
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per target, in date order: kind, event_type, occurred_on, marked_on, gap_years,
-        mark_usd, band_80_lower/upper, band_95_lower/upper, confidence, event_id, observed_usd,
-        error_pct, above, inside_80, inside_95, hit, verdict.
+        mark_usd, band_80_lower/upper, band_95_lower/upper, confidence, next_print_usd,
+        last_print_usd, event_id, observed_usd, error_pct, above, inside_80, inside_95, hit.
 
-        In the research form the columns of what it leaves out are empty for events (band_95_*
-        everywhere). ``.attrs`` carries ``meta``, ``slug``, ``forecaster`` and ``disclosure``.
+        In the research form the columns of what it leaves out are empty (band_95_* and
+        last_print_usd everywhere; an event's event_id, observed_usd and error_pct). ``.attrs``
+        carries ``meta``, ``slug``, ``disclosure`` and ``tolerance_pct``.
         """
         return backtest_frame(
             self.raw.get("targets", ()),
             self.meta.to_dict(),
             slug=self.slug,
-            forecaster=self.forecaster,
             disclosure=self.disclosure,
+            tolerance_pct=self.tolerance_pct,
         )
 
 
@@ -624,7 +749,13 @@ class SigningKeys:
 
 @dataclasses.dataclass(frozen=True)
 class Resolution:
-    """A signed resolution record: the mark of record at the dataset's ``as_of``."""
+    """A signed resolution record: the mark of record at the dataset's ``as_of``.
+
+    ``basis`` is ``"mark"`` for a company still private (an agreed sale pending included), else
+    what ended its private period: ``"listing"``, ``"sale"``, ``"bankruptcy"`` or
+    ``"wind_down"``, with ``value_usd`` the outcome's reported value (0 for a write-off or an
+    undisclosed price) on ``basis_date`` and the bands of its last private mark (``marked_on``).
+    """
 
     meta: Meta
     record_id: str
@@ -802,8 +933,16 @@ class ExportSeries:
 # Scorecard
 
 
+#: The three numbers the scorecard scores, in its order.
+NUMBERS = ("mark", "next_print", "last_print")
+
+
 @dataclasses.dataclass(frozen=True)
 class CoverageScore:
+    """How often the mark's band held the observed value: ``observed_pct`` of ``n`` against
+    ``nominal_pct``, with the range a band of exactly that coverage shows 90% of the time on
+    ``n`` targets (outside it, the band is miscalibrated; inside, ``n`` cannot tell)."""
+
     nominal_pct: int
     observed_pct: Optional[float]
     inside: int
@@ -814,30 +953,78 @@ class CoverageScore:
 
 
 @dataclasses.dataclass(frozen=True)
-class ReliabilityBin:
-    lower: float
-    upper: float
-    n: int
-    mean_stated: Optional[float]
-    observed: Optional[float]
+class ScoreErrors:
+    """One number's errors on one score, in logs (observed - number): median and mean of their
+    absolute values, and their mean (``bias``: above 0, the number ran below what was
+    observed)."""
+
+    median_abs_log_error: Optional[float]
+    mean_abs_log_error: Optional[float]
+    bias: Optional[float]
     raw: JSON = _raw()
 
 
 @dataclasses.dataclass(frozen=True)
-class ConfidenceScore:
-    tolerance_pct: float
-    n: int
-    hits: int
-    brier: Optional[float]
-    base_rate: Optional[float]
-    brier_base_rate: Optional[float]
-    brier_skill: Optional[float]
-    reliability: tuple[ReliabilityBin, ...]
+class ErrorsByNumber:
+    """The errors of each of the three numbers on the same targets."""
+
+    mark: ScoreErrors
+    next_print: ScoreErrors
+    last_print: ScoreErrors
     raw: JSON = _raw()
+
+    def get(self, number: str) -> ScoreErrors:
+        """The errors of one number, by name (``"mark"``, ``"next_print"``, ``"last_print"``)."""
+        if number not in NUMBERS:
+            raise KeyError(number)
+        found: ScoreErrors = getattr(self, number)
+        return found
+
+
+@dataclasses.dataclass(frozen=True)
+class EventDayScore:
+    """The event-day score of one kind of target: each reported value against the three numbers
+    of the day before it, the mark's band coverage, and the share within +/-20% of the mark."""
+
+    n: int
+    errors: ErrorsByNumber
+    coverage_80: CoverageScore
+    coverage_95: CoverageScore
+    within_tolerance_pct: Optional[float]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class EventDayScores:
+    """The event-day score by kind of target: ``event`` (an observation of value after a
+    company's first), ``listing``, ``failure`` and ``sale`` (outcomes, marked the day before);
+    ``None`` for a kind with no target."""
+
+    event: Optional[EventDayScore]
+    listing: Optional[EventDayScore]
+    failure: Optional[EventDayScore]
+    sale: Optional[EventDayScore]
+    raw: JSON = _raw()
+
+    def get(self, kind: str) -> Optional[EventDayScore]:
+        """The score of one kind of target, by name."""
+        if kind not in ("event", "listing", "failure", "sale"):
+            raise KeyError(kind)
+        found: Optional[EventDayScore] = getattr(self, kind)
+        return found
+
+    @property
+    def n(self) -> int:
+        """Targets of every kind."""
+        scores = (self.event, self.listing, self.failure, self.sale)
+        return sum(score.n for score in scores if score is not None)
 
 
 @dataclasses.dataclass(frozen=True)
 class GapCoverage:
+    """The mark's band coverage at month-ends of one silence bucket (``"under 6 months"``,
+    ``"6-12 months"``, ``"1-2 years"``, ``"over 2 years"``), against the next reported value."""
+
     bucket: str
     n: int
     coverage_80: CoverageScore
@@ -846,20 +1033,36 @@ class GapCoverage:
 
 
 @dataclasses.dataclass(frozen=True)
-class VerdictCounts:
-    hit: int
-    covered_80: int
-    covered_95: int
-    miss: int
+class ConfidenceScore:
+    """``confidence`` judged as a forecast of the next reported value landing within
+    ``tolerance_pct`` of the mark: the mean stated, the base rate, the Brier score and its skill
+    against stating the base rate every time (at or below 0: no skill, which is why confidence is
+    published as a track record)."""
+
+    tolerance_pct: float
+    n: int
+    mean_stated: Optional[float]
+    base_rate: Optional[float]
+    brier: Optional[float]
+    brier_skill: Optional[float]
     raw: JSON = _raw()
 
 
 @dataclasses.dataclass(frozen=True)
-class RelativeBand:
-    """A band as multiples of its mark: the dollar band is ``mark * lower`` to ``mark * upper``."""
+class MonthEndScore:
+    """Every calendar month-end mark scored: against the next reported value
+    (``next_reported``, S1) and against the value on the day bridged log-linearly between the
+    two reported values around it (``bridged``, S2, the score the mark is built for); the mark's
+    band coverage against the next reported value, overall and by silence; the confidence judged
+    as a forecast."""
 
-    lower: float
-    upper: float
+    n: int
+    next_reported: ErrorsByNumber
+    bridged: ErrorsByNumber
+    coverage_80: CoverageScore
+    coverage_95: CoverageScore
+    coverage_by_gap: tuple[GapCoverage, ...]
+    confidence: ConfidenceScore
     raw: JSON = _raw()
 
 
@@ -877,123 +1080,8 @@ class _Indexable:
 
 
 @dataclasses.dataclass(frozen=True)
-class MapeContributor:
-    """A scored event's share of MAPE; ``slug`` and ``event_id`` in the full form only."""
-
-    slug: Optional[str]
-    event_id: Optional[str]
-    event_type: str
-    occurred_on: date
-    abs_pct_error: float
-    share_of_mape_pct: float
-    raw: JSON = _raw()
-
-
-@dataclasses.dataclass(frozen=True)
-class ScorecardMiss(_Indexable):
-    """A scored event outside the forecaster's 95% band.
-
-    ``slug``, ``event_id``, ``valuation_usd``, ``predicted_usd`` and ``band_95`` (dollars) in
-    the full form only (pro and above); ``log_error`` and ``band_95_rel`` in both.
-    """
-
-    slug: Optional[str]
-    event_id: Optional[str]
-    event_type: str
-    occurred_on: date
-    valuation_usd: Optional[int]
-    predicted_usd: Optional[int]
-    band_95: Optional[Band]
-    log_error: float
-    band_95_rel: RelativeBand
-    raw: JSON = _raw()
-
-
-@dataclasses.dataclass(frozen=True)
-class OutcomeEstimate:
-    """One forecaster's mark the day before a listing or bankruptcy.
-
-    The full form has the mark and bands in dollars (``mark_usd``, ``band_80``, ``band_95``);
-    the public form the bands as multiples of the mark (``band_80_rel``, ``band_95_rel``).
-    """
-
-    forecaster: str
-    mark_usd: Optional[int]
-    error_pct: Optional[float]
-    band_80: Optional[Band]
-    band_95: Optional[Band]
-    band_80_rel: Optional[RelativeBand]
-    band_95_rel: Optional[RelativeBand]
-    inside_80: bool
-    inside_95: bool
-    verdict: str
-    raw: JSON = _raw()
-
-
-@dataclasses.dataclass(frozen=True)
-class ListingValidation(_Indexable):
-    """A listing against each forecaster's mark the day before.
-
-    Its day is ``listed_on`` in the full form and ``occurred_on`` in the public one;
-    ``event_id`` and ``listing_value_usd`` in the full form only.
-    """
-
-    slug: str
-    event_id: Optional[str]
-    event_type: str
-    listed_on: Optional[date]
-    occurred_on: Optional[date]
-    listing_value_usd: Optional[int]
-    marked_on: date
-    estimates: tuple[OutcomeEstimate, ...]
-    raw: JSON = _raw()
-
-
-@dataclasses.dataclass(frozen=True)
-class BankruptcyOutcome(_Indexable):
-    """A bankruptcy against each forecaster's mark the day before.
-
-    ``event_id`` and ``value_usd`` in the full form only, ``event_type`` in the public one.
-    """
-
-    slug: str
-    event_id: Optional[str]
-    event_type: Optional[str]
-    occurred_on: date
-    value_usd: Optional[int]
-    marked_on: date
-    estimates: tuple[OutcomeEstimate, ...]
-    raw: JSON = _raw()
-
-
-@dataclasses.dataclass(frozen=True)
-class ForecasterScore:
-    """One forecaster's walk-forward figures."""
-
-    name: str
-    methodology_version: Optional[str]
-    description: str
-    n: int
-    mape_pct: Optional[float]
-    median_abs_log_error: Optional[float]
-    mean_abs_log_error: Optional[float]
-    coverage_80: CoverageScore
-    coverage_95: CoverageScore
-    median_band_width_80_pct: Optional[float]
-    median_band_width_95_pct: Optional[float]
-    listings: Mapping[str, Any]
-    misses_total: int
-    misses: tuple[ScorecardMiss, ...]
-    mape_top_contributors: tuple[MapeContributor, ...]
-    confidence: ConfidenceScore
-    coverage_by_gap: tuple[GapCoverage, ...]
-    outcome_verdicts: VerdictCounts
-    raw: JSON = _raw()
-
-
-@dataclasses.dataclass(frozen=True)
 class ComparisonDifference(_Indexable):
-    """One figure of a comparison: forecaster a's, b's, a - b on the whole sample (negative: a's
+    """One figure of a comparison: number a's, b's, a - b on the whole sample (negative: a's
     error is smaller), the 95% bootstrap interval of a - b, and the verdict (``"a_better"``,
     ``"b_better"`` or ``"tie"``: whether the interval excludes 0, and on which side)."""
 
@@ -1008,9 +1096,10 @@ class ComparisonDifference(_Indexable):
 
 @dataclasses.dataclass(frozen=True)
 class Comparison(_Indexable):
-    """A company-clustered bootstrap of forecaster ``a`` minus forecaster ``b``: whole companies
-    resampled with replacement, each figure with a 95% interval. Reads like its JSON object too
-    (``comparison["differences"]``), as it was a plain mapping before it had a model."""
+    """Number ``a`` minus number ``b`` on one ``score`` (``"event_day"``,
+    ``"month_end_next_reported"`` or ``"month_end_bridged"``): a company-clustered bootstrap,
+    whole companies resampled with replacement, each figure with a 95% interval. Reads like its
+    JSON object too (``comparison["differences"]``)."""
 
     a: str
     b: str
@@ -1019,6 +1108,7 @@ class Comparison(_Indexable):
     seed: int
     companies: int
     differences: tuple[ComparisonDifference, ...]
+    score: str = ""
     raw: JSON = _raw()
 
     def difference(self, figure: str) -> ComparisonDifference:
@@ -1030,112 +1120,232 @@ class Comparison(_Indexable):
 
 
 @dataclasses.dataclass(frozen=True)
-class BandsInForce:
-    """The method's bands in force after the as-of: the quantiles of |z| for the 80% and 95%
-    bands, and the 80% level adapted to its own misses (with what set it)."""
+class ScorecardNumber:
+    """One of the numbers the scorecard scores: ``mark`` (the published mark, today's value
+    estimate), ``next_print`` (the next-print forecast, ``latest_mark.next_reported``) or
+    ``last_print`` (the last reported value carried forward; no methodology)."""
 
-    q80: float
-    q95: float
-    residuals: int
-    conformal_era: int
-    misses: int
-    rank80: int
-    level80: float
+    name: str
+    methodology_version: Optional[str]
+    description: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class SilenceCell:
+    """Private companies whose latest mark is ``from_days`` to ``to_days`` (excluded; ``None``:
+    no end) after their last observation of value, and their median mark over it."""
+
+    label: str
+    from_days: int
+    to_days: Optional[int]
+    n: int
+    median_mark_over_last: Optional[float]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class LatestPrivateSummary:
+    """The latest marks of companies still private against their last reported values: the
+    median ratio, how many are below it and how many above 1.5 times it, by silence."""
+
+    n: int
+    median_mark_over_last: Optional[float]
+    below_last: int
+    share_below_last_pct: Optional[float]
+    above_one_and_a_half: int
+    share_above_one_and_a_half_pct: Optional[float]
+    by_silence: tuple[SilenceCell, ...]
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileKnot:
+    """A knot of a profile: the drift (in logs) after ``years`` of silence."""
+
+    years: float
+    drift: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class InForce:
+    """What holds the day after the as-of (``day``): the mark's profile by silence
+    (``fair_value_profile``), the next-print forecast's, the month-end residuals known, the band
+    offsets per silence bucket (in logs at .10, .90, .025, .975; ``None`` while the normal
+    fallback holds) and ``confidence_track_record``, the confidence every mark of that day
+    carries."""
+
+    day: date
+    fair_value_profile: tuple[ProfileKnot, ...]
+    next_print_profile: tuple[ProfileKnot, ...]
+    residuals_known: int
+    band_quantiles: Optional[tuple[tuple[float, ...], ...]]
+    confidence_track_record: Optional[float]
     raw: JSON = _raw()
 
 
 @dataclasses.dataclass(frozen=True)
 class Scorecard:
-    """The methodology's walk-forward backtest beside the previous methods and two baselines.
+    """The methodology's scorecard: three numbers on three scores, so that a reader sees which
+    number wins which score and why.
 
-    Without a key, or with a free or research key, the public form: every figure, but misses,
-    MAPE's contributors, listings and bankruptcies without event ids or dollars (their fields
-    for those are ``None``). A pro, business or enterprise key gets the full form;
-    ``disclosure`` says which (``"public"`` or ``"full"``). ``comparison`` is the bootstrap of
-    the method minus the last-event baseline, ``comparison_with_previous`` of the method minus
-    the previous methodology.
+    The numbers (``numbers``): the mark (today's value estimate), the next-print forecast
+    published beside it and the last print carried forward. The scores: the event day
+    (``event_day``, by kind of target), and every month-end against the next reported value and
+    against the value on the day (``month_end``). Beside them the bootstrap ``comparisons``, the
+    latest private marks against their last prints (``latest_private``), what is ``in_force``,
+    the ``findings`` in words and the constants (``params``).
+
+    The figures are aggregates, the same for every caller; ``disclosure`` names the form of
+    ``scorecard_targets()`` the caller gets (``"public"`` without a key or below pro, ``"full"``
+    for pro and above).
     """
 
     meta: Meta
     methodology_version: str
-    params: Mapping[str, Any]
-    quantiles_in_force: Optional[Mapping[str, Any]]
-    forecasters: tuple[ForecasterScore, ...]
-    listing_validations: tuple[ListingValidation, ...]
-    comparison_params: Optional[Mapping[str, Any]]
-    comparison: Optional[Comparison]
-    bankruptcy_outcomes: tuple[BankruptcyOutcome, ...]
     disclosure: Optional[str]
-    bands_in_force: Optional[BandsInForce]
-    comparison_with_previous: Optional[Comparison]
+    params: Mapping[str, Any]
+    numbers: tuple[ScorecardNumber, ...]
+    event_day: EventDayScores
+    month_end: Optional[MonthEndScore]
+    comparisons: tuple[Comparison, ...]
+    latest_private: Optional[LatestPrivateSummary]
+    in_force: Optional[InForce]
+    findings: tuple[str, ...]
     raw: JSON = _raw()
 
-    def forecaster(self, name: str) -> ForecasterScore:
-        """The scores of one forecaster, by name (e.g. ``"adaptive_gap_profile"``, the method)."""
-        for score in self.forecasters:
-            if score.name == name:
-                return score
+    def number(self, name: str) -> ScorecardNumber:
+        """One of the numbers, by name (``"mark"``, ``"next_print"``, ``"last_print"``)."""
+        for number in self.numbers:
+            if number.name == name:
+                return number
         raise KeyError(name)
+
+    def comparison(self, score: str, a: str, b: str) -> Comparison:
+        """The comparison of number ``a`` minus number ``b`` on ``score``."""
+        for comparison in self.comparisons:
+            if (comparison.score, comparison.a, comparison.b) == (score, a, b):
+                return comparison
+        raise KeyError((score, a, b))
 
 
 @dataclasses.dataclass(frozen=True)
-class TargetForecast:
-    """One forecaster's numbers at a target: the bands as multiples of the mark, the forecast's
-    ``scale`` and the quantiles ``q80`` and ``q95`` that set them in both forms, the mark and
-    bands in dollars (``mark_usd``, ``band_80``, ``band_95``) in the full form only."""
+class LogErrors:
+    """The log error (ln observed - ln number) of each of the three numbers on one row."""
 
-    forecaster: str
-    mark_usd: Optional[float]
-    band_80: Optional[Band]
-    band_95: Optional[Band]
-    band_80_rel: RelativeBand
-    band_95_rel: RelativeBand
-    confidence: float
-    log_error: Optional[float]
-    inside_80: bool
-    inside_95: bool
-    hit: bool
-    verdict: Optional[str]
-    scale: Optional[float]
-    q80: Optional[float]
-    q95: Optional[float]
+    mark: float
+    next_print: float
+    last_print: float
+    raw: JSON = _raw()
+
+    def get(self, number: str) -> float:
+        """The error of one number, by name."""
+        if number not in NUMBERS:
+            raise KeyError(number)
+        found: float = getattr(self, number)
+        return found
+
+
+@dataclasses.dataclass(frozen=True)
+class BandOffsets:
+    """The mark's bands as log offsets from it: the 80% band is mark x exp(``q10``) to
+    mark x exp(``q90``), the 95% band exp(``q025``) to exp(``q975``)."""
+
+    q10: float
+    q90: float
+    q025: float
+    q975: float
     raw: JSON = _raw()
 
 
 @dataclasses.dataclass(frozen=True)
 class ScorecardTarget:
-    """A scored target; ``slug``, ``event_id`` and ``observed_usd`` in the full form only."""
+    """An event-day target: a reported value against the three numbers of ``marked_on``.
 
-    slug: Optional[str]
-    event_id: Optional[str]
+    Both forms: ``kind`` (``event``, ``listing``, ``failure``, ``sale``), the event type, days,
+    silence, ``log_error`` of each number, the mark's ``band_offsets``, the ``confidence`` in
+    force, the flags and ``residuals_known``. The full form (pro and above) adds the company,
+    the event, the observed value as scored and each number in dollars and in unrounded logs;
+    they are ``None`` in the public form.
+    """
+
     kind: str
     event_type: str
     occurred_on: date
     marked_on: date
-    observed_usd: Optional[int]
     gap_years: float
-    gap_bucket: str
-    forecasts: tuple[TargetForecast, ...]
+    log_error: LogErrors
+    band_offsets: BandOffsets
+    confidence: float
+    inside_80: bool
+    inside_95: bool
+    hit: bool
+    residuals_known: int
+    slug: Optional[str] = None
+    event_id: Optional[str] = None
+    observed_usd: Optional[int] = None
+    observed_log: Optional[float] = None
+    mark_log: Optional[float] = None
+    next_print_log: Optional[float] = None
+    last_print_log: Optional[float] = None
+    mark_usd: Optional[int] = None
+    next_print_usd: Optional[int] = None
+    last_print_usd: Optional[int] = None
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class ScorecardMonthEnd:
+    """A scored month-end: the three numbers of ``day`` against the next reported value
+    (``next_reported_error``, S1; its kind and day) and against the value on the day
+    (``bridged_error``, S2), with the mark's bands and the confidence in force.
+
+    The full form (pro and above) adds the company, the anchor the mark starts from and the
+    unrounded logs; they are ``None`` in the public form.
+    """
+
+    day: date
+    gap_years: float
+    next_kind: str
+    next_on: date
+    next_reported_error: LogErrors
+    bridged_error: LogErrors
+    band_offsets: BandOffsets
+    confidence: float
+    inside_80: bool
+    inside_95: bool
+    hit: bool
+    residuals_known: int
+    slug: Optional[str] = None
+    anchor_event_id: Optional[str] = None
+    anchor_type: Optional[str] = None
+    mark_log: Optional[float] = None
+    next_print_log: Optional[float] = None
+    last_print_log: Optional[float] = None
+    next_log: Optional[float] = None
+    bridged_log: Optional[float] = None
     raw: JSON = _raw()
 
 
 @dataclasses.dataclass(frozen=True)
 class ScorecardTargets:
-    """Every target the scorecard scores, with each forecaster's numbers.
+    """Every row the scorecard scores, so that each of its figures can be recomputed: the
+    event-day ``targets`` and the ``month_ends``.
 
     Without a key, or with a free or research key, the public form: relative quantities only
-    (log error, bands as multiples of the mark, confidence, flags, verdict, gap, event type and
-    dates), ordered by date, with ``slug``, ``event_id``, ``observed_usd``, ``mark_usd``,
-    ``band_80`` and ``band_95`` ``None``. A pro, business or enterprise key gets every field.
-    ``disclosure`` says which form it is (``"public"`` or ``"full"``).
+    (log errors, band offsets, confidence, flags, silence, kind, event type and dates), ordered
+    by date, with the company, the event and the dollars ``None``. A pro, business or enterprise
+    key gets every field. ``disclosure`` says which form it is (``"public"`` or ``"full"``).
     """
 
     meta: Meta
     methodology_version: str
     tolerance_pct: float
-    forecasters: tuple[str, ...]
+    numbers: tuple[str, ...]
     targets: tuple[ScorecardTarget, ...]
     disclosure: Optional[str]
+    month_ends: tuple[ScorecardMonthEnd, ...] = ()
     raw: JSON = _raw()
 
     def __iter__(self) -> Iterator[ScorecardTarget]:
@@ -1145,13 +1355,19 @@ class ScorecardTargets:
         return len(self.targets)
 
     def to_pandas(self) -> pd.DataFrame:
-        """One row per (target, forecaster), the target's fields beside the forecast's.
-
-        In the public form the columns of what it leaves out (slug, event_id, observed_usd,
-        mark_usd, band_80_*, band_95_*) are empty; band_80_rel_* and band_95_rel_* are filled in
-        both.
+        """One row per event-day target (``TARGET_COLUMNS`` of the frames module): the log error
+        of each number (``log_error_mark`` ...), the band offsets (``band_q10`` ...), the flags,
+        and in the full form the company, event and dollars (empty columns in the public form).
         """
-        return targets_frame(self.raw.get("targets", ()), self.meta.to_dict())
+        return targets_frame(self.raw.get("targets", ()), self.meta.to_dict(), disclosure=self.disclosure)
+
+    def month_ends_to_pandas(self) -> pd.DataFrame:
+        """One row per scored month-end: day, silence, the next reported value's kind and day,
+        each number's error against it (``next_reported_error_mark`` ...) and against the bridged
+        value (``bridged_error_mark`` ...), the band offsets, the flags, and in the full form the
+        company, the anchor and the logs (empty columns in the public form)."""
+        rows = self.raw.get("month_ends", ())
+        return month_ends_frame(rows, self.meta.to_dict(), disclosure=self.disclosure)
 
 
 # --------------------------------------------------------------------------------------------
