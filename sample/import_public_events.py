@@ -29,7 +29,10 @@ the effective view (records that a later record supersedes or a retraction withd
 else `private`. Its aliases, the names search also finds it by, are the part of its name in
 brackets ("Anysphere (Cursor)" is also Cursor; a `;` there separates two names) and any name a
 note says it then had ("company then named Codeium"), in the order first seen, joined by `;`;
-a known alias is never dropped, and a bracketed place ("Bolt (Estonia)") is no alias.
+a known alias is never dropped, and a bracketed place ("Bolt (Estonia)") is no alias. A brand
+a company is known by that its name does not carry (TikTok for ByteDance) comes from
+`aliases.csv` beside companies.csv (`slug,alias,evidence`): the alias must appear in the note or
+the source address of the evidence record, one of that company's events, or it is refused.
 
 --dataset-version and --as-of rewrite just those lines of dataset.toml. Bad input is refused
 with `file:line: what is wrong` and exit status 1, before any file is written.
@@ -192,6 +195,25 @@ def update_companies(companies, events, table, table_path):
     return new
 
 
+def add_evidenced_aliases(companies, events, path):
+    """The brands of aliases.csv, each checked against the record it names as evidence."""
+    if not os.path.exists(path):
+        return
+    by_id = {r["event_id"]: r for r in events}
+    squeeze = lambda text: re.sub(r"[^a-z0-9]", "", text.lower())  # noqa: E731
+    for line, row in read_csv(path, ["slug", "alias", "evidence"]):
+        slug, alias, evidence = row["slug"], row["alias"].strip(), by_id.get(row["evidence"])
+        if slug not in companies:
+            raise Refusal(f"{path}:{line}: unknown slug {slug}")
+        if evidence is None or evidence["slug"] != slug:
+            raise Refusal(f"{path}:{line}: evidence {row['evidence']} is not an event of {slug}")
+        if not alias or squeeze(alias) not in squeeze(evidence["note"] + " " + evidence["source_url"]):
+            raise Refusal(f"{path}:{line}: {alias!r} is not in the note or source of {row['evidence']}")
+        known = [a for a in companies[slug]["aliases"].split(";") if a]
+        if alias.lower() not in (a.lower() for a in known):
+            companies[slug]["aliases"] = ";".join([*known, alias])
+
+
 def write_csv(path, columns, rows):
     with open(f"{path}.tmp", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
@@ -236,6 +258,7 @@ def run(args):
     kept = len(events)
     done = import_events(events, table, table_path, retractions, retractions_path, values["as_of"])
     new = update_companies(companies, events, table, table_path)
+    add_evidenced_aliases(companies, events, os.path.join(args.sample_dir, "aliases.csv"))
 
     write_csv(events_path, COLUMNS, events)
     write_csv(companies_path, COMPANY_COLUMNS, [companies[s] for s in sorted(companies)])

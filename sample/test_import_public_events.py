@@ -154,6 +154,16 @@ class ImportTest(unittest.TestCase):
         self.write("sample/events.csv", OLD_EVENTS.replace("e0003,", "e0005,"))
         self.assert_refused("data/public_events.csv", 3, "new id e0005 is already taken")
 
+    def test_a_brand_alias_needs_its_evidence(self):
+        self.write("sample/aliases.csv", "slug,alias,evidence\ngamma,G.Example,e0007\n")
+        self.import_ok()
+        companies = self.read("sample/companies.csv")
+        self.assertIn("gamma,Gamma (Gamma Corp),space,private,Gamma Corp;G.Example\n", companies)
+        self.write("sample/aliases.csv", "slug,alias,evidence\ngamma,Rocketco,e0007\n")
+        self.assert_refused("sample/aliases.csv", 2, "'Rocketco' is not in the note or source of e0007")
+        self.write("sample/aliases.csv", "slug,alias,evidence\ngamma,Seed,e0001\n")
+        self.assert_refused("sample/aliases.csv", 2, "evidence e0001 is not an event of gamma")
+
 
 if __name__ == "__main__":
     unittest.main()

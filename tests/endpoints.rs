@@ -950,3 +950,79 @@ async fn a_company_backtest_is_its_scorecard_targets() {
         .await
         .assert_problem(403, "tier_forbidden");
 }
+
+/// Every page of a list query, in the largest pages there are.
+async fn every_page(server: &TestServer, query: &str, key: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let reply = server
+            .get(&format!("/v1/companies?limit=7&{query}{cursor}"), Some(key))
+            .await;
+        assert_eq!(reply.status, 200, "{query}: {}", String::from_utf8_lossy(&reply.body));
+        let body = reply.json();
+        items.extend(body["companies"].as_array().unwrap().iter().cloned());
+        match body["page"]["next_cursor"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => return items,
+        }
+    }
+}
+
+/// `outcome=` filters the list by what ended or fixed a company's marks, worked out here from
+/// the source CSV's effective history, alone or as a set, with a sort, a search and pages of 7;
+/// the free tier's ten are the highest current marks, and an unknown outcome is refused.
+#[tokio::test]
+async fn the_list_filters_on_a_companys_outcome() {
+    let server = TestServer::start_with(Options {
+        keys_toml: Some(demo_keys_with_rate(1_000_000)),
+        ..Options::default()
+    })
+    .await;
+    let histories = sample_histories();
+    let kind_of = |slug: &str| histories[slug].outcome.as_ref().map_or("none", |(kind, _)| *kind);
+    let slugs =
+        |items: &[Value]| -> Vec<String> { items.iter().map(|c| c["slug"].as_str().unwrap().to_string()).collect() };
+    for outcome in ["none", "listed", "sold", "sale_agreed", "bankrupt", "wound_down"] {
+        let items = every_page(&server, &format!("outcome={outcome}"), ENTERPRISE).await;
+        let expected: Vec<String> = histories.keys().filter(|s| kind_of(s) == outcome).cloned().collect();
+        assert!(!expected.is_empty(), "{outcome}");
+        assert_eq!(slugs(&items), expected, "{outcome}");
+        for item in &items {
+            let kind = item["outcome"]["kind"].as_str().unwrap_or("none");
+            assert_eq!(kind, outcome);
+        }
+    }
+    // Current marks, by value: the union, in the sort asked for.
+    let current = every_page(&server, "outcome=none,sale_agreed&sort=-value_usd", ENTERPRISE).await;
+    let expected = histories
+        .keys()
+        .filter(|s| matches!(kind_of(s), "none" | "sale_agreed"))
+        .count();
+    assert_eq!(current.len(), expected);
+    let values: Vec<u64> = current
+        .iter()
+        .map(|c| c["latest_mark"]["value_usd"].as_u64().unwrap())
+        .collect();
+    assert!(values.windows(2).all(|w| w[0] >= w[1]), "descending by value");
+    assert!(current.iter().all(|c| c["latest_mark"]["current"] == true));
+    // The free tier's ten are those ten, and say so.
+    let free = server.get("/v1/companies?limit=200", Some(FREE)).await.json();
+    let mut free_slugs = slugs(free["companies"].as_array().unwrap());
+    free_slugs.sort();
+    let mut top: Vec<String> = slugs(&current[..10]);
+    top.sort();
+    assert_eq!(free_slugs, top);
+    assert!(free["universe_note"].as_str().unwrap().contains("current"));
+    // With a search and a filter together.
+    let found = every_page(&server, "q=ai&outcome=listed", ENTERPRISE).await;
+    assert!(found.iter().all(|c| c["outcome"]["kind"] == "listed"));
+    // Refused with what is wrong.
+    for bad in ["public", "none,", "LISTED", ""] {
+        let reply = server
+            .get(&format!("/v1/companies?outcome={bad}"), Some(RESEARCH))
+            .await;
+        let problem = reply.assert_problem(422, "invalid_parameter");
+        assert!(problem["detail"].as_str().unwrap().contains("outcome"), "{bad}");
+    }
+}

@@ -140,6 +140,34 @@ async fn former_and_brand_names_find_their_company() {
     assert_eq!(slugs(accented["companies"].as_array().unwrap()), ["anysphere"]);
 }
 
+/// A query that matches nothing as typed is forgiven: as one word (`x.ai`), then one typo in
+/// each word of five letters or more; a brand the sample names (TikTok) finds its company.
+#[tokio::test]
+async fn a_typo_or_a_brand_still_finds_the_company() {
+    let server = TestServer::start().await;
+    for (query, slug) in [
+        ("klarma", "klarna"),
+        ("Kalrna", "klarna"),
+        ("databriks", "databricks"),
+        ("anthropik", "anthropic"),
+        ("x.ai", "xai"),
+        ("TikTok", "bytedance"),
+        ("tiktok", "bytedance"),
+    ] {
+        let found = walk(&server, &format!("q={query}"), 50, RESEARCH).await;
+        assert_eq!(
+            slugs(&found).first().map(String::as_str),
+            Some(slug),
+            "{query}: {:?}",
+            slugs(&found)
+        );
+    }
+    // Short words are matched only as typed: a typo in four letters is not guessed at.
+    assert!(walk(&server, "q=strp", 50, RESEARCH).await.is_empty());
+    // Two typos in one word are not one.
+    assert!(walk(&server, "q=kalrma", 50, RESEARCH).await.is_empty());
+}
+
 #[tokio::test]
 async fn prefix_matches_come_first_then_the_larger_marks() {
     let server = TestServer::start().await;

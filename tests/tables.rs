@@ -51,6 +51,7 @@ fn company_field<'v>(item: &'v Value, column: &str) -> &'v Value {
         "outcome_kind" => &item["outcome"]["kind"],
         "last_event_source_grade" => &item["last_event"]["source_grade"],
         "next_reported_usd" => &mark["next_reported"]["value_usd"],
+        "mark_is_current" => &mark["current"],
         other => &item[other],
     }
 }

@@ -12,6 +12,7 @@ mod cli;
 mod disclosure;
 mod documents;
 mod endpoints;
+mod explanations;
 mod indices;
 mod logs;
 mod operations;

@@ -26,8 +26,9 @@ use crate::render::signing::{self, KeyError};
 use crate::writer::{SnapshotWriter, WriteError};
 use marks_format::gzip::{self, Piece};
 use marks_format::layout::{
-    compare_rows, ArchivedIndex, CompanyEntry, EventFingerprint, Exports, Index, IndexEntry, LatestBands, ListEntry,
-    RowKey, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
+    compare_rows, mark_is_current, ArchivedIndex, CompanyEntry, EventFingerprint, Exports, Index, IndexEntry,
+    LatestBands, ListEntry, RowKey, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL,
+    UNIVERSE_FREE,
 };
 use marks_format::reader::{OpenOptions, Snapshot, SnapshotError};
 use marks_format::tiers::Tier;
@@ -589,9 +590,13 @@ pub fn sort_permutation(companies: &[CompanyEntry], sort: usize) -> Vec<u32> {
 
 /// Every (sort, universe, sector, status) list, as entries sorted for binary search.
 fn list_indexes(dataset: &Dataset, companies: &[CompanyEntry], sectors: &[&str]) -> (Vec<ListEntry>, Vec<u32>) {
+    // The free tier's ten: the highest latest values among the marks that are current (still
+    // private, or a sale agreed and pending), never a listed, sold or failed company's last
+    // private mark.
     let by_value = sort_permutation(companies, SORTS.iter().position(|s| *s == "-value_usd").unwrap_or(0));
     let mut in_free_universe = vec![false; companies.len()];
-    for &row in by_value.iter().take(FREE_UNIVERSE_SIZE) {
+    let current = |row: &&u32| mark_is_current(companies[**row as usize].outcome);
+    for &row in by_value.iter().filter(current).take(FREE_UNIVERSE_SIZE) {
         in_free_universe[row as usize] = true;
     }
     let codes: Vec<u16> = dataset.companies.iter().map(|c| sector_code(sectors, c)).collect();

@@ -364,7 +364,8 @@ impl CompanyEntry {
 
 /// Which companies a list may show.
 pub const UNIVERSE_ALL: u8 = 0;
-/// The free tier's universe: the top 10 by latest value.
+/// The free tier's universe: the top 10 by latest value among the marks that are current
+/// (no outcome, or a sale agreed and pending).
 pub const UNIVERSE_FREE: u8 = 1;
 pub const FREE_UNIVERSE_SIZE: usize = 10;
 
@@ -412,6 +413,12 @@ pub const OUTCOME_BANKRUPT: u8 = 4;
 pub const OUTCOME_WOUND_DOWN: u8 = 5;
 /// The names the API gives them, by value.
 pub const OUTCOME_NAMES: [&str; 6] = ["none", "listed", "sold", "sale_agreed", "bankrupt", "wound_down"];
+
+/// Whether a company's latest mark is a value today: no outcome, or a sale agreed and pending
+/// (a listed, sold or failed company's latest mark is its last private one).
+pub fn mark_is_current(outcome: u8) -> bool {
+    matches!(outcome, OUTCOME_NONE | OUTCOME_SALE_AGREED)
+}
 
 /// What the append-only check compares: a record's identity and its published facts, compactly.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]

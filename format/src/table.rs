@@ -41,6 +41,8 @@ pub const COMPANY_COLUMNS: &[&str] = &[
     "outcome_kind",
     "last_event_source_grade",
     "next_reported_usd",
+    "mark_is_current",
+    "delta_30d_basis",
 ];
 
 /// The companies export: a list row and the 95% band.
@@ -70,6 +72,8 @@ pub const EXPORT_COMPANY_COLUMNS: &[&str] = &[
     "outcome_kind",
     "last_event_source_grade",
     "next_reported_usd",
+    "mark_is_current",
+    "delta_30d_basis",
 ];
 
 /// getMarkSeries and the series export: one row per day; the band of the coverage asked for.

@@ -54,7 +54,7 @@ pub fn binding(query: &ListQuery<'_>, universe: u8) -> u64 {
         Order::Sort(sort) => sort as u8,
         Order::Relevance => u8::MAX,
     };
-    hasher.update(&[order, query.status, universe]);
+    hasher.update(&[order, query.status, universe, query.outcomes]);
     match query.sector {
         Some(sector) => {
             hasher.update(&[1]);
@@ -170,15 +170,30 @@ impl<'a> Page<'a> {
             }
         };
         let limit = query.limit as usize;
+        let outcome_asked =
+            |position: u32| query.outcomes == 0 || query.outcomes & (1 << companies[position as usize].outcome) != 0;
         let (rows, has_more) = match (sector, &query.search, order) {
             // An unknown sector matches nothing.
             (None, _, _) => (Vec::new(), false),
-            (Some(sector), None, Order::Sort(sort)) => {
+            (Some(sector), None, Order::Sort(sort)) if query.outcomes == 0 => {
                 let rows = index.list(sort as u8, universe, sector, query.status);
                 let start = rows.partition_point(|row| after_cursor(&(row.to_native(), 0)));
                 let end = (start + limit).min(rows.len());
                 let page = rows[start..end].iter().map(|row| (row.to_native(), 0)).collect();
                 (page, end < rows.len())
+            }
+            // An outcome filter walks the stored list (in its order already) and keeps what it
+            // asks for: one pass over at most every company.
+            (Some(sector), None, Order::Sort(sort)) => {
+                let rows = index.list(sort as u8, universe, sector, query.status);
+                let start = rows.partition_point(|row| after_cursor(&(row.to_native(), 0)));
+                let mut kept = rows[start..]
+                    .iter()
+                    .map(|row| row.to_native())
+                    .filter(|&position| outcome_asked(position));
+                let page: Vec<(u32, u8)> = kept.by_ref().take(limit).map(|position| (position, 0)).collect();
+                let has_more = kept.next().is_some();
+                (page, has_more)
             }
             (Some(sector), search, _) => {
                 let mut found = search::find(index, search.as_deref().unwrap_or(""));
@@ -186,6 +201,7 @@ impl<'a> Page<'a> {
                     let company = &companies[position as usize];
                     company.in_sector(sector)
                         && (query.status == 0 || company.status == query.status)
+                        && outcome_asked(position)
                         && (universe != UNIVERSE_FREE || in_free_universe(index, position))
                 });
                 // Only the page is ordered: the matches after the cursor, the first `limit` of

@@ -194,8 +194,9 @@ fn list_companies(call: &Call<'_>) -> Result<Representation, ApiError> {
     let index = call.loaded.snapshot.index();
     let (universe, note) = if call.caller.tier.limited_universe() {
         let note = format!(
-            "The free tier lists the 10 companies with the highest latest value_usd; \
-             Research and above list all {} companies.",
+            "The free tier lists the 10 companies with the highest latest value_usd among those whose marks are \
+             current (still private, or a sale agreed and pending; not a listed, sold or failed company's last \
+             private mark); Research and above list all {} companies.",
             index.companies.len()
         );
         (UNIVERSE_FREE, Some(note))
@@ -267,7 +268,7 @@ fn company<'s>(call: &Call<'s>) -> Result<&'s ArchivedCompanyEntry, ApiError> {
         let free = index.list(0, UNIVERSE_FREE, 0, 0);
         if !free.iter().any(|row| row.to_native() as usize == position) {
             return Err(ApiError::TierForbidden(format!(
-                "The free tier covers the 10 companies with the highest latest value; {:?} needs the {} tier or above.",
+                "The free tier covers the 10 companies with the highest current marks; {:?} needs the {} tier or above.",
                 shown(),
                 Tier::Research
             )));

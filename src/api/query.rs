@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use marks_format::layout::{SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE};
+use marks_format::layout::{OUTCOME_NAMES, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE};
 use marks_format::search::{search_form, MAX_QUERY_CHARS};
 use marks_format::tiers::{PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX};
 
@@ -82,9 +82,33 @@ pub struct ListQuery<'a> {
     pub sort: Option<u8>,
     /// The search, in `marks_format::search::search_form`: never empty when given.
     pub search: Option<String>,
+    /// The outcomes asked for, one bit per `OUTCOME_*` code; 0: any.
+    pub outcomes: u8,
 }
 
-pub const LIST_PARAMS: &[&str] = &["limit", "cursor", "sector", "status", "sort", "q"];
+pub const LIST_PARAMS: &[&str] = &["limit", "cursor", "sector", "status", "sort", "q", "outcome"];
+
+/// `outcome`: a comma-separated set of `none`, `listed`, `sold`, `sale_agreed`, `bankrupt`,
+/// `wound_down`, as a bit set over the outcome codes.
+fn outcomes(params: &Params<'_>) -> Result<u8, ApiError> {
+    let Some(text) = params.get("outcome") else {
+        return Ok(0);
+    };
+    let mut set = 0u8;
+    for name in text.split(',') {
+        let code = OUTCOME_NAMES.iter().position(|known| *known == name).ok_or_else(|| {
+            ApiError::invalid_parameter(
+                "outcome",
+                &format!(
+                    "must be one or more of {}, separated by commas",
+                    OUTCOME_NAMES.join(", ")
+                ),
+            )
+        })?;
+        set |= 1 << code;
+    }
+    Ok(set)
+}
 
 impl<'a> ListQuery<'a> {
     pub fn from_params(params: &'a Params<'a>) -> Result<ListQuery<'a>, ApiError> {
@@ -135,6 +159,7 @@ impl<'a> ListQuery<'a> {
             status,
             sort,
             search,
+            outcomes: outcomes(params)?,
         })
     }
 }

@@ -122,7 +122,8 @@ pub struct SampleHistory {
     /// Observations of value a mark may start from, in date order (file order within a day).
     pub anchors: Vec<Record>,
     /// What ended or fixed its private marks: `listed`, `sold`, `bankrupt`, `wound_down` (the
-    /// first outcome), or `sale_agreed` (an agreed sale no later record terminated).
+    /// first outcome), or `sale_agreed` (an agreed sale no later record terminated and no later
+    /// value followed).
     pub outcome: Option<(&'static str, Record)>,
 }
 
@@ -161,6 +162,7 @@ pub fn sample_histories() -> std::collections::BTreeMap<String, SampleHistory> {
                     pending = None;
                     break;
                 }
+                let valued = record["valuation_usd"] != "0" || (kind == "fund_mark" && !history.anchors.is_empty());
                 match kind {
                     "acquisition_terminated" => {
                         pending = None;
@@ -169,9 +171,10 @@ pub fn sample_histories() -> std::collections::BTreeMap<String, SampleHistory> {
                         }
                     }
                     "acquisition" => pending = Some(record.clone()),
+                    // A value reported after an agreement: the company is no longer waiting on it.
+                    _ if anchor_types.contains(&kind) && record["valuation_usd"] != "0" => pending = None,
                     _ => {}
                 }
-                let valued = record["valuation_usd"] != "0" || (kind == "fund_mark" && !history.anchors.is_empty());
                 if anchor_types.contains(&kind) && valued {
                     history.anchors.push(record);
                 }

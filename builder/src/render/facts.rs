@@ -135,7 +135,9 @@ impl<'a> EventFacts<'a> {
 }
 
 /// A company's outcome in its effective view: its listing, closed sale, bankruptcy or
-/// wind-down, or else an agreed sale that no later record terminated.
+/// wind-down, or else an agreed sale that is still pending: no later record terminated it and
+/// no later value was reported (a company that raised again after an agreement, as Flipkart
+/// after Walmart's, is no longer waiting on it).
 pub fn outcome_of(company: &Company) -> Option<(OutcomeKind, &Event)> {
     if let Some(end) = company.terminal() {
         let kind = match end.event_type {
@@ -148,7 +150,11 @@ pub fn outcome_of(company: &Company) -> Option<(OutcomeKind, &Event)> {
     }
     company
         .effective()
-        .rfind(|e| matches!(e.event_type, EventType::Acquisition | EventType::AcquisitionTerminated))
+        .rfind(|e| {
+            e.event_type == EventType::AcquisitionTerminated
+                || (e.event_type.is_anchor() && e.valuation_usd > 0)
+                || e.event_type == EventType::Acquisition
+        })
         .filter(|e| e.event_type == EventType::Acquisition)
         .map(|e| (OutcomeKind::SaleAgreed, e))
 }

@@ -10,6 +10,7 @@ pub mod facts;
 pub mod indices;
 pub mod signing;
 pub mod table;
+pub mod words;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -18,7 +19,7 @@ use serde_json::{json, Map, Value};
 use crate::dataset::{Company, Dataset, DatasetInfo, EventType, ReportedAs, Sector, SourceGrade, Status};
 use crate::methodology::scorecard::disclosure::{self, Disclosure};
 use crate::methodology::scorecard::{Number, Target, TargetKind};
-use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkBasis, MarkDay, METHODOLOGY_VERSION};
+use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkDay, METHODOLOGY_VERSION};
 use crate::render::facts::{EventFacts, OutcomeKind};
 use marks_format::day::{iso_date, Day};
 
@@ -73,6 +74,17 @@ struct MarkPoint {
     /// The forecast of the next reported valuation, beside the mark (docs/design.md section 3);
     /// null once the private period ended.
     next_reported: Option<NextReported>,
+    /// Whether the mark is a value today: false for a listed, sold or failed company, whose
+    /// latest mark is its last private one (of the day before its outcome).
+    current: bool,
+}
+
+/// What a 30-day change rests on: `events` when a value was reported within the 30 days,
+/// `profile` when the change is only the method's drift moving with the time since the last one.
+pub fn delta_30d_basis(marks: &CompanyMarks) -> Option<&'static str> {
+    marks
+        .delta_30d_pct
+        .map(|_| if marks.delta_30d_has_news { "events" } else { "profile" })
 }
 
 /// The next-print forecast, labelled as what it is.
@@ -103,6 +115,7 @@ impl MarkPoint {
                 value_usd: usd(value),
                 label: NEXT_REPORTED_LABEL,
             }),
+            current: facts.outcome_kind().is_none_or(|kind| !kind.ended()),
         })
     }
 }
@@ -124,6 +137,7 @@ pub fn list_item(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>
         status: Status,
         latest_mark: Option<MarkPoint>,
         delta_30d_pct: Option<f64>,
+        delta_30d_basis: Option<&'static str>,
         #[serde(flatten)]
         facts: &'a EventFacts<'a>,
     }
@@ -135,6 +149,7 @@ pub fn list_item(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>
         status: company.status,
         latest_mark: MarkPoint::latest(marks, facts),
         delta_30d_pct: marks.delta_30d_pct,
+        delta_30d_basis: delta_30d_basis(marks),
         facts,
     })
 }
@@ -153,9 +168,11 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks, facts: &Eve
         status: Status,
         latest_mark: Option<MarkPoint>,
         delta_30d_pct: Option<f64>,
+        delta_30d_basis: Option<&'static str>,
         #[serde(flatten)]
         facts: &'a EventFacts<'a>,
-        observations: Vec<Observation<'a>>,
+        explanation: Option<words::Explanation>,
+        observations: Vec<words::Observation<'a>>,
     }
     to_json(&Profile {
         meta: raw(meta),
@@ -166,152 +183,13 @@ pub fn profile(meta: &[u8], company: &Company, marks: &CompanyMarks, facts: &Eve
         status: company.status,
         latest_mark: MarkPoint::latest(marks, facts),
         delta_30d_pct: marks.delta_30d_pct,
+        delta_30d_basis: delta_30d_basis(marks),
         facts,
-        observations: marks
-            .basis
-            .map_or_else(Vec::new, |basis| observations(company, &basis, marks, facts, as_of)),
+        explanation: words::explanation(company, marks, facts),
+        observations: marks.basis.map_or_else(Vec::new, |basis| {
+            words::observations(company, &basis, marks, facts, as_of)
+        }),
     })
-}
-
-/// One part of what a latest mark rests on.
-#[derive(Serialize)]
-#[serde(tag = "part", rename_all = "snake_case")]
-enum Observation<'a> {
-    /// The event the mark starts from; all of the mark moves with its value.
-    Event {
-        event_id: &'a str,
-        occurred_on: Day,
-        event_type: EventType,
-        valuation_usd: u64,
-        source_grade: Option<SourceGrade>,
-        weight: f64,
-        explanation: String,
-    },
-    /// What the method adds for the days since that event.
-    Drift {
-        days: i32,
-        drift_pct: f64,
-        explanation: String,
-    },
-    /// What ended the private period, after the last private mark.
-    Outcome {
-        kind: OutcomeKind,
-        event_id: &'a str,
-        occurred_on: Day,
-        event_type: EventType,
-        valuation_usd: u64,
-        explanation: String,
-    },
-}
-
-/// A dollar amount in words, three significant figures: $286B, $1.14T, $812M.
-pub fn usd_words(value: u64) -> String {
-    let v = value as f64;
-    let (scaled, unit) = match v {
-        v if v >= 1e12 => (v / 1e12, "T"),
-        v if v >= 1e9 => (v / 1e9, "B"),
-        v if v >= 1e6 => (v / 1e6, "M"),
-        v if v >= 1e3 => (v / 1e3, "K"),
-        v => (v, ""),
-    };
-    let digits = if scaled >= 100.0 {
-        0
-    } else if scaled >= 10.0 {
-        1
-    } else {
-        2
-    };
-    let text = format!("{scaled:.digits$}");
-    let text = if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text
-    };
-    format!("${text}{unit}")
-}
-
-fn observations<'a>(
-    company: &'a Company,
-    basis: &MarkBasis,
-    marks: &CompanyMarks,
-    facts: &EventFacts<'a>,
-    as_of: Day,
-) -> Vec<Observation<'a>> {
-    let Some(event) = company.events.get(basis.event) else {
-        return Vec::new();
-    };
-    let kind = event.event_type.as_str().replace('_', " ");
-    let value = usd_words(event.valuation_usd);
-    let mut parts = vec![Observation::Event {
-        event_id: &event.event_id,
-        occurred_on: event.occurred_on,
-        event_type: event.event_type,
-        valuation_usd: event.valuation_usd,
-        source_grade: event.source_grade,
-        weight: 1.0,
-        explanation: format!(
-            "The mark starts from this {kind} at {value} on {}: the last value reported before the mark.",
-            event.occurred_on
-        ),
-    }];
-    let drift_pct = round_to((basis.drift_log.exp() - 1.0) * 100.0, 2);
-    let explanation = if basis.holds {
-        format!(
-            "The mark holds the agreed price, {} days on: nothing drifts while an agreed sale is pending. Its bands \
-             still widen with time, because agreed deals can fail.",
-            basis.days
-        )
-    } else {
-        let moved = if drift_pct >= 0.0 { "adds" } else { "moves" };
-        format!(
-            "Today's value estimate {moved} {drift_pct:+}% for {} days without a reported value, learnt from how values \
-             moved between prints of companies quiet as long.{}",
-            basis.days,
-            marks.next_reported.map_or(String::new(), |next| format!(
-                " The forecast of the next reported valuation, published beside it, is {}: reported rounds run above \
-                 the value on the day.",
-                usd_words(usd(next))
-            ))
-        )
-    };
-    parts.push(Observation::Drift {
-        days: basis.days,
-        drift_pct,
-        explanation,
-    });
-    if let Some(outcome) = facts.outcome.as_ref().filter(|o| o.kind.ended()) {
-        let last = marks.latest().map_or(as_of, |m| m.day);
-        let what = match outcome.kind {
-            OutcomeKind::Listed => format!(
-                "listed on {} at {}",
-                outcome.occurred_on,
-                usd_words(outcome.valuation_usd)
-            ),
-            OutcomeKind::Sold if outcome.valuation_usd > 0 => {
-                format!(
-                    "was sold on {} for {}",
-                    outcome.occurred_on,
-                    usd_words(outcome.valuation_usd)
-                )
-            }
-            OutcomeKind::Sold => format!("was sold on {} at an undisclosed price", outcome.occurred_on),
-            OutcomeKind::Bankrupt => format!("filed for bankruptcy on {}", outcome.occurred_on),
-            OutcomeKind::WoundDown => format!("was wound down on {}", outcome.occurred_on),
-            OutcomeKind::SaleAgreed => String::new(),
-        };
-        parts.push(Observation::Outcome {
-            kind: outcome.kind,
-            event_id: outcome.event_id,
-            occurred_on: outcome.occurred_on,
-            event_type: outcome.event_type,
-            valuation_usd: outcome.valuation_usd,
-            explanation: format!(
-                "The company {what}: its private period ended, and this is its last private mark, of {last}, not a \
-                 value today."
-            ),
-        });
-    }
-    parts
 }
 
 /// The `YYYY-MM-DD` of every day of a series, formatted once for both coverages. The days are
@@ -596,6 +474,7 @@ pub fn export_company(company: &Company, marks: &CompanyMarks, facts: &EventFact
         status: Status,
         latest_mark: Option<LatestMark>,
         delta_30d_pct: Option<f64>,
+        delta_30d_basis: Option<&'static str>,
         #[serde(flatten)]
         facts: &'a EventFacts<'a>,
         events: Vec<EventJson<'a>>,
@@ -619,6 +498,7 @@ pub fn export_company(company: &Company, marks: &CompanyMarks, facts: &EventFact
         status: company.status,
         latest_mark,
         delta_30d_pct: marks.delta_30d_pct,
+        delta_30d_basis: delta_30d_basis(marks),
         facts,
         events: event_history(company),
         resolution: raw(resolution),

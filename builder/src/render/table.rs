@@ -52,6 +52,14 @@ pub fn company_row(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'
         Cell::from(outcome.map(|o| o.kind.as_str())),
         Cell::from(last.and_then(|e| e.source_grade).map(|g| g.as_str())),
         whole(marks.next_reported.map(usd)),
+        Cell::from(latest.map(|_| {
+            if facts.outcome_kind().is_none_or(|kind| !kind.ended()) {
+                "true"
+            } else {
+                "false"
+            }
+        })),
+        Cell::from(crate::render::delta_30d_basis(marks)),
     ]);
     let mut row = Vec::with_capacity(256);
     put_row(&mut row, &cells);
