@@ -43,27 +43,16 @@ fn events() -> Vec<Event> {
 }
 
 /// The events a company's items may carry below Pro, from its effective history read as
-/// docs/design.md sections 2 and 4a say: its last anchor, the anchor that sets its last mark
-/// (for a company whose private period ended, the last one before the outcome's day), and its
-/// outcome (the listing, closed sale or failure that ended it, or a sale agreed and pending).
+/// docs/design.md sections 2 and 4a say: the anchor its last mark starts from (for a company
+/// whose private period ended, the last one before the outcome's day), and its outcome (the
+/// listing, closed sale or failure that ended it, or a sale agreed and pending).
 fn item_events() -> BTreeMap<String, BTreeSet<String>> {
     sample_histories()
         .into_iter()
         .map(|(slug, history)| {
-            let ended_on = history
-                .outcome
-                .as_ref()
-                .filter(|(kind, _)| *kind != "sale_agreed")
-                .map(|(_, record)| record["occurred_on"].clone());
-            let sets_the_mark = history
-                .anchors
-                .iter()
-                .rfind(|a| ended_on.as_ref().is_none_or(|end| a["occurred_on"] < *end));
             let ids = history
-                .anchors
-                .last()
+                .mark_anchor()
                 .into_iter()
-                .chain(sets_the_mark)
                 .chain(history.outcome.as_ref().map(|(_, record)| record))
                 .map(|record| record["event_id"].clone())
                 .collect();

@@ -767,7 +767,7 @@ async fn every_company_item_says_what_its_mark_rests_on() {
     for item in &items {
         let slug = item["slug"].as_str().unwrap();
         let history = &histories[slug];
-        let last = history.anchors.last().unwrap();
+        let last = history.mark_anchor().unwrap();
         let profile = server
             .get(&format!("/v1/companies/{slug}"), Some(RESEARCH))
             .await

@@ -70,12 +70,8 @@ async fn every_explanation_fits_its_own_facts() {
         let case = explanation["case"].as_str().unwrap();
         *cases.entry(case.to_string()).or_default() += 1;
         // The anchor the mark starts from: the last one before the outcome's day, or before as_of.
-        let ended = history.outcome.as_ref().filter(|(kind, _)| *kind != "sale_agreed");
-        let anchor = history
-            .anchors
-            .iter()
-            .rfind(|a| ended.is_none_or(|(_, o)| a["occurred_on"] < o["occurred_on"]))
-            .unwrap();
+        let ended = history.ended();
+        let anchor = history.mark_anchor().unwrap();
         let expected = match &history.outcome {
             Some((kind, _)) => kind.to_string(),
             None if days_between(&anchor["occurred_on"], &as_of) <= 90 => "recently_priced".into(),
@@ -90,7 +86,7 @@ async fn every_explanation_fits_its_own_facts() {
         );
         let current = ended.is_none();
         assert_eq!(mark["current"], current, "{slug}");
-        if let Some((_, outcome)) = ended {
+        if let Some(outcome) = ended {
             assert!(summary.contains(&outcome["occurred_on"]), "{slug}: {summary}");
             assert!(summary.contains("not a value today"), "{slug}: {summary}");
             for contradiction in [

@@ -69,12 +69,14 @@ COMPANY_FIELDS = {
     "outcome_kind": ("outcome", "kind"),
     "last_event_source_grade": ("last_event", "source_grade"),
     "next_reported_usd": ("latest_mark", "next_reported", "value_usd"),
+    "mark_is_current": ("latest_mark", "current"),
 }
 COMPANY_COLUMNS = [
     "slug", "name", "aliases", "sector", "status", "as_of_date", "value_usd", "lower_80_usd",
     "upper_80_usd", "confidence", "vs_last_event_pct", "delta_30d_pct", "last_event_id",
     "last_event_on", "last_event_type", "last_event_usd", "days_since_last_event", "outcome_type",
     "outcome_on", "outcome_usd", "outcome_kind", "last_event_source_grade", "next_reported_usd",
+    "mark_is_current", "delta_30d_basis",
 ]  # fmt: skip
 EXPORT_COLUMNS = [*COMPANY_COLUMNS[:9], "lower_95_usd", "upper_95_usd", *COMPANY_COLUMNS[9:]]
 SERIES_COLUMNS = ["slug", "date", "mark_usd", "lower_usd", "upper_usd"]
@@ -83,8 +85,18 @@ EVENT_COLUMNS = [
     "note", "supersedes", "superseded_by", "retracted_by",
 ]  # fmt: skip
 INDEX_COLUMNS = ["index", "date", "level", "lower", "upper", "constituents"]
-CONSTITUENT_COLUMNS = ["index", "date", "slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd"]
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+CONSTITUENT_COLUMNS = ["index", "date", "slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd", "value_weight"]
+TRIGGERS = ("=", "+", "-", "@")
+
+
+def runs_a_formula(text):
+    """OWASP's CSV-injection rule as docs/api.md words it: a cell that starts with a tab or a CR,
+    whose first character past blanks (spaces, tabs, CR, LF) is a trigger, or that holds a line
+    break with a trigger anywhere after it."""
+    if text.startswith(("\t", "\r")) or text.lstrip(" \t\r\n").startswith(TRIGGERS):
+        return True
+    breaks = [i for i, c in enumerate(text) if c in "\r\n"]
+    return bool(breaks) and any(c in TRIGGERS for c in text[breaks[0] :])
 
 
 class Number(str):
@@ -203,10 +215,12 @@ def expected_cell(value):
         return ("", False)
     if isinstance(value, Number):
         return (str(value), False)
+    if isinstance(value, bool):
+        return ("true" if value else "false", True)
     if isinstance(value, list):
         value = "; ".join(value)
     assert isinstance(value, str), value
-    return ("'" + value if value.startswith(FORMULA_STARTS) else value, True)
+    return ("'" + value if runs_a_formula(value) else value, True)
 
 
 def company_value(item, column):
@@ -316,12 +330,16 @@ def check_constituents(api, index, point, coverage):
     rows, quoting = table(csv_body, CONSTITUENT_COLUMNS)
     expected = [[index, day] + [m[column] for column in CONSTITUENT_COLUMNS[2:]] for m in members]
     compare(rows, quoting, expected, what)
-    # Largest mark first (ties by slug), weighted by the marks, each the company's own of the day.
+    # Largest mark first (ties by slug), weighted by the marks capped at 10% (1/n below ten
+    # constituents), each the company's own of the day.
     order = [(-int(m["mark_usd"]), m["slug"]) for m in members]
     assert order == sorted(order), f"{what}: not largest first"
     total = sum(int(m["mark_usd"]) for m in members)
+    cap = max(0.1, 1 / len(members))
+    assert abs(sum(float(m["weight"]) for m in members) - 1) <= 1e-5, what
     for m in members:
-        assert abs(float(m["weight"]) - int(m["mark_usd"]) / total) <= 5e-7, (what, m)
+        assert abs(float(m["value_weight"]) - int(m["mark_usd"]) / total) <= 5e-7, (what, m)
+        assert float(m["weight"]) <= cap + 1e-6, (what, m)
         own = api.json(f"/v1/companies/{m['slug']}/marks", {"coverage": coverage, "from": day, "to": day})
         assert len(own["series"]) == 1, (what, m["slug"])
         mark = own["series"][0]

@@ -127,6 +127,25 @@ pub struct SampleHistory {
     pub outcome: Option<(&'static str, Record)>,
 }
 
+impl SampleHistory {
+    /// The outcome that ended the private period, if any (a pending sale did not).
+    pub fn ended(&self) -> Option<&Record> {
+        self.outcome
+            .as_ref()
+            .filter(|(kind, _)| *kind != "sale_agreed")
+            .map(|(_, record)| record)
+    }
+
+    /// The anchor the last mark starts from: the last one, or for a company whose private
+    /// period ended the last one before the outcome's day.
+    pub fn mark_anchor(&self) -> Option<&Record> {
+        let ended_on = self.ended().map(|o| o["occurred_on"].as_str());
+        self.anchors
+            .iter()
+            .rfind(|a| ended_on.is_none_or(|end| a["occurred_on"].as_str() < end))
+    }
+}
+
 /// Every company's effective history, by slug.
 pub fn sample_histories() -> std::collections::BTreeMap<String, SampleHistory> {
     let mut by_company: std::collections::BTreeMap<String, Vec<Record>> = Default::default();

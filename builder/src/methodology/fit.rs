@@ -76,6 +76,8 @@ pub struct MarkBasis {
     pub drift_log: f64,
     /// Whether the anchor is an agreed sale, whose price holds.
     pub holds: bool,
+    /// The anchor's value as the method reads it (a fund's mark of 0 floored), in USD.
+    pub anchor_value: f64,
 }
 
 /// Everything published about one company's marks.
@@ -192,6 +194,7 @@ impl Fit {
             days: end.days_since(m.anchor.day),
             drift_log: m.drift,
             holds: m.anchor.holds(),
+            anchor_value: m.anchor.log_value.exp(),
         });
         // The points are consecutive days, so the one 30 days back is 30 positions back.
         let delta_30d_pct = (series.len() > 30 && end == self.as_of).then(|| {

@@ -1,5 +1,5 @@
-//! What every company item says of the events behind its mark (docs/design.md section 4a): its
-//! last effective anchor on or before `as_of` and how long ago, and its outcome: the record that
+//! What every company item says of the events behind its mark (docs/design.md section 4a): the
+//! effective anchor its last mark starts from and how long ago, and its outcome: the record that
 //! ended its private period (listed, sold, bankrupt, wound down) or a sale agreed and pending.
 //! Values, dates, types and grades only: a company's history with its sources and notes is
 //! getMarkEvents's (Pro).
@@ -89,10 +89,10 @@ pub struct Outcome<'a> {
 
 impl<'a> EventFacts<'a> {
     pub fn of(company: &'a Company, history: &History, as_of: Day) -> EventFacts<'a> {
+        // The anchor the last mark starts from: for a company whose private period ended, the
+        // last one before the outcome's day (a sale agreed on its closing day is no part of it).
         let last = history
-            .anchors
-            .iter()
-            .rfind(|a| a.day <= as_of)
+            .anchor_at(history.last_marked_day(as_of), true)
             .and_then(|a| company.events.get(a.event));
         let outcome = outcome_of(company).map(|(kind, e): (OutcomeKind, &'a Event)| Outcome {
             kind,

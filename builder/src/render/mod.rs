@@ -366,7 +366,7 @@ pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: 
                 next_print_usd: usd(t.next_print_log.exp()),
                 last_print_usd: full.then(|| usd(t.last_print_log.exp())),
                 event_id: told.then_some(t.event_id.as_str()),
-                observed_usd: told.then(|| usd(t.observed_log.exp())),
+                observed_usd: told.then_some(t.reported_usd),
                 error_pct: told.then(|| round_to(((-error).exp() - 1.0) * 100.0, 1)),
                 above: error > 0.0,
                 inside_80: t.inside_80(),

@@ -42,6 +42,15 @@ pub fn usd_words(value: u64) -> String {
     format!("${text}{unit}")
 }
 
+/// A count of days in words: "1 day", "30 days".
+fn days(n: i32) -> String {
+    if n == 1 {
+        "1 day".to_string()
+    } else {
+        format!("{n} days")
+    }
+}
+
 /// What kind of record an event is, in words.
 fn event_words(kind: EventType) -> &'static str {
     match kind {
@@ -110,13 +119,22 @@ pub fn explanation(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'
     let anchor = company.events.get(basis.event)?;
     let mark = usd_words(usd(latest.mark));
     let (low, high) = (usd_words(usd(latest.band80.0)), usd_words(usd(latest.band80.1)));
-    let last = format!(
-        "{} at {} on {}{}",
-        event_words(anchor.event_type),
-        usd_words(anchor.valuation_usd),
-        anchor.occurred_on,
-        firmness(anchor.reported_as)
-    );
+    let last = if anchor.valuation_usd == 0 {
+        format!(
+            "{} at $0 on {} (written off; taken as {}, 1% of the value before it)",
+            event_words(anchor.event_type),
+            anchor.occurred_on,
+            usd_words(usd(basis.anchor_value))
+        )
+    } else {
+        format!(
+            "{} at {} on {}{}",
+            event_words(anchor.event_type),
+            usd_words(anchor.valuation_usd),
+            anchor.occurred_on,
+            firmness(anchor.reported_as)
+        )
+    };
     let drift_pct = round_to((basis.drift_log.exp() - 1.0) * 100.0, 1);
     let track = |confidence: f64| {
         let one_in = (1.0 / confidence).round().max(1.0);
@@ -207,10 +225,10 @@ pub fn explanation(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'
             } else {
                 format!(
                     "A sale was agreed on {} at a price not disclosed and is pending; the mark runs from the last \
-                     reported value, a {last} ({} days ago): today's value estimate is {mark} ({drift_pct:+.1}%), with an \
+                     reported value, a {last} ({} ago): today's value estimate is {mark} ({drift_pct:+.1}%), with an \
                      80% band of {low} to {high}.{}{}",
                     o.occurred_on,
-                    basis.days,
+                    days(basis.days),
                     next_words(next.as_deref()),
                     track(marks.confidence)
                 )
@@ -226,17 +244,18 @@ pub fn explanation(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'
                 (
                     Case::RecentlyPriced,
                     format!(
-                        "Recently priced: a {last}, {} days ago. Today's value estimate is {mark} ({drift_pct:+.1}%).",
-                        basis.days
+                        "Recently priced: a {last}, {} ago. Today's value estimate is {mark} ({drift_pct:+.1}%).",
+                        days(basis.days)
                     ),
                 )
             } else {
                 (
                     Case::Quiet,
                     format!(
-                        "Last reported: a {last} ({} days ago). Today's value estimate is {mark}, {drift_pct:+.1}% for \
-                         {} days of silence, learnt from how values moved between prints of companies quiet as long.",
-                        basis.days, basis.days
+                        "Last reported: a {last} ({} ago). Today's value estimate is {mark}, {drift_pct:+.1}% for \
+                         {} of silence, learnt from how values moved between prints of companies quiet as long.",
+                        days(basis.days),
+                        days(basis.days)
                     ),
                 )
             };
@@ -300,27 +319,44 @@ pub fn observations<'a>(
         valuation_usd: event.valuation_usd,
         source_grade: event.source_grade,
         weight: 1.0,
-        explanation: format!(
-            "The mark starts from this {} at {} on {}: the last value reported before the mark.",
-            event_words(event.event_type),
-            usd_words(event.valuation_usd),
-            event.occurred_on
-        ),
+        explanation: if event.valuation_usd == 0 {
+            format!(
+                "The mark starts from this {} at $0 on {} (a stake written off), taken as {}: 1% of the value reported \
+                 before it, so that the mark stays a value.",
+                event_words(event.event_type),
+                event.occurred_on,
+                usd_words(usd(basis.anchor_value))
+            )
+        } else {
+            format!(
+                "The mark starts from this {} at {} on {}: the last value reported before the mark.",
+                event_words(event.event_type),
+                usd_words(event.valuation_usd),
+                event.occurred_on
+            )
+        },
     }];
     let drift_pct = round_to((basis.drift_log.exp() - 1.0) * 100.0, 2);
-    let explanation = if basis.holds {
-        format!(
-            "The mark holds the agreed price, {} days on: nothing drifts while an agreed sale is pending. Its bands \
-             still widen with time, because agreed deals can fail.",
-            basis.days
-        )
-    } else {
-        let moved = if drift_pct >= 0.0 { "adds" } else { "moves" };
-        format!(
-            "Today's value estimate {moved} {drift_pct:+}% for {} days without a reported value, learnt from how values \
-             moved between prints of companies quiet as long.",
-            basis.days
-        )
+    let ended = facts.outcome.as_ref().is_some_and(|o| o.kind.ended());
+    let explanation = match (basis.holds, ended) {
+        (true, true) => format!(
+            "The mark held the agreed price, {} after the agreement, until the private period ended: nothing drifts \
+             under an agreed sale.",
+            days(basis.days)
+        ),
+        (true, false) => format!(
+            "The mark holds the agreed price, {} on: nothing drifts while an agreed sale is pending. Its bands still \
+             widen with time, because agreed deals can fail.",
+            days(basis.days)
+        ),
+        (false, _) => {
+            let moved = if drift_pct >= 0.0 { "adds" } else { "moves" };
+            format!(
+                "The mark {moved} {drift_pct:+}% for {} without a reported value, learnt from how values moved between \
+                 prints of companies quiet as long.",
+                days(basis.days)
+            )
+        }
     };
     parts.push(Observation::Drift {
         days: basis.days,

@@ -96,7 +96,8 @@ pub struct FullTarget<'a> {
     pub event_id: &'a str,
     #[serde(flatten)]
     pub public: PublicTarget,
-    /// The reported value as scored (a failure floored at 1% of its anchor), in USD and in logs.
+    /// The value as reported (0 for a write-off), and in logs as scored (a failure floored at
+    /// 1% of its anchor).
     pub observed_usd: u64,
     pub observed_log: f64,
     pub mark_log: f64,
@@ -205,7 +206,7 @@ pub fn rows<'a>(
                     slug: &t.slug,
                     event_id: &t.event_id,
                     public: public_target(t),
-                    observed_usd: usd(t.observed_log.exp()),
+                    observed_usd: t.reported_usd,
                     observed_log: t.observed_log,
                     mark_log: t.mark_log,
                     next_print_log: t.next_print_log,

@@ -123,7 +123,9 @@ pub struct Target {
     pub occurred_on: Day,
     /// The day the numbers are for.
     pub marked_on: Day,
-    /// The reported value as the score reads it (a failure floored), in logs.
+    /// The value as reported (0 for a write-off).
+    pub reported_usd: u64,
+    /// The reported value as the score reads it (a failure floored at 1% of its anchor), in logs.
     pub observed_log: f64,
     /// Years from the anchor in force to `marked_on`.
     pub gap_years: f64,
@@ -565,6 +567,7 @@ fn event_day_targets(slug: &str, company: &crate::dataset::Company, history: &Hi
             event_type: record.event_type,
             occurred_on: record.occurred_on,
             marked_on: day,
+            reported_usd: record.valuation_usd,
             observed_log: observed(marked.anchor.log_value),
             gap_years: marked.gap_years,
             mark_log: marked.x,
