@@ -22,6 +22,7 @@ use crate::render::changes;
 use crate::render::export::{Spool, SpooledBody};
 use crate::render::facts::EventFacts;
 use crate::render::indices::{IndexInfo, IndexSummary};
+use crate::render::publication_log::{Band95, Entry, EntryOutcome, LogError, PublicationLog, Published};
 use crate::render::signing::{self, KeyError};
 use crate::writer::{SnapshotWriter, WriteError};
 use marks_format::gzip::{self, Piece};
@@ -68,6 +69,8 @@ pub enum BuildError {
     Key(#[from] KeyError),
     #[error("cannot compress: {0}")]
     Compress(#[from] std::io::Error),
+    #[error(transparent)]
+    Log(#[from] LogError),
 }
 
 /// What a build produced, for the command line and the benches.
@@ -83,6 +86,8 @@ pub struct BuildReport {
     pub fit_time: Duration,
     pub render_time: Duration,
     pub scorecard: String,
+    /// What the build did with the publication log, in a sentence.
+    pub log: String,
 }
 
 pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
@@ -104,6 +109,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
         let jwks = previous.body_slice(&index.signing_keys.identity);
         published_keys.extend(signing::parse_jwks(jwks).into_iter().map(|(_, key)| key));
     }
+    let (mut log, carried) = carried_log(&dataset, previous.as_ref(), options, &published_keys)?;
     let load_time = started.elapsed();
 
     let started = Instant::now();
@@ -111,15 +117,166 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
     let fit_time = started.elapsed();
 
     let started = Instant::now();
+    let version = dataset.info.dataset_version.to_string();
+    let log_words = match log.last_version() {
+        Some(last) if last == version => {
+            format!("{carried}; version {version} is already its last, so nothing was appended")
+        }
+        Some(last) if last > version.as_str() => {
+            return Err(BuildError::Log(LogError::Whole {
+                what: "the publication log".into(),
+                reason: format!("its last version is {last}, later than this dataset's {version}"),
+            }))
+        }
+        _ => {
+            let entries: Vec<(Entry, Band95)> = dataset
+                .companies
+                .par_iter()
+                .enumerate()
+                .filter_map(|(position, company)| log_entry(&dataset, &fit, position, company))
+                .collect();
+            log.append(&version, &entries, &options.signing_key);
+            format!(
+                "{carried}; {} marks of version {version} appended ({} entries, {} versions)",
+                entries.len(),
+                log.leaves.len(),
+                log.checkpoints.len()
+            )
+        }
+    };
     let previous = previous.as_ref().map(Snapshot::index);
-    let report = write_snapshot(&dataset, &fit, &published_keys, previous, options)?;
+    let report = write_snapshot(&dataset, &fit, &published_keys, previous, &log, options)?;
     Ok(BuildReport {
         load_time,
         fit_time,
         render_time: started.elapsed(),
         scorecard: crate::present::text::scorecard_text(&fit.scorecard),
+        log: log_words,
         ..report
     })
+}
+
+/// The publication log this build appends to, checked: the previous snapshot's, or the one the
+/// dataset carries, or a new one; and where it came from, in words. The two, when both exist,
+/// must agree where both have a checkpoint (neither forks from the other); the longer is taken.
+fn carried_log(
+    dataset: &Dataset,
+    previous: Option<&Snapshot>,
+    options: &BuildOptions,
+    keys: &[VerifyingKey],
+) -> Result<(PublicationLog, String), BuildError> {
+    let from_previous = match previous {
+        None => None,
+        Some(snapshot) => {
+            let file = &snapshot.index().log.file;
+            let text = gunzip(snapshot.body_slice(&file.gzip))?;
+            let what = format!(
+                "{} (its publication log)",
+                options.previous.as_deref().unwrap_or(Path::new("--previous")).display()
+            );
+            Some(PublicationLog::parse(&text, keys, &what)?)
+        }
+    };
+    let from_dataset = match &dataset.info.publication_log {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| LogError::Whole {
+                what: path.display().to_string(),
+                reason: format!("cannot read it: {e}"),
+            })?;
+            Some(PublicationLog::parse(&text, keys, &path.display().to_string())?)
+        }
+    };
+    let origin = &dataset.info.log_origin;
+    let log = match (from_previous, from_dataset) {
+        (None, None) => {
+            return Ok((
+                PublicationLog::new(origin),
+                format!("started a new publication log ({origin}): no --previous and no publication_log"),
+            ))
+        }
+        (Some(log), None) | (None, Some(log)) => log,
+        (Some(a), Some(b)) => {
+            if !a.agrees_with(&b) {
+                return Err(BuildError::Log(LogError::Whole {
+                    what: dataset
+                        .info
+                        .publication_log
+                        .as_deref()
+                        .unwrap_or(Path::new("publication_log"))
+                        .display()
+                        .to_string(),
+                    reason: "forks from the previous snapshot's publication log: a checkpoint both have differs".into(),
+                }));
+            }
+            if a.checkpoints.len() >= b.checkpoints.len() {
+                a
+            } else {
+                b
+            }
+        }
+    };
+    if &log.origin != origin {
+        return Err(BuildError::Log(LogError::Whole {
+            what: "the publication log".into(),
+            reason: format!(
+                "its origin is {:?}, not the dataset's log_origin {origin:?}",
+                log.origin
+            ),
+        }));
+    }
+    let words = format!(
+        "carried the publication log ({origin}: {} versions, {} entries, every checkpoint verified)",
+        log.checkpoints.len(),
+        log.leaves.len()
+    );
+    Ok((log, words))
+}
+
+fn gunzip(bytes: &[u8]) -> Result<String, BuildError> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(bytes), &mut text)?;
+    Ok(text)
+}
+
+/// The entry a company's latest mark makes in the publication log, with the 95% band it
+/// commits to: the numbers its items publish.
+fn log_entry(dataset: &Dataset, fit: &Fit, position: usize, company: &Company) -> Option<(Entry, Band95)> {
+    let history = &fit.histories[position];
+    let as_of = dataset.info.as_of;
+    let end = history.last_marked_day(as_of);
+    if history.anchors.first().is_none_or(|a| a.day > end) {
+        return None;
+    }
+    let marked = fit.marked(history, end, true)?;
+    let (band80, band95) = (
+        Band::of(marked.bands.band80(marked.x)),
+        Band::of(marked.bands.band95(marked.x)),
+    );
+    let band = Band95 {
+        lower_usd: band95.lower,
+        upper_usd: band95.upper,
+    };
+    let facts = EventFacts::of(company, history, as_of);
+    let entry = Entry {
+        slug: company.slug.clone(),
+        dataset_version: dataset.info.dataset_version.to_string(),
+        methodology_version: METHODOLOGY_VERSION.to_string(),
+        as_of: as_of.to_string(),
+        marked_on: end.to_string(),
+        value_usd: usd(marked.x.exp()),
+        lower_80_usd: band80.lower,
+        upper_80_usd: band80.upper,
+        band_95_digest: band.digest(),
+        confidence_bp: (crate::methodology::round_to(marked.bands.confidence, 4) * 10_000.0).round() as u64,
+        outcome: facts.outcome.as_ref().map(|o| EntryOutcome {
+            kind: o.kind.as_str().to_string(),
+            event_id: o.event_id.to_string(),
+            occurred_on: o.occurred_on.to_string(),
+            valuation_usd: o.valuation_usd,
+        }),
+    };
+    Some((entry, band))
 }
 
 /// A body and its gzip variant, if it has one.
@@ -131,9 +288,10 @@ struct Rendered {
     list_row_csv: Vec<u8>,
     /// The days of the last event and of the outcome, for their sorts.
     sort_days: (i32, Option<i32>),
-    /// profile, marks 80, marks 95, events, resolution, backtest, backtest in full, and the
-    /// CSV marks 80, marks 95 and events.
-    bodies: [WithGzip; 10],
+    /// profile, marks 80, marks 95, events, resolution, backtest, backtest in full, the CSV
+    /// marks 80, marks 95 and events, and the published entries (below Pro, in full, and both
+    /// as CSV).
+    bodies: [WithGzip; 14],
     value_usd: u64,
     latest_bands: LatestBands,
     latest_mark_hash: u64,
@@ -217,6 +375,7 @@ fn render_company(
     key: &SigningKey,
     kid: &str,
     deflating: &Deflating,
+    log: (&PublicationLog, &[Published]),
 ) -> Result<Rendered, BuildError> {
     let marks = fit.marks(position, company);
     let facts = EventFacts::of(company, &fit.histories[position], dataset.info.as_of);
@@ -267,6 +426,10 @@ fn render_company(
             marks_80_csv,
             marks_95_csv,
             with_gzip(render::table::events(company)),
+            with_gzip(log.0.published_json(meta, &company.slug, log.1, false)),
+            with_gzip(log.0.published_json(meta, &company.slug, log.1, true)),
+            with_gzip(log.0.published_csv(&company.slug, log.1, false)),
+            with_gzip(log.0.published_csv(&company.slug, log.1, true)),
         ],
         value_usd: latest.map_or(0, |m| usd(m.mark)),
         latest_bands: LatestBands {
@@ -367,9 +530,12 @@ fn write_snapshot(
     fit: &Fit,
     published_keys: &[VerifyingKey],
     previous: Option<&ArchivedIndex>,
+    log: &PublicationLog,
     options: &BuildOptions,
 ) -> Result<BuildReport, BuildError> {
     let meta = render::meta_json(&dataset.info);
+    let published = log.by_company();
+    let published = &published;
     let kid = signing::kid(&options.signing_key.verifying_key());
     let deflating = Deflating::new(&meta, options.gzip_level)?;
     let out_dir = options
@@ -416,7 +582,18 @@ fn write_snapshot(
                 .enumerate()
                 .map(|(i, c)| {
                     let position = number * CHUNK + i;
-                    render_company(c, position, dataset, fit, &meta, &options.signing_key, &kid, deflating)
+                    let entries = published.get(&c.slug).map_or(&[][..], Vec::as_slice);
+                    render_company(
+                        c,
+                        position,
+                        dataset,
+                        fit,
+                        &meta,
+                        &options.signing_key,
+                        &kid,
+                        deflating,
+                        (log, entries),
+                    )
                 })
                 .collect();
             let sent = match rendered {
@@ -474,6 +651,7 @@ fn write_snapshot(
     let scorecard_page = writer.append_body(&scorecard_html, gzip(&scorecard_html, options.gzip_level).as_deref())?;
     let exports = spools.finish(&mut writer, &options.out)?;
     let changes = changes::change_log(dataset, &companies, previous);
+    let log_index = write_log(&mut writer, &meta, log, out_dir, options)?;
     let dataset_version = dataset.info.dataset_version.to_string();
     let index = Index {
         dataset_version: dataset_version.clone(),
@@ -499,6 +677,7 @@ fn write_snapshot(
         events: fingerprints(dataset),
         exports,
         changes,
+        log: log_index,
     };
     let header = writer.finish(&index, options.publisher_key.as_ref())?;
     Ok(BuildReport {
@@ -512,6 +691,43 @@ fn write_snapshot(
         fit_time: Duration::ZERO,
         render_time: Duration::ZERO,
         scorecard: String::new(),
+        log: String::new(),
+    })
+}
+
+/// The publication log's bodies: the latest checkpoint, each earlier version's consistency
+/// proof to today's tree, and the whole log in its file form, stored like an export.
+fn write_log(
+    writer: &mut SnapshotWriter,
+    meta: &[u8],
+    log: &PublicationLog,
+    out_dir: &Path,
+    options: &BuildOptions,
+) -> Result<marks_format::layout::PublicationLog, BuildError> {
+    let note = log.checkpoints.last().map_or_else(String::new, |c| c.note.clone());
+    let checkpoint = writer.append_body(note.as_bytes(), None)?;
+    let mut versions = Vec::with_capacity(log.checkpoints.len());
+    for (i, version) in log.checkpoints.iter().enumerate() {
+        let last = i + 1 == log.checkpoints.len();
+        let consistency = if last {
+            None
+        } else {
+            let body = log.consistency_json(meta, version);
+            Some(writer.append_body(&body, gzip(&body, options.gzip_level).as_deref())?)
+        };
+        versions.push(marks_format::layout::LogVersion {
+            dataset_version: version.dataset_version.clone(),
+            tree_size: version.tree_size,
+            consistency,
+        });
+    }
+    let text = log.to_file();
+    let level = options.gzip_level.max(1);
+    let file = Spool::create(out_dir, &text, level)?.finish(writer, &options.out)?;
+    Ok(marks_format::layout::PublicationLog {
+        checkpoint,
+        versions,
+        file,
     })
 }
 
@@ -523,7 +739,7 @@ fn write_company(
     index_code: u16,
     rendered: Rendered,
 ) -> Result<CompanyEntry, WriteError> {
-    let [profile, marks_80, marks_95, events, resolution, backtest, backtest_full, marks_80_csv, marks_95_csv, events_csv] =
+    let [profile, marks_80, marks_95, events, resolution, backtest, backtest_full, marks_80_csv, marks_95_csv, events_csv, published, published_full, published_csv, published_full_csv] =
         rendered.bodies;
     let mut body = |(identity, gzip): WithGzip| writer.append_body(&identity, gzip.as_deref());
     Ok(CompanyEntry {
@@ -559,6 +775,10 @@ fn write_company(
         marks_80_csv: body(marks_80_csv)?,
         marks_95_csv: body(marks_95_csv)?,
         events_csv: body(events_csv)?,
+        published: body(published)?,
+        published_full: body(published_full)?,
+        published_csv: body(published_csv)?,
+        published_full_csv: body(published_full_csv)?,
         list_item: writer.append(&rendered.list_item)?,
         list_row_csv: writer.append(&rendered.list_row_csv)?,
     })

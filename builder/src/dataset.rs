@@ -197,7 +197,15 @@ pub struct DatasetInfo {
     pub disclaimer: String,
     /// A public demo key for the home page's quickstart (letters, digits and `_` only).
     pub quickstart_key: Option<String>,
+    /// The publication log's origin: its name in every checkpoint.
+    pub log_origin: String,
+    /// The publication log of the dataset's earlier versions, when it carries one (a file
+    /// beside dataset.toml): the bundled sample does, so that its first build shows a revision.
+    pub publication_log: Option<PathBuf>,
 }
+
+/// The publication log's origin when a dataset names none.
+pub const DEFAULT_LOG_ORIGIN: &str = "valuation-marks.example/publications";
 
 #[derive(Clone, Debug)]
 pub struct Event {
@@ -313,6 +321,12 @@ struct RawInfo {
     /// sample's demo key); absent for a real dataset.
     #[serde(default)]
     quickstart_key: Option<toml::Spanned<String>>,
+    /// The publication log's origin (C2SP: a schema-less URL naming the log).
+    #[serde(default)]
+    log_origin: Option<toml::Spanned<String>>,
+    /// A file beside dataset.toml holding the publication log of earlier versions.
+    #[serde(default)]
+    publication_log: Option<toml::Spanned<String>>,
 }
 
 fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
@@ -378,6 +392,36 @@ fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
             ));
         }
     }
+    let log_origin = match &raw.log_origin {
+        None => DEFAULT_LOG_ORIGIN.to_string(),
+        Some(origin) => {
+            let text = origin.get_ref();
+            let plain = |c: char| c.is_ascii_graphic() && c != '+';
+            if text.is_empty() || text.len() > 255 || !text.chars().all(plain) {
+                return Err(at(
+                    origin,
+                    format!(
+                        "log_origin {text:?} is not an origin: 1 to 255 visible ASCII characters, no spaces, no '+'"
+                    ),
+                ));
+            }
+            text.clone()
+        }
+    };
+    let publication_log = match &raw.publication_log {
+        None => None,
+        Some(name) => {
+            let text = name.get_ref();
+            let plain = !text.is_empty() && !text.contains('/') && !text.contains('\\') && text != "." && text != "..";
+            if !plain {
+                return Err(at(
+                    name,
+                    format!("publication_log {text:?} is not a file name beside dataset.toml"),
+                ));
+            }
+            Some(path.with_file_name(text))
+        }
+    };
     Ok(DatasetInfo {
         dataset_version,
         as_of,
@@ -385,6 +429,8 @@ fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
         provenance,
         disclaimer: raw.disclaimer.into_inner(),
         quickstart_key: raw.quickstart_key.map(toml::Spanned::into_inner),
+        log_origin,
+        publication_log,
     })
 }
 

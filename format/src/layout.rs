@@ -248,6 +248,13 @@ pub struct CompanyEntry {
     pub marks_80_csv: Body,
     pub marks_95_csv: Body,
     pub events_csv: Body,
+    /// The company's entries in the publication log with their inclusion proofs
+    /// (`GET /v1/companies/{slug}/published`): without the 95% bounds (a digest of them) below
+    /// Pro, with them for Pro and above; JSON and CSV.
+    pub published: Body,
+    pub published_full: Body,
+    pub published_csv: Body,
+    pub published_full_csv: Body,
 }
 
 /// A row of a stored list: the position of a company in `Index::companies`.
@@ -548,6 +555,30 @@ pub struct Index {
     pub events: Vec<EventFingerprint>,
     pub exports: Exports,
     pub changes: ChangeLog,
+    pub log: PublicationLog,
+}
+
+/// The publication log (`GET /v1/log/...`): every mark as first published, in an RFC 6962
+/// Merkle tree with a signed checkpoint per published version.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct PublicationLog {
+    /// The latest checkpoint, a C2SP signed note (text).
+    pub checkpoint: Body,
+    /// Every published version, oldest first, with the proof that its tree is a prefix of
+    /// today's (none for today's own).
+    pub versions: Vec<LogVersion>,
+    /// The whole log in its file form (NDJSON), stored like an export: what the next build
+    /// carries, and `GET /v1/export/log`.
+    pub file: Export,
+}
+
+/// One published version of the log.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct LogVersion {
+    pub dataset_version: String,
+    pub tree_size: u64,
+    /// ConsistencyResponse from this version's tree to today's.
+    pub consistency: Option<Body>,
 }
 
 impl ArchivedIndex {

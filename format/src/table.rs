@@ -99,6 +99,49 @@ pub const EVENT_COLUMNS: &[&str] = &[
     "retracted_by",
 ];
 
+/// getPublished below Pro: one row per entry of the company in the publication log, in
+/// publication order, with its proof.
+pub const PUBLISHED_COLUMNS: &[&str] = &[
+    "slug",
+    "as_of",
+    "leaf_index",
+    "dataset_version",
+    "methodology_version",
+    "marked_on",
+    "value_usd",
+    "lower_80_usd",
+    "upper_80_usd",
+    "confidence_bp",
+    "outcome_kind",
+    "outcome_on",
+    "outcome_usd",
+    "band_95_digest",
+    "leaf_hash",
+    "inclusion_proof",
+];
+
+/// getPublished for Pro and above: the same with the 95% bounds.
+pub const PUBLISHED_FULL_COLUMNS: &[&str] = &[
+    "slug",
+    "as_of",
+    "leaf_index",
+    "dataset_version",
+    "methodology_version",
+    "marked_on",
+    "value_usd",
+    "lower_80_usd",
+    "upper_80_usd",
+    "lower_95_usd",
+    "upper_95_usd",
+    "confidence_bp",
+    "outcome_kind",
+    "outcome_on",
+    "outcome_usd",
+    "band_95_digest",
+    "leaf_hash",
+    "inclusion_proof",
+];
+
 /// An index's series: one row per day; the band of the coverage asked for.
 pub const INDEX_COLUMNS: &[&str] = &["index", "date", "level", "lower", "upper", "constituents"];
 

@@ -23,9 +23,27 @@ const BUCKETS: [f64; 12] = [
     0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.1, 0.5, 1.0,
 ];
 
+/// Requests by operation and status column (arrays of more than 32 have no derived Default).
+#[derive(Debug)]
+struct RequestCounts([[AtomicU64; STATUSES.len() + 1]; Operation::ALL.len()]);
+
+impl Default for RequestCounts {
+    fn default() -> RequestCounts {
+        RequestCounts(std::array::from_fn(|_| Default::default()))
+    }
+}
+
+impl std::ops::Deref for RequestCounts {
+    type Target = [[AtomicU64; STATUSES.len() + 1]; Operation::ALL.len()];
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Metrics {
-    requests: [[AtomicU64; STATUSES.len() + 1]; Operation::ALL.len()],
+    requests: RequestCounts,
     latency: [AtomicU64; BUCKETS.len() + 1],
     latency_micros_sum: AtomicU64,
     response_bytes: AtomicU64,

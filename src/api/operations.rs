@@ -171,6 +171,80 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                     .export(call.loaded, export, &call.state.budgets.decoders, &call.caller.key_id)?;
             Ok(form.dress(call.loaded, decoded))
         }
+        Operation::GetLogCheckpoint => {
+            require(call.caller, Scope::Marks80)?;
+            no_parameters(call.query)?;
+            let log = &call.loaded.snapshot.index().log;
+            let mut stored = call.negotiation.stored(call.loaded, &log.checkpoint, Cache::Private);
+            stored.content_type = crate::response::headers::TEXT;
+            Ok(stored)
+        }
+        Operation::GetLogConsistency => {
+            require(call.caller, Scope::Marks80)?;
+            let params = Params::parse(call.query, &["from"])?;
+            let log = &call.loaded.snapshot.index().log;
+            let sizes = || {
+                log.versions
+                    .iter()
+                    .map(|v| format!("{} ({})", v.tree_size, v.dataset_version))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let from = params
+                .get("from")
+                .ok_or_else(|| ApiError::invalid_parameter("from", "is required: the tree size of a checkpoint you kept"))?;
+            let size: u64 = from
+                .parse()
+                .ok()
+                .filter(|_| from.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| ApiError::invalid_parameter("from", "must be a tree size, a whole number"))?;
+            let version = log.versions.iter().find(|v| v.tree_size.to_native() == size).ok_or_else(|| {
+                ApiError::invalid_parameter(
+                    "from",
+                    &format!("({size}) is not the size of a published checkpoint; they are: {}", sizes()),
+                )
+            })?;
+            match version.consistency.as_ref() {
+                Some(body) => Ok(call.negotiation.stored(call.loaded, body, Cache::Private)),
+                // Today's own size: the trivial proof, from the latest version's entry.
+                None => Err(ApiError::invalid_parameter(
+                    "from",
+                    &format!("({size}) is today's tree size: the tree is its own prefix, with no proof to send"),
+                )),
+            }
+        }
+        Operation::GetPublished => {
+            require(call.caller, Scope::Marks80)?;
+            let params = Params::parse(call.query, &["from", "to"])?;
+            let range = rows::date_range(&params)?;
+            let company = company(call)?;
+            let form = Form::of(call.negotiation);
+            // The 95% bounds only for a tier that reads them.
+            let body = if call.caller.tier.allows(Scope::Marks95) {
+                form.pick(&company.published_full, &company.published_full_csv)
+            } else {
+                form.pick(&company.published, &company.published_csv)
+            };
+            if !range.is_whole() {
+                return Ok(rows::series_range(
+                    call.loaded,
+                    call.negotiation,
+                    company.slug.as_str(),
+                    body,
+                    form,
+                    &range,
+                ));
+            }
+            let stored = call.negotiation.stored(call.loaded, body, Cache::Private);
+            Ok(form.dress(call.loaded, stored))
+        }
+        Operation::GetLogExport => {
+            require(call.caller, Scope::ExportRead)?;
+            no_parameters(call.query)?;
+            let log = &call.loaded.snapshot.index().log;
+            call.negotiation
+                .export(call.loaded, &log.file, &call.state.budgets.decoders, &call.caller.key_id)
+        }
         _ => Err(ApiError::Internal),
     }
 }

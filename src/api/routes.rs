@@ -18,6 +18,12 @@ pub enum Operation {
     GetChanges,
     GetExport,
     GetSeriesExport,
+    /// The publication log: its latest checkpoint, a consistency proof, a company's entries,
+    /// the whole log.
+    GetLogCheckpoint,
+    GetLogConsistency,
+    GetPublished,
+    GetLogExport,
     SigningKeys,
     Scorecard,
     ScorecardTargets,
@@ -43,7 +49,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 31] = [
+    pub const ALL: [Operation; 35] = [
         Operation::ListCompanies,
         Operation::ListSectors,
         Operation::GetCompany,
@@ -58,6 +64,10 @@ impl Operation {
         Operation::GetChanges,
         Operation::GetExport,
         Operation::GetSeriesExport,
+        Operation::GetLogCheckpoint,
+        Operation::GetLogConsistency,
+        Operation::GetPublished,
+        Operation::GetLogExport,
         Operation::SigningKeys,
         Operation::Scorecard,
         Operation::ScorecardTargets,
@@ -94,6 +104,10 @@ impl Operation {
             Operation::GetChanges => "getChanges",
             Operation::GetExport => "getExport",
             Operation::GetSeriesExport => "getSeriesExport",
+            Operation::GetLogCheckpoint => "getLogCheckpoint",
+            Operation::GetLogConsistency => "getLogConsistency",
+            Operation::GetPublished => "getPublished",
+            Operation::GetLogExport => "getLogExport",
             Operation::SigningKeys => "getSigningKeys",
             Operation::Scorecard => "getScorecard",
             Operation::ScorecardTargets => "getScorecardTargets",
@@ -136,6 +150,9 @@ pub fn route(path: &str) -> Route<'_> {
         "/v1/changes" => return plain(Operation::GetChanges),
         "/v1/export" => return plain(Operation::GetExport),
         "/v1/export/series" => return plain(Operation::GetSeriesExport),
+        "/v1/export/log" => return plain(Operation::GetLogExport),
+        "/v1/log/checkpoint" => return plain(Operation::GetLogCheckpoint),
+        "/v1/log/consistency" => return plain(Operation::GetLogConsistency),
         "/v1/signing-keys" => return plain(Operation::SigningKeys),
         "/v1/scorecard" => return plain(Operation::Scorecard),
         "/v1/scorecard/targets" => return plain(Operation::ScorecardTargets),
@@ -202,6 +219,7 @@ pub fn route(path: &str) -> Route<'_> {
     let operation = match tail {
         "" if !rest.ends_with('/') => Operation::GetCompany,
         "marks" => Operation::GetMarkSeries,
+        "published" => Operation::GetPublished,
         "events" => Operation::GetMarkEvents,
         "resolution" => Operation::GetResolution,
         "backtest" => Operation::GetBacktest,

@@ -79,6 +79,7 @@ pub fn build(args: &BuildArgs) -> Result<()> {
         report.render_time.as_secs_f64(),
         report.kid,
     );
+    println!("publication log: {}", report.log);
     Ok(())
 }
 

@@ -67,6 +67,8 @@ pub const VARY_ENCODING: HeaderValue = HeaderValue::from_static("Accept-Encoding
 pub const VARY_KEY_ACCEPT: HeaderValue = HeaderValue::from_static("X-API-Key, Accept");
 pub const VARY_KEY_ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("X-API-Key, Accept, Accept-Encoding");
 pub const CSV: HeaderValue = HeaderValue::from_static(marks_format::table::MEDIA_TYPE);
+/// A checkpoint of the publication log: a C2SP signed note.
+pub const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 pub const LINK: HeaderName = header::LINK;
 pub const X_NEXT_CURSOR: HeaderName = HeaderName::from_static("x-next-cursor");
 pub const X_UNIVERSE_NOTE: HeaderName = HeaderName::from_static("x-universe-note");

@@ -328,8 +328,8 @@ def main():
             else:
                 assert hidden.event_id == shown.event_id and hidden.observed_usd == shown.observed_usd
                 assert hidden.error_pct == shown.error_pct
-            moved = (shown.mark_usd / shown.observed_usd - 1) * 100
-            assert abs(shown.error_pct - moved) < 0.06 and shown.above == (shown.observed_usd > shown.mark_usd), shown
+            moved = (shown.mark_usd / shown.scored_usd - 1) * 100
+            assert abs(shown.error_pct - moved) < 0.06 and shown.above == (shown.scored_usd > shown.mark_usd), shown
         scored += len(full.targets)
     outcome_targets = [t for t in get_backtest.sync(listed, client=research).targets if t.kind != TargetKind.EVENT]
     assert [(t.kind, t.event_id) for t in outcome_targets] == [
@@ -393,7 +393,7 @@ def main():
         if score is not UNSET
     )  # fmt: skip
     assert len(targets.targets) == event_day_n, (len(targets.targets), event_day_n)
-    assert all(t.slug and t.mark_usd > 0 and t.observed_usd > 0 for t in targets_full.targets)
+    assert all(t.slug and t.mark_usd > 0 and t.scored_usd > 0 and t.observed_usd >= 0 for t in targets_full.targets)
     assert all(
         t.band_offsets.q025 <= t.band_offsets.q10 <= t.band_offsets.q90 <= t.band_offsets.q975 for t in targets.targets
     )

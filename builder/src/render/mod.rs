@@ -8,6 +8,7 @@ pub mod changes;
 pub mod export;
 pub mod facts;
 pub mod indices;
+pub mod publication_log;
 pub mod signing;
 pub mod table;
 pub mod words;
@@ -314,7 +315,10 @@ pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: 
         event_id: Option<&'a str>,
         #[serde(skip_serializing_if = "Option::is_none")]
         observed_usd: Option<u64>,
-        /// (mark / observed - 1) in percent.
+        /// The value as scored: the reported one, or a failure's floored at 1% of its anchor.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        scored_usd: Option<u64>,
+        /// (mark / scored - 1) in percent.
         #[serde(skip_serializing_if = "Option::is_none")]
         error_pct: Option<f64>,
         /// The observed value was above the mark.
@@ -367,6 +371,7 @@ pub fn backtest(meta: &[u8], company: &Company, targets: &[Target], disclosure: 
                 last_print_usd: full.then(|| usd(t.last_print_log.exp())),
                 event_id: told.then_some(t.event_id.as_str()),
                 observed_usd: told.then_some(t.reported_usd),
+                scored_usd: told.then(|| usd(t.observed_log.exp())),
                 error_pct: told.then(|| round_to(((-error).exp() - 1.0) * 100.0, 1)),
                 above: error > 0.0,
                 inside_80: t.inside_80(),

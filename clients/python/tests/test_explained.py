@@ -324,21 +324,22 @@ def test_backtest_in_the_research_and_full_forms(
             kinds[hidden.kind] = kinds.get(hidden.kind, 0) + 1
             assert hidden.band_95 is None and hidden.last_print_usd is None
             assert not {"band_95", "last_print_usd"} & set(hidden.raw)
-            assert shown.band_95 is not None and shown.event_id and shown.observed_usd
+            assert shown.band_95 is not None and shown.event_id and shown.observed_usd is not None
+            assert shown.scored_usd and (shown.scored_usd == shown.observed_usd or shown.kind == "failure")
             assert shown.last_print_usd is not None and shown.last_print_usd > 0 and shown.next_print_usd > 0
             assert shown.band_95.lower <= shown.band_80.lower <= shown.band_80.upper <= shown.band_95.upper
             # The value as scored (a failure's floored) is never 0: every target has its error.
             assert shown.error_pct == pytest.approx(
-                (shown.mark_usd / shown.observed_usd - 1) * 100, abs=0.051
+                (shown.mark_usd / shown.scored_usd - 1) * 100, abs=0.051
             )
-            ratio = shown.observed_usd / shown.mark_usd  # a hit: within +/-20% of the mark
+            ratio = shown.scored_usd / shown.mark_usd  # a hit: within +/-20% of the mark
             if min(abs(ratio - 0.8), abs(ratio - 1.2)) > 1e-6:  # not on the edge, where rounding decides
                 assert shown.hit == (0.8 < ratio < 1.2), (slug, shown.occurred_on, ratio)
-            in_80 = shown.band_80.lower <= shown.observed_usd <= shown.band_80.upper
+            in_80 = shown.band_80.lower <= shown.scored_usd <= shown.band_80.upper
             assert shown.inside_80 == in_80, (slug, shown.occurred_on)
             if hidden.kind == "event":  # where it fell, not its value
                 assert (hidden.event_id, hidden.observed_usd, hidden.error_pct) == (None, None, None)
-                assert not {"event_id", "observed_usd", "error_pct"} & set(hidden.raw)
+                assert not {"event_id", "observed_usd", "scored_usd", "error_pct"} & set(hidden.raw)
             else:  # an outcome's value is every company item's anyway
                 assert (hidden.event_id, hidden.observed_usd, hidden.error_pct) == (
                     shown.event_id,
@@ -413,8 +414,8 @@ def test_backtest_frames(
         assert list(frame.columns) == [
             "kind", "event_type", "occurred_on", "marked_on", "gap_years", "mark_usd", "band_80_lower",
             "band_80_upper", "band_95_lower", "band_95_upper", "confidence", "next_print_usd",
-            "last_print_usd", "event_id", "observed_usd", "error_pct", "above", "inside_80", "inside_95",
-            "hit",
+            "last_print_usd", "event_id", "observed_usd", "scored_usd", "error_pct", "above", "inside_80",
+            "inside_95", "hit",
         ]  # fmt: skip
         assert (frame.attrs["slug"], frame.attrs["disclosure"], frame.attrs["tolerance_pct"]) == (
             "stripe",
@@ -423,7 +424,7 @@ def test_backtest_frames(
         )
         check_frame_meta(frame, server)
         assert pd.api.types.is_datetime64_any_dtype(frame["occurred_on"])
-        for name in ("band_95_lower", "last_print_usd", "observed_usd", "error_pct"):
+        for name in ("band_95_lower", "last_print_usd", "observed_usd", "scored_usd", "error_pct"):
             assert pd.api.types.is_float_dtype(frame[name]), (form, name)
     research, full = frames["research"], frames["full"]
     assert research["band_95_lower"].isna().all() and research["event_id"].isna().all()

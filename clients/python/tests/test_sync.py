@@ -360,7 +360,8 @@ def _public_rows(targets: ScorecardTargets) -> None:
             None,
             None,
         )
-        assert not {"slug", "event_id", "observed_usd", "mark_log", "mark_usd"} & set(target.raw)
+        private = {"slug", "event_id", "observed_usd", "scored_usd", "mark_log", "mark_usd"}
+        assert not private & set(target.raw)
         offsets = target.band_offsets
         assert offsets.q025 <= offsets.q10 <= offsets.q90 <= offsets.q975
         assert target.inside_80 == (offsets.q10 <= target.log_error.mark <= offsets.q90)

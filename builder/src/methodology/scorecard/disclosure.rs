@@ -96,9 +96,10 @@ pub struct FullTarget<'a> {
     pub event_id: &'a str,
     #[serde(flatten)]
     pub public: PublicTarget,
-    /// The value as reported (0 for a write-off), and in logs as scored (a failure floored at
-    /// 1% of its anchor).
+    /// The value as reported (0 for a write-off); as scored (a failure floored at 1% of its
+    /// anchor), in USD and in logs.
     pub observed_usd: u64,
+    pub scored_usd: u64,
     pub observed_log: f64,
     pub mark_log: f64,
     pub next_print_log: f64,
@@ -207,6 +208,7 @@ pub fn rows<'a>(
                     event_id: &t.event_id,
                     public: public_target(t),
                     observed_usd: t.reported_usd,
+                    scored_usd: usd(t.observed_log.exp()),
                     observed_log: t.observed_log,
                     mark_log: t.mark_log,
                     next_print_log: t.next_print_log,

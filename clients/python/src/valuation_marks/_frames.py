@@ -93,6 +93,7 @@ TARGET_COLUMNS = (
     "hit",
     "residuals_known",
     "observed_usd",
+    "scored_usd",
     "mark_usd",
     "next_print_usd",
     "last_print_usd",
@@ -135,6 +136,7 @@ BACKTEST_COLUMNS = (
     "last_print_usd",
     "event_id",
     "observed_usd",
+    "scored_usd",
     "error_pct",
     "above",
     "inside_80",
@@ -143,9 +145,16 @@ BACKTEST_COLUMNS = (
 )
 # What the research form of a backtest leaves out (of events), and error_pct's nulls: floats
 # in both forms, so the columns have one dtype whichever form a frame was built from.
-BACKTEST_FLOATS = ("band_95_lower", "band_95_upper", "last_print_usd", "observed_usd", "error_pct")
+BACKTEST_FLOATS = (
+    "band_95_lower",
+    "band_95_upper",
+    "last_print_usd",
+    "observed_usd",
+    "scored_usd",
+    "error_pct",
+)
 # What the public form of the scorecard's rows leaves out: empty columns there, of floats (NaN).
-TARGET_FULL_ONLY_NUMBERS = ("observed_usd", "mark_usd", "next_print_usd", "last_print_usd")
+TARGET_FULL_ONLY_NUMBERS = ("observed_usd", "scored_usd", "mark_usd", "next_print_usd", "last_print_usd")
 MONTH_END_FULL_ONLY_NUMBERS = ("mark_log", "next_print_log", "last_print_log", "next_log", "bridged_log")
 
 

@@ -634,9 +634,10 @@ class BacktestTarget:
     ``above``, ``inside_80``, ``inside_95`` and ``hit`` (within +/-20%) say where the observed
     value fell in both forms. In the research form an event's ``event_id``, ``observed_usd`` and
     ``error_pct`` are ``None`` (an outcome's are given), and ``band_95`` and ``last_print_usd``
-    always are; the full form has them all. ``observed_usd`` is the value as scored (a
-    failure's is floored at 1% of the anchor); ``error_pct`` is (mark / observed - 1) in
-    percent.
+    always are; the full form has them all. ``observed_usd`` is the value as reported (0 for a
+    write-off) and ``scored_usd`` the value as scored (a failure's floored at 1% of the value it
+    was marked from); ``error_pct`` is (mark / scored - 1) in percent, and the flags are about
+    the scored value.
     """
 
     kind: str
@@ -657,6 +658,7 @@ class BacktestTarget:
     hit: bool
     next_print_usd: int = 0
     last_print_usd: Optional[int] = None
+    scored_usd: Optional[int] = None
     raw: JSON = _raw()
 
 
@@ -688,7 +690,8 @@ class Backtest:
     def to_pandas(self) -> pd.DataFrame:
         """One row per target, in date order: kind, event_type, occurred_on, marked_on, gap_years,
         mark_usd, band_80_lower/upper, band_95_lower/upper, confidence, next_print_usd,
-        last_print_usd, event_id, observed_usd, error_pct, above, inside_80, inside_95, hit.
+        last_print_usd, event_id, observed_usd, scored_usd, error_pct, above, inside_80, inside_95,
+        hit.
 
         In the research form the columns of what it leaves out are empty (band_95_* and
         last_print_usd everywhere; an event's event_id, observed_usd and error_pct). ``.attrs``
@@ -1285,6 +1288,7 @@ class ScorecardTarget:
     slug: Optional[str] = None
     event_id: Optional[str] = None
     observed_usd: Optional[int] = None
+    scored_usd: Optional[int] = None
     observed_log: Optional[float] = None
     mark_log: Optional[float] = None
     next_print_log: Optional[float] = None
