@@ -40,6 +40,7 @@ fn state() -> Arc<State> {
         publisher_key: None,
         gzip_level: 4,
         progress: false,
+        log_out: None,
     })
     .expect("sample builds");
     let keys = dir.join("bench-keys.toml");

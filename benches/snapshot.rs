@@ -39,6 +39,7 @@ fn build(source: &Path, out: &Path, gzip_level: u32) -> marks_builder::BuildRepo
         publisher_key: None,
         gzip_level,
         progress: false,
+        log_out: None,
     })
     .expect("build")
 }

@@ -109,6 +109,7 @@ async fn bad_snapshots_are_refused_while_the_old_one_keeps_serving() {
             publisher_key: key.cloned(),
             gzip_level: 0,
             progress: false,
+            log_out: None,
         })
         .unwrap();
     };

@@ -53,6 +53,8 @@ pub struct BuildOptions {
     /// compressed, at level 1 then).
     pub gzip_level: u32,
     pub progress: bool,
+    /// Where to write the publication log, as this build leaves it, in its file form.
+    pub log_out: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -133,7 +135,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
                 .companies
                 .par_iter()
                 .enumerate()
-                .filter_map(|(position, company)| log_entry(&dataset, &fit, position, company))
+                .filter_map(|(position, company)| log_entry(&dataset, &fit, position, company, &options.signing_key))
                 .collect();
             log.append(&version, &entries, &options.signing_key);
             format!(
@@ -241,7 +243,13 @@ fn gunzip(bytes: &[u8]) -> Result<String, BuildError> {
 
 /// The entry a company's latest mark makes in the publication log, with the 95% band it
 /// commits to: the numbers its items publish.
-fn log_entry(dataset: &Dataset, fit: &Fit, position: usize, company: &Company) -> Option<(Entry, Band95)> {
+fn log_entry(
+    dataset: &Dataset,
+    fit: &Fit,
+    position: usize,
+    company: &Company,
+    key: &SigningKey,
+) -> Option<(Entry, Band95)> {
     let history = &fit.histories[position];
     let as_of = dataset.info.as_of;
     let end = history.last_marked_day(as_of);
@@ -253,14 +261,12 @@ fn log_entry(dataset: &Dataset, fit: &Fit, position: usize, company: &Company) -
         Band::of(marked.bands.band80(marked.x)),
         Band::of(marked.bands.band95(marked.x)),
     );
-    let band = Band95 {
-        lower_usd: band95.lower,
-        upper_usd: band95.upper,
-    };
+    let version = dataset.info.dataset_version.to_string();
+    let band = Band95::salted(band95.lower, band95.upper, &company.slug, &version, key);
     let facts = EventFacts::of(company, history, as_of);
     let entry = Entry {
         slug: company.slug.clone(),
-        dataset_version: dataset.info.dataset_version.to_string(),
+        dataset_version: version,
         methodology_version: METHODOLOGY_VERSION.to_string(),
         as_of: as_of.to_string(),
         marked_on: end.to_string(),
@@ -722,6 +728,12 @@ fn write_log(
         });
     }
     let text = log.to_file();
+    if let Some(path) = &options.log_out {
+        std::fs::write(path, &text).map_err(|e| LogError::Whole {
+            what: path.display().to_string(),
+            reason: format!("cannot write the publication log: {e}"),
+        })?;
+    }
     let level = options.gzip_level.max(1);
     let file = Spool::create(out_dir, &text, level)?.finish(writer, &options.out)?;
     Ok(marks_format::layout::PublicationLog {

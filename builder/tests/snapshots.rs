@@ -37,6 +37,7 @@ fn options(source: &Path, out: &Path) -> BuildOptions {
         publisher_key: None,
         gzip_level: 1,
         progress: false,
+        log_out: None,
     }
 }
 
@@ -753,7 +754,13 @@ fn corrections_are_appended_never_edited() {
     let copy = |name: &str| {
         let to = dir.path().join(name);
         std::fs::create_dir_all(&to).unwrap();
-        for file in ["dataset.toml", "companies.csv", "events.csv"] {
+        for file in [
+            "dataset.toml",
+            "companies.csv",
+            "events.csv",
+            "aliases.csv",
+            "publication-log.jsonl",
+        ] {
             std::fs::copy(bundled_sample().join(file), to.join(file)).unwrap();
         }
         edit(&to.join("dataset.toml"), |t| {

@@ -190,20 +190,27 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let from = params
-                .get("from")
-                .ok_or_else(|| ApiError::invalid_parameter("from", "is required: the tree size of a checkpoint you kept"))?;
+            let from = params.get("from").ok_or_else(|| {
+                ApiError::invalid_parameter("from", "is required: the tree size of a checkpoint you kept")
+            })?;
             let size: u64 = from
                 .parse()
                 .ok()
                 .filter(|_| from.bytes().all(|b| b.is_ascii_digit()))
                 .ok_or_else(|| ApiError::invalid_parameter("from", "must be a tree size, a whole number"))?;
-            let version = log.versions.iter().find(|v| v.tree_size.to_native() == size).ok_or_else(|| {
-                ApiError::invalid_parameter(
-                    "from",
-                    &format!("({size}) is not the size of a published checkpoint; they are: {}", sizes()),
-                )
-            })?;
+            let version = log
+                .versions
+                .iter()
+                .find(|v| v.tree_size.to_native() == size)
+                .ok_or_else(|| {
+                    ApiError::invalid_parameter(
+                        "from",
+                        &format!(
+                            "({size}) is not the size of a published checkpoint; they are: {}",
+                            sizes()
+                        ),
+                    )
+                })?;
             match version.consistency.as_ref() {
                 Some(body) => Ok(call.negotiation.stored(call.loaded, body, Cache::Private)),
                 // Today's own size: the trivial proof, from the latest version's entry.
@@ -242,8 +249,12 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
             require(call.caller, Scope::ExportRead)?;
             no_parameters(call.query)?;
             let log = &call.loaded.snapshot.index().log;
-            call.negotiation
-                .export(call.loaded, &log.file, &call.state.budgets.decoders, &call.caller.key_id)
+            call.negotiation.export(
+                call.loaded,
+                &log.file,
+                &call.state.budgets.decoders,
+                &call.caller.key_id,
+            )
         }
         _ => Err(ApiError::Internal),
     }

@@ -38,6 +38,7 @@ pub struct BuildArgs {
     pub publisher_key: Option<PathBuf>,
     pub gzip_level: u32,
     pub quiet: bool,
+    pub log_out: Option<PathBuf>,
 }
 
 pub fn build(args: &BuildArgs) -> Result<()> {
@@ -61,6 +62,7 @@ pub fn build(args: &BuildArgs) -> Result<()> {
         publisher_key,
         gzip_level: args.gzip_level,
         progress: !args.quiet,
+        log_out: args.log_out.clone(),
     })?;
     if !args.quiet {
         println!("{}", report.scorecard);
@@ -234,11 +236,18 @@ pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
     let program = std::env::current_exe()
         .and_then(std::fs::metadata)
         .and_then(|m| m.modified());
-    let newest_source = ["dataset.toml", "companies.csv", "events.csv", "demo-signing-key.pem"]
-        .iter()
-        .filter_map(|f| std::fs::metadata(sample_dir().join(f)).and_then(|m| m.modified()).ok())
-        .chain(program.ok())
-        .max();
+    let newest_source = [
+        "dataset.toml",
+        "companies.csv",
+        "events.csv",
+        "aliases.csv",
+        "publication-log.jsonl",
+        "demo-signing-key.pem",
+    ]
+    .iter()
+    .filter_map(|f| std::fs::metadata(sample_dir().join(f)).and_then(|m| m.modified()).ok())
+    .chain(program.ok())
+    .max();
     let built = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     // A sample built by an older version of this program is rebuilt too, not refused.
     let current_format = || {
@@ -265,6 +274,7 @@ pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
         publisher_key: None,
         gzip_level: 4,
         quiet: true,
+        log_out: None,
     })
 }
 

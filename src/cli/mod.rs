@@ -63,6 +63,10 @@ enum Command {
         /// Print only the summary line (no scorecard, no progress bar).
         #[arg(long)]
         quiet: bool,
+        /// Also write the publication log, as this build leaves it, to FILE (NDJSON, the form of
+        /// `GET /v1/export/log` and of a dataset's `publication_log`).
+        #[arg(long, value_name = "FILE")]
+        log_out: Option<PathBuf>,
     },
     /// Make a new Ed25519 signing key: FILE (private, mode 0600) and FILE.pub; prints its kid.
     Keygen {
@@ -208,6 +212,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             publisher_key,
             gzip_level,
             quiet,
+            log_out,
         } => commands::build(&commands::BuildArgs {
             source,
             out,
@@ -216,6 +221,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             publisher_key,
             gzip_level,
             quiet,
+            log_out,
         }),
         Command::Keygen { out } => commands::keygen(&out),
         Command::Mcp { base_url } => mcp::run(&base_url),

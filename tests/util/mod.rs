@@ -52,6 +52,7 @@ pub fn try_build(source: &Path, out: &Path, previous: Option<&Path>) -> Result<B
         publisher_key: None,
         gzip_level: 1,
         progress: false,
+        log_out: None,
     })
 }
 
@@ -243,11 +244,17 @@ pub fn demo_keys_with_rate(rate_per_min: u32) -> String {
         .collect()
 }
 
-/// Copies a dataset directory so a test can edit it.
+/// Copies a dataset directory so a test can edit it: its three files and, where it has them,
+/// its aliases and the publication log it carries.
 pub fn copy_dataset(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for name in ["dataset.toml", "companies.csv", "events.csv"] {
         std::fs::copy(from.join(name), to.join(name)).expect("copy dataset file");
+    }
+    for name in ["aliases.csv", "publication-log.jsonl"] {
+        if from.join(name).exists() {
+            std::fs::copy(from.join(name), to.join(name)).expect("copy dataset file");
+        }
     }
 }
 

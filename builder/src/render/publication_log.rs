@@ -59,7 +59,8 @@ pub struct Entry {
     pub value_usd: u64,
     pub lower_80_usd: u64,
     pub upper_80_usd: u64,
-    /// base64url (no padding) of SHA-256 over the canonical JSON of `{"lower_usd": .., "upper_usd": ..}`.
+    /// base64url (no padding) of SHA-256 over the canonical JSON of the 95% band
+    /// `{"lower_usd": .., "salt": .., "upper_usd": ..}`.
     pub band_95_digest: String,
     /// The confidence in basis points of 1 (0.2041 is 2041): an integer, so the leaf's bytes are
     /// the same in every language.
@@ -68,14 +69,29 @@ pub struct Entry {
 }
 
 /// The 95% bounds an entry commits to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Band95 {
     pub lower_usd: u64,
     pub upper_usd: u64,
+    /// 16 bytes, base64url: without it a key below Pro could find the bounds behind a digest
+    /// by trying every whole-dollar pair near the 80% band.
+    pub salt: String,
 }
 
 impl Band95 {
+    /// The band of a company's entry in a version, salted with what only the publisher can
+    /// make: the first 16 bytes of its Ed25519 signature over the entry's name (deterministic,
+    /// so a rebuild writes the same log, and unguessable without the key).
+    pub fn salted(lower_usd: u64, upper_usd: u64, slug: &str, dataset_version: &str, key: &SigningKey) -> Band95 {
+        let signature = key.sign(format!("band_95 salt\n{slug}\n{dataset_version}").as_bytes());
+        Band95 {
+            lower_usd,
+            upper_usd,
+            salt: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&signature.to_bytes()[..16]),
+        }
+    }
+
     /// What an entry carries of them.
     pub fn digest(&self) -> String {
         let canonical = serde_jcs::to_vec(self).unwrap_or_default();
@@ -347,7 +363,7 @@ impl PublicationLog {
     /// checkpoint.
     pub fn append(&mut self, dataset_version: &str, entries: &[(Entry, Band95)], key: &SigningKey) {
         for (entry, band) in entries {
-            self.push(entry.leaf(), *band);
+            self.push(entry.leaf(), band.clone());
         }
         let size = self.leaves.len() as u64;
         let root = self.root();
@@ -417,7 +433,7 @@ impl PublicationLog {
                 let _ = writeln!(
                     out,
                     "{}",
-                    serde_json::json!({ "leaf": entry, "band_95": self.bands[leaf] })
+                    serde_json::json!({ "leaf": entry, "band_95": &self.bands[leaf] })
                 );
                 leaf += 1;
             }
@@ -447,7 +463,7 @@ impl PublicationLog {
                 out.entry(entry.slug.clone()).or_default().push(Published {
                     leaf_index,
                     entry,
-                    band_95: *band,
+                    band_95: band.clone(),
                 });
             }
         }
@@ -547,10 +563,12 @@ impl PublicationLog {
             if full {
                 cells.push(Cell::Whole(published.band_95.lower_usd));
                 cells.push(Cell::Whole(published.band_95.upper_usd));
+                cells.push(Cell::Text(&published.band_95.salt));
             }
             cells.extend([
                 Cell::Whole(e.confidence_bp),
                 Cell::from(outcome.map(|o| o.kind.as_str())),
+                Cell::from(outcome.map(|o| o.event_id.as_str())),
                 Cell::from(outcome.map(|o| o.occurred_on.as_str())),
                 outcome.map_or(Cell::Empty, |o| Cell::Whole(o.valuation_usd)),
                 Cell::Text(&e.band_95_digest),
@@ -612,10 +630,7 @@ mod tests {
     use super::*;
 
     fn entry(slug: &str, version: &str, value: u64) -> (Entry, Band95) {
-        let band = Band95 {
-            lower_usd: value / 4,
-            upper_usd: value * 4,
-        };
+        let band = Band95::salted(value / 4, value * 4, slug, version, &key(1));
         let entry = Entry {
             slug: slug.into(),
             dataset_version: version.into(),
@@ -694,13 +709,7 @@ mod tests {
         // RFC 6962: the empty tree's hash is SHA-256 of nothing; one leaf's is its leaf hash.
         let mut log = PublicationLog::new("o");
         assert_eq!(log.root(), <[u8; 32]>::from(sha2::Sha256::digest(b"")));
-        log.push(
-            b"hello".to_vec(),
-            Band95 {
-                lower_usd: 0,
-                upper_usd: 0,
-            },
-        );
+        log.push(b"hello".to_vec(), Band95::salted(0, 0, "s", "v", &key(1)));
         assert_eq!(
             base64::engine::general_purpose::STANDARD.encode(log.root()),
             leaf_hash(b"hello")
