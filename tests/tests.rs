@@ -18,6 +18,7 @@ mod logs;
 mod mcp;
 mod operations;
 mod pages;
+mod publication_log;
 mod pagination;
 mod protocol;
 mod resilience;

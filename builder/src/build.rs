@@ -713,14 +713,9 @@ fn write_log(
     let note = log.checkpoints.last().map_or_else(String::new, |c| c.note.clone());
     let checkpoint = writer.append_body(note.as_bytes(), None)?;
     let mut versions = Vec::with_capacity(log.checkpoints.len());
-    for (i, version) in log.checkpoints.iter().enumerate() {
-        let last = i + 1 == log.checkpoints.len();
-        let consistency = if last {
-            None
-        } else {
-            let body = log.consistency_json(meta, version);
-            Some(writer.append_body(&body, gzip(&body, options.gzip_level).as_deref())?)
-        };
+    for version in &log.checkpoints {
+        let body = log.consistency_json(meta, version);
+        let consistency = writer.append_body(&body, gzip(&body, options.gzip_level).as_deref())?;
         versions.push(marks_format::layout::LogVersion {
             dataset_version: version.dataset_version.clone(),
             tree_size: version.tree_size,

@@ -565,7 +565,7 @@ pub struct PublicationLog {
     /// The latest checkpoint, a C2SP signed note (text).
     pub checkpoint: Body,
     /// Every published version, oldest first, with the proof that its tree is a prefix of
-    /// today's (none for today's own).
+    /// today's (empty for today's own).
     pub versions: Vec<LogVersion>,
     /// The whole log in its file form (NDJSON), stored like an export: what the next build
     /// carries, and `GET /v1/export/log`.
@@ -578,7 +578,7 @@ pub struct LogVersion {
     pub dataset_version: String,
     pub tree_size: u64,
     /// ConsistencyResponse from this version's tree to today's.
-    pub consistency: Option<Body>,
+    pub consistency: Body,
 }
 
 impl ArchivedIndex {

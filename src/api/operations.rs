@@ -211,14 +211,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                         ),
                     )
                 })?;
-            match version.consistency.as_ref() {
-                Some(body) => Ok(call.negotiation.stored(call.loaded, body, Cache::Private)),
-                // Today's own size: the trivial proof, from the latest version's entry.
-                None => Err(ApiError::invalid_parameter(
-                    "from",
-                    &format!("({size}) is today's tree size: the tree is its own prefix, with no proof to send"),
-                )),
-            }
+            Ok(call.negotiation.stored(call.loaded, &version.consistency, Cache::Private))
         }
         Operation::GetPublished => {
             require(call.caller, Scope::Marks80)?;
