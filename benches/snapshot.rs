@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use marks_builder::dataset::Dataset;
-use marks_builder::methodology::{usd, Coverage, Fit};
+use marks_builder::methodology::{usd, Coverage, Fit, Method};
 use marks_builder::synth::{self, SynthOptions};
 use marks_builder::BuildOptions;
 use marks_format::{OpenOptions, Snapshot};
@@ -77,7 +77,7 @@ fn build_throughput(c: &mut Criterion) {
     group.bench_function("marks build (200 companies, no gzip)", |b| {
         b.iter(|| build(&source, &out, 0))
     });
-    group.bench_function("methodology fit alone", |b| b.iter(|| Fit::new(black_box(&dataset))));
+    group.bench_function("methodology fit alone", |b| b.iter(|| Method::new(black_box(&dataset))));
     group.finish();
 }
 

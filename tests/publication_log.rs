@@ -34,7 +34,12 @@ fn decode(b64: &str) -> Hash {
 }
 
 fn proof_of(value: &Value) -> Vec<Hash> {
-    value.as_array().unwrap().iter().map(|h| decode(h.as_str().unwrap())).collect()
+    value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| decode(h.as_str().unwrap()))
+        .collect()
 }
 
 /// RFC 9162 2.1.3.2: whether `proof` takes the leaf at `index` of a tree of `size` to `root`.
@@ -225,14 +230,20 @@ async fn every_published_entry_is_proved_against_a_checkpoint_signed_by_the_pinn
     assert_eq!(note.header("content-type"), Some("text/plain; charset=utf-8"));
     let latest = verified_checkpoint(std::str::from_utf8(&note.body).unwrap(), &key).unwrap();
     assert_eq!(latest.dataset_version, sample_version());
-    let companies: BTreeSet<String> = sample_csv("companies.csv").into_iter().map(|row| row[0].clone()).collect();
+    let companies: BTreeSet<String> = sample_csv("companies.csv")
+        .into_iter()
+        .map(|row| row[0].clone())
+        .collect();
     let mut entries = 0u64;
     let mut leaves = BTreeSet::new();
     for slug in &companies {
         let reply = server.get(&format!("/v1/companies/{slug}/published"), Some(PRO)).await;
         assert_eq!(reply.status, 200, "{slug}");
         let body = reply.json();
-        assert_eq!(body["log"]["checkpoint"].as_str().unwrap(), std::str::from_utf8(&note.body).unwrap());
+        assert_eq!(
+            body["log"]["checkpoint"].as_str().unwrap(),
+            std::str::from_utf8(&note.body).unwrap()
+        );
         let versions: Vec<&str> = body["versions"]
             .as_array()
             .unwrap()
@@ -247,12 +258,21 @@ async fn every_published_entry_is_proved_against_a_checkpoint_signed_by_the_pinn
             assert_eq!(item["date"], entry["as_of"]);
             assert!(versions.contains(&entry["dataset_version"].as_str().unwrap()), "{item}");
             let index = item["leaf_index"].as_u64().unwrap();
-            assert!(last_index.is_none_or(|last| last < index), "{slug}: entries out of order");
+            assert!(
+                last_index.is_none_or(|last| last < index),
+                "{slug}: entries out of order"
+            );
             last_index = Some(index);
             let hash = leaf_hash(&leaf_of(entry));
             assert_eq!(STANDARD.encode(hash), item["leaf_hash"].as_str().unwrap(), "{slug}");
             assert!(
-                inclusion_holds(index, latest.size, hash, &proof_of(&item["inclusion_proof"]), &latest.root),
+                inclusion_holds(
+                    index,
+                    latest.size,
+                    hash,
+                    &proof_of(&item["inclusion_proof"]),
+                    &latest.root
+                ),
                 "{slug}: leaf {index} is not in the tree the checkpoint signs"
             );
             let band = serde_json::to_vec(&item["band_95"]).unwrap();
@@ -316,7 +336,13 @@ async fn every_kept_checkpoint_is_a_prefix_of_todays_tree() {
         .get("/v1/log/consistency?from=42", Some(RESEARCH))
         .await
         .assert_problem(422, "invalid_parameter");
-    assert!(refused["detail"].as_str().unwrap().contains("not the size of a published checkpoint"), "{refused}");
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not the size of a published checkpoint"),
+        "{refused}"
+    );
     server
         .get("/v1/log/consistency", Some(RESEARCH))
         .await
@@ -352,7 +378,10 @@ async fn the_exported_log_replays_to_its_checkpoints_and_dates_cut_the_entries()
     }
     assert_eq!(checkpoints, 4);
 
-    let whole = server.get("/v1/companies/stripe/published", Some(RESEARCH)).await.json();
+    let whole = server
+        .get("/v1/companies/stripe/published", Some(RESEARCH))
+        .await
+        .json();
     let dates: Vec<&str> = whole["series"]
         .as_array()
         .unwrap()
@@ -365,7 +394,10 @@ async fn the_exported_log_replays_to_its_checkpoints_and_dates_cut_the_entries()
         .get(&format!("/v1/companies/stripe/published?from={from}"), Some(RESEARCH))
         .await
         .json();
-    assert_eq!(cut["series"].as_array().unwrap().as_slice(), &whole["series"].as_array().unwrap()[1..]);
+    assert_eq!(
+        cut["series"].as_array().unwrap().as_slice(),
+        &whole["series"].as_array().unwrap()[1..]
+    );
 }
 
 /// RFC 9162 2.1.1: the root of a list of leaf hashes, by its recursive definition.

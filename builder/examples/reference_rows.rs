@@ -15,7 +15,7 @@ use marks_builder::dataset::Dataset;
 use marks_builder::methodology::bands::MonthEnd;
 use marks_builder::methodology::history::{History, OutcomeKind};
 use marks_builder::methodology::scorecard::{scored, within_tolerance, Number};
-use marks_builder::methodology::Fit;
+use marks_builder::methodology::Method;
 use marks_format::day::Day;
 
 /// Days since 1970-01-01, the day numbers of the reference implementation.
@@ -47,7 +47,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = Path::new(&out);
     std::fs::create_dir_all(out)?;
     let dataset = Dataset::load(Path::new(&source))?;
-    let fit = Fit::new(&dataset);
+    let method = Method::new(&dataset);
+    let fit = &method.fit;
     let as_of = dataset.info.as_of;
     let companies = &dataset.companies;
 
@@ -94,7 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &latest,
     )?;
 
-    let events: Vec<String> = fit
+    let events: Vec<String> = method
         .scorecard
         .targets
         .iter()
@@ -208,6 +209,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &rows,
         )?;
     }
-    print!("{}", marks_builder::present::text::scorecard_text(&fit.scorecard));
+    print!("{}", marks_builder::present::text::scorecard_text(&method.scorecard));
     Ok(())
 }

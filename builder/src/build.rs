@@ -16,7 +16,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::dataset::{Company, Dataset, DatasetError, Sector, Status};
 use crate::methodology::indices::{IndexBuilder, IndexDay, Membership};
 use crate::methodology::scorecard::disclosure::Disclosure;
-use crate::methodology::{usd, Band, Coverage, Fit, MarkDay, METHODOLOGY_VERSION};
+use crate::methodology::{usd, Band, Coverage, Fit, MarkDay, Method, METHODOLOGY_VERSION};
 use crate::render;
 use crate::render::changes;
 use crate::render::export::{Spool, SpooledBody};
@@ -115,7 +115,8 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
     let load_time = started.elapsed();
 
     let started = Instant::now();
-    let fit = Fit::new(&dataset);
+    let method = Method::new(&dataset);
+    let fit = &method.fit;
     let fit_time = started.elapsed();
 
     let started = Instant::now();
@@ -135,7 +136,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
                 .companies
                 .par_iter()
                 .enumerate()
-                .filter_map(|(position, company)| log_entry(&dataset, &fit, position, company, &options.signing_key))
+                .filter_map(|(position, company)| log_entry(&dataset, fit, position, company, &options.signing_key))
                 .collect();
             log.append(&version, &entries, &options.signing_key);
             format!(
@@ -147,12 +148,12 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
         }
     };
     let previous = previous.as_ref().map(Snapshot::index);
-    let report = write_snapshot(&dataset, &fit, &published_keys, previous, &log, options)?;
+    let report = write_snapshot(&dataset, &method, &published_keys, previous, &log, options)?;
     Ok(BuildReport {
         load_time,
         fit_time,
         render_time: started.elapsed(),
-        scorecard: crate::present::text::scorecard_text(&fit.scorecard),
+        scorecard: crate::present::text::scorecard_text(&method.scorecard),
         log: log_words,
         ..report
     })
@@ -376,13 +377,14 @@ fn render_company(
     company: &Company,
     position: usize,
     dataset: &Dataset,
-    fit: &Fit,
+    method: &Method,
     meta: &[u8],
     key: &SigningKey,
     kid: &str,
     deflating: &Deflating,
     log: (&PublicationLog, &[Published]),
 ) -> Result<Rendered, BuildError> {
+    let fit = &method.fit;
     let marks = fit.marks(position, company);
     let facts = EventFacts::of(company, &fit.histories[position], dataset.info.as_of);
     let record = render::resolution_record(meta, &dataset.info, company, &marks, &facts, kid)
@@ -420,13 +422,13 @@ fn render_company(
             with_gzip(render::backtest(
                 meta,
                 company,
-                fit.scorecard.targets_of(position),
+                method.scorecard.targets_of(position),
                 Disclosure::Public,
             )),
             with_gzip(render::backtest(
                 meta,
                 company,
-                fit.scorecard.targets_of(position),
+                method.scorecard.targets_of(position),
                 Disclosure::Full,
             )),
             marks_80_csv,
@@ -533,7 +535,7 @@ fn progress_bar(len: usize, enabled: bool) -> ProgressBar {
 
 fn write_snapshot(
     dataset: &Dataset,
-    fit: &Fit,
+    method: &Method,
     published_keys: &[VerifyingKey],
     previous: Option<&ArchivedIndex>,
     log: &PublicationLog,
@@ -593,7 +595,7 @@ fn write_snapshot(
                         c,
                         position,
                         dataset,
-                        fit,
+                        method,
                         &meta,
                         &options.signing_key,
                         &kid,
@@ -638,22 +640,28 @@ fn write_snapshot(
         .collect::<Result<Vec<_>, _>>()?;
     let signing_keys = writer.append_body(&signing::jwks_body(published_keys), None)?;
     let mut compressed = |body: Vec<u8>| writer.append_body(&body, gzip(&body, options.gzip_level).as_deref());
-    let [scorecard, scorecard_full] =
-        Disclosure::ALL.map(|disclosure| compressed(render::scorecard(&meta, fit, &index_summaries, disclosure)));
+    let [scorecard, scorecard_full] = Disclosure::ALL.map(|disclosure| {
+        compressed(render::scorecard(
+            &meta,
+            &method.scorecard,
+            &index_summaries,
+            disclosure,
+        ))
+    });
     // The scored targets are the largest bodies of all (a third of a synthetic snapshot), so they
     // are written as they are serialised rather than built whole in memory, the two disclosures
     // side by side (serialising and deflating them is one core's work each), then copied in.
     let spooled = |disclosure| -> Result<SpooledBody, BuildError> {
         let mut body = SpooledBody::create(out_dir, options.gzip_level, GZIP_MIN_BYTES)?;
-        render::scorecard_targets(&mut body, &meta, dataset, fit, disclosure)?;
+        render::scorecard_targets(&mut body, &meta, dataset, method, disclosure)?;
         Ok(body)
     };
     let (public, full) = rayon::join(|| spooled(Disclosure::Public), || spooled(Disclosure::Full));
     let scorecard_targets = public?.finish(&mut writer, &options.out);
     let scorecard_targets_full = full?.finish(&mut writer, &options.out);
-    let home = crate::present::home::home(dataset, &fit.scorecard);
+    let home = crate::present::home::home(dataset, &method.scorecard);
     let home_page = writer.append_body(&home, gzip(&home, options.gzip_level).as_deref())?;
-    let scorecard_html = crate::present::scorecard_page::scorecard(dataset, &fit.scorecard, &index_summaries);
+    let scorecard_html = crate::present::scorecard_page::scorecard(dataset, &method.scorecard, &index_summaries);
     let scorecard_page = writer.append_body(&scorecard_html, gzip(&scorecard_html, options.gzip_level).as_deref())?;
     let exports = spools.finish(&mut writer, &options.out)?;
     let changes = changes::change_log(dataset, &companies, previous);

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use marks_builder::dataset::Dataset;
 use marks_builder::methodology::scorecard::{Number, TargetKind};
-use marks_builder::methodology::Fit;
+use marks_builder::methodology::{Fit, Method};
 use marks_builder::synth::{self, SynthOptions};
 use marks_format::day::Day;
 
@@ -204,7 +204,8 @@ fn an_agreed_sale_holds_its_price_and_a_terminated_one_anchors_nothing() {
             "f3,failed,acquisition_terminated,2024-06-01,0",
         ],
     );
-    let fit = Fit::new(&dataset);
+    let method = Method::new(&dataset);
+    let fit = &method.fit;
     // The agreed price holds on every day after the agreement.
     for on in ["2024-01-01", "2024-09-30", "2025-06-30"] {
         assert!(close(mark_on(&fit, &dataset, "held", on), 3.0e9, 1e-14), "{on}");
@@ -237,7 +238,8 @@ fn a_funds_mark_of_zero_is_floored_at_one_percent_of_the_anchor_before() {
             "z2,z,fund_mark,2024-01-01,0",
         ],
     );
-    let fit = Fit::new(&dataset);
+    let method = Method::new(&dataset);
+    let fit = &method.fit;
     let history = &fit.histories[0];
     assert_eq!(history.anchors.len(), 2);
     assert!(close(history.anchors[1].log_value.exp(), 2.0e7, 1e-12));
@@ -260,7 +262,8 @@ fn outcomes_end_the_series_the_day_before_and_are_scored() {
             "s2,s,acquisition_closed,2023-01-01,0",
         ],
     );
-    let fit = Fit::new(&dataset);
+    let method = Method::new(&dataset);
+    let fit = &method.fit;
     for (slug, last) in [("l", "2023-02-28"), ("x", "2022-11-10"), ("s", "2022-12-31")] {
         let at = position(&dataset, slug);
         let marks = fit.marks(at, &dataset.companies[at]);
@@ -271,7 +274,7 @@ fn outcomes_end_the_series_the_day_before_and_are_scored() {
         );
         assert_eq!(marks.delta_30d_pct, None, "{slug}: no change to today");
     }
-    let targets = &fit.scorecard.targets;
+    let targets = &method.scorecard.targets;
     let listing = targets.iter().find(|t| t.kind == TargetKind::Listing).unwrap();
     assert_eq!(listing.marked_on, day("2023-02-28"));
     assert_eq!(listing.observed_log, 3.0e9f64.ln());
@@ -298,7 +301,8 @@ fn month_ends_are_scored_against_the_next_value_and_the_bridge() {
             "m2,m,primary_round,2023-04-20,4000000000",
         ],
     );
-    let fit = Fit::new(&dataset);
+    let method = Method::new(&dataset);
+    let fit = &method.fit;
     // January, February and March 2023 end before the second round; later month-ends have no
     // later value.
     let days: Vec<Day> = fit.month_ends.iter().map(|m| m.day).collect();
@@ -389,14 +393,15 @@ fn synthetic_targets_are_all_scored_and_the_bands_cover_near_nominal() {
     let options = SynthOptions::new(1000, 7);
     synth::generate(&options, dir.path()).unwrap();
     let dataset = Dataset::load(dir.path()).unwrap();
-    let fit = Fit::new(&dataset);
+    let method = Method::new(&dataset);
+    let fit = &method.fit;
     let expected: usize = fit
         .histories
         .iter()
         .map(|h| h.anchors.len().saturating_sub(1) + usize::from(h.valued_outcome().is_some() && !h.anchors.is_empty()))
         .sum();
-    assert_eq!(fit.scorecard.targets.len(), expected);
-    let month_end = fit.scorecard.month_end.as_ref().unwrap();
+    assert_eq!(method.scorecard.targets.len(), expected);
+    let month_end = method.scorecard.month_end.as_ref().unwrap();
     assert!(month_end.n > 10_000, "{} month-ends", month_end.n);
     let c80 = month_end.coverage_80.observed_pct.unwrap();
     let c95 = month_end.coverage_95.observed_pct.unwrap();
@@ -485,13 +490,14 @@ fn every_target_of_the_sample_is_scored() {
         }
         expected += anchors.saturating_sub(1);
     }
-    let fit = Fit::new(&dataset);
-    assert_eq!(fit.scorecard.targets.len(), expected);
+    let method = Method::new(&dataset);
+    assert_eq!(method.scorecard.targets.len(), expected);
     // And the scorecard speaks of the numbers it scored.
-    let event = fit.scorecard.event_day.get(TargetKind::Event).unwrap();
+    let event = method.scorecard.event_day.get(TargetKind::Event).unwrap();
     assert_eq!(
         event.n,
-        fit.scorecard
+        method
+            .scorecard
             .targets
             .iter()
             .filter(|t| t.kind == TargetKind::Event)

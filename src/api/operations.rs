@@ -211,7 +211,9 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                         ),
                     )
                 })?;
-            Ok(call.negotiation.stored(call.loaded, &version.consistency, Cache::Private))
+            Ok(call
+                .negotiation
+                .stored(call.loaded, &version.consistency, Cache::Private))
         }
         Operation::GetPublished => {
             require(call.caller, Scope::Marks80)?;

@@ -12,7 +12,6 @@ use crate::methodology::bands::{month_ends, BandTimeline, Bands, MonthEnd};
 use crate::methodology::history::{years_between, Anchor, History};
 use crate::methodology::profile::{ProfileTable, Profiles};
 use crate::methodology::round_to;
-use crate::methodology::scorecard::Scorecard;
 use marks_format::day::Day;
 
 /// One day of a company's marks, in USD.
@@ -105,8 +104,8 @@ impl CompanyMarks {
     }
 }
 
-/// The fitted method: every company's history, the daily profiles and bands, the month-end
-/// marks and the scorecard.
+/// The fitted method: every company's history, the daily profiles and bands, and the
+/// month-end marks (the scorecard, which judges them, is `Method`'s).
 #[derive(Debug)]
 pub struct Fit {
     pub as_of: Day,
@@ -115,7 +114,6 @@ pub struct Fit {
     pub profiles: ProfileTable,
     pub bands: BandTimeline,
     pub month_ends: Vec<MonthEnd>,
-    pub scorecard: Scorecard,
 }
 
 impl Fit {
@@ -131,16 +129,13 @@ impl Fit {
             .flat_map_iter(|(company, history)| month_end_marks(company, history, &profiles, as_of))
             .collect();
         let bands = BandTimeline::new(&month_ends);
-        let mut fit = Fit {
+        Fit {
             as_of,
             histories,
             profiles,
             bands,
             month_ends,
-            scorecard: Scorecard::default(),
-        };
-        fit.scorecard = Scorecard::new(dataset, &fit);
-        fit
+        }
     }
 
     /// The method's numbers for a company on `day`, from the anchor on or before it

@@ -35,6 +35,22 @@ pub use fit::{CompanyMarks, Coverage, Fit, MarkBasis, MarkDay};
 pub use params::{Params, PARAMS};
 pub use scorecard::Scorecard;
 
+/// The method applied to a dataset: the fit, and the scorecard that judges it. Kept side by
+/// side, not one inside the other, because the scorecard reads the fit.
+#[derive(Debug)]
+pub struct Method {
+    pub fit: Fit,
+    pub scorecard: Scorecard,
+}
+
+impl Method {
+    pub fn new(dataset: &crate::dataset::Dataset) -> Method {
+        let fit = Fit::new(dataset);
+        let scorecard = Scorecard::new(dataset, &fit);
+        Method { fit, scorecard }
+    }
+}
+
 /// The version every response's `meta`, every resolution record and the scorecard carry. Any
 /// change to a constant in [`params`] or to a formula bumps it.
 pub const METHODOLOGY_VERSION: &str = "v0.5.0";

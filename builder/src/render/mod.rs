@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 use crate::dataset::{Company, Dataset, DatasetInfo, EventType, ReportedAs, Sector, SourceGrade, Status};
 use crate::methodology::scorecard::disclosure::{self, Disclosure};
 use crate::methodology::scorecard::{Number, Target, TargetKind};
-use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, Fit, MarkDay, METHODOLOGY_VERSION};
+use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, MarkDay, Method, METHODOLOGY_VERSION};
 use crate::render::facts::{EventFacts, OutcomeKind};
 use marks_format::day::{iso_date, Day};
 
@@ -566,7 +566,7 @@ pub fn scorecard_targets(
     out: impl std::io::Write,
     meta: &[u8],
     dataset: &Dataset,
-    fit: &Fit,
+    method: &Method,
     disclosure: Disclosure,
 ) -> std::io::Result<()> {
     #[derive(Serialize)]
@@ -581,10 +581,11 @@ pub fn scorecard_targets(
         #[serde(flatten)]
         rows: disclosure::DisclosedRows<'a>,
     }
-    let month_ends: Vec<_> = fit
+    let month_ends: Vec<_> = method
+        .fit
         .month_ends
         .iter()
-        .map(|row| crate::methodology::scorecard::scored(fit, row))
+        .map(|row| crate::methodology::scorecard::scored(&method.fit, row))
         .collect();
     let rows = Rows {
         meta: raw(meta),
@@ -592,7 +593,7 @@ pub fn scorecard_targets(
         disclosure: disclosure.as_str(),
         tolerance_pct: crate::methodology::PARAMS.confidence_tolerance * 100.0,
         numbers: Number::ALL.map(Number::name),
-        rows: disclosure::rows(dataset, &fit.scorecard.targets, &month_ends, disclosure),
+        rows: disclosure::rows(dataset, &method.scorecard.targets, &month_ends, disclosure),
     };
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     serde_json::to_writer(&mut out, &rows).map_err(std::io::Error::from)?;
@@ -603,7 +604,12 @@ pub fn scorecard_targets(
 /// (weights capped) beside where plain value weights would have taken it. Its figures are
 /// aggregates, the same in both disclosures; the document names the form of the rows a reader
 /// gets.
-pub fn scorecard(meta: &[u8], fit: &Fit, indices: &[indices::IndexSummary], disclosure: Disclosure) -> Vec<u8> {
+pub fn scorecard(
+    meta: &[u8],
+    scorecard: &crate::methodology::Scorecard,
+    indices: &[indices::IndexSummary],
+    disclosure: Disclosure,
+) -> Vec<u8> {
     #[derive(Serialize)]
     struct Scorecard<'a> {
         meta: &'a RawValue,
@@ -621,7 +627,7 @@ pub fn scorecard(meta: &[u8], fit: &Fit, indices: &[indices::IndexSummary], disc
         methodology_version: METHODOLOGY_VERSION,
         disclosure: disclosure.as_str(),
         params: &crate::methodology::PARAMS,
-        scorecard: &fit.scorecard,
+        scorecard,
         index_weight_cap: marks_format::weights::WEIGHT_CAP,
         indices,
     })
