@@ -9,6 +9,8 @@
 //!   the first snapshot, the server, the file watcher and the object-store poller;
 //! - [`settings`]: everything `marks serve` is told, grouped into sections, each default written
 //!   once;
+//! - [`metric`]: what a part of the server reports to `/metrics`, as plain data (like
+//!   `settings`, it imports nothing of the crate);
 //! - [`reload`]: the file watcher and the reloads of snapshots and keys;
 //! - [`server`]: hyper behind the accept loop: TLS, HTTP/2, connection and stream deadlines,
 //!   the access log, graceful shutdown;
@@ -32,6 +34,7 @@ pub mod budgets;
 pub mod cli;
 pub mod keys;
 pub mod mcp;
+pub mod metric;
 pub mod reload;
 pub mod response;
 pub mod server;

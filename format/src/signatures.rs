@@ -1,7 +1,7 @@
 //! Checking what was signed: the RFC 7638 thumbprint that names an Ed25519 key, the JWKS the
 //! server publishes, the canonical bytes a resolution record's signature covers, and the check
 //! itself. The signing half (private keys, `marks keygen`, signing at build time) is the
-//! builder's (`marks_builder::signing`); the server and every verifier need only this.
+//! builder's (`marks_builder::render::signing`); the server and every verifier need only this.
 
 use std::path::{Path, PathBuf};
 

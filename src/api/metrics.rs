@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::api::routes::Operation;
 use crate::budgets::shared::SharedBudgets;
 use crate::budgets::streams::StreamBudget;
+use crate::metric::Report;
 use crate::response::body::Decoders;
 use crate::snapshot::object_store::SnapshotSource;
 
@@ -78,7 +79,7 @@ pub struct ScrapeInputs<'a> {
     pub buckets: usize,
     /// Failed-authentication buckets dropped to keep that table under its maximum.
     pub throttle_buckets_dropped: u64,
-    /// With `--budgets`: the shared store's counters and mode.
+    /// With `--budget-store`: the shared store's counters and mode.
     pub budget_store: Option<&'a SharedBudgets>,
     /// With `--snapshot-from`: the object store's counters.
     pub snapshot_source: Option<&'a SnapshotSource>,
@@ -219,55 +220,6 @@ impl Metrics {
         ] {
             write_metric(out, name, help, "counter", value)?;
         }
-        if let Some(decoders) = g.export_decoders {
-            let decoder_counters = [
-                (
-                    "marks_export_decodes_refused_for_share_total",
-                    "Decoded exports answered 429 because their key already held its share of the decoders.",
-                    &decoders.refused_for_share,
-                ),
-                (
-                    "marks_export_decodes_cut_slow_total",
-                    "Decoded exports cut because their reader took less than the floor rate; their place was freed.",
-                    &*decoders.cut_slow,
-                ),
-            ];
-            write_counters(out, &decoder_counters)?;
-            write_metric(
-                out,
-                "marks_export_decodes_active",
-                "Exports being decoded now for clients that do not accept gzip.",
-                "gauge",
-                decoders.active(),
-            )?;
-        }
-        if let Some(streams) = g.h2_streams {
-            let stream_counters = [
-                (
-                    "marks_h2_streams_stalled_total",
-                    "HTTP/2 streams reset because their response made no progress for the stream deadline.",
-                    &streams.stalled,
-                ),
-                (
-                    "marks_h2_streams_refused_total",
-                    "HTTP/2 requests answered 503 because the server held its budget of streams.",
-                    &streams.refused,
-                ),
-                (
-                    "marks_h2_streams_dropped_total",
-                    "HTTP/2 streams reset unanswered because the budget and its headroom for 503s were full.",
-                    &streams.dropped,
-                ),
-            ];
-            write_counters(out, &stream_counters)?;
-            write_metric(
-                out,
-                "marks_h2_streams_open",
-                "HTTP/2 streams whose response is being sent now.",
-                "gauge",
-                streams.open(),
-            )?;
-        }
         write_metric(
             out,
             "marks_auth_throttle_dropped_total",
@@ -275,74 +227,14 @@ impl Metrics {
             "counter",
             g.throttle_buckets_dropped,
         )?;
-        if let Some(store) = g.budget_store {
-            let counters = &store.counters;
-            let store_counters = [
-                (
-                    "marks_budget_store_calls_total",
-                    "Round trips to the shared budget store (each leases one token or more).",
-                    &counters.calls,
-                ),
-                (
-                    "marks_budget_store_errors_total",
-                    "Round trips to the shared budget store that failed or timed out.",
-                    &counters.errors,
-                ),
-                (
-                    "marks_budget_fallbacks_total",
-                    "Requests metered by this replica's own buckets because the shared store was unavailable.",
-                    &counters.fallbacks,
-                ),
-                (
-                    "marks_budget_noted_denials_total",
-                    "Requests refused from a recent refusal by the shared store, without a round trip.",
-                    &counters.noted_denials,
-                ),
-                (
-                    "marks_budget_leased_total",
-                    "Requests admitted with a token this replica leased earlier, without a round trip.",
-                    &counters.leased,
-                ),
-                (
-                    "marks_budget_store_rebuilds_total",
-                    "Cluster connections rebuilt after calls to the store timed out.",
-                    &counters.rebuilds,
-                ),
-            ];
-            write_counters(out, &store_counters)?;
-            write_metric(
-                out,
-                "marks_budget_shared",
-                "1 while budgets are decided by the shared store, 0 while this replica meters locally.",
-                "gauge",
-                u8::from(store.is_shared()),
-            )?;
-        }
-        if let Some(source) = g.snapshot_source {
-            let counters = &source.counters;
-            let source_counters = [
-                (
-                    "marks_snapshot_source_polls_total",
-                    "Looks at the published manifest (CURRENT) in object storage.",
-                    &counters.polls,
-                ),
-                (
-                    "marks_snapshot_source_errors_total",
-                    "Polls or downloads that could not reach the object store (retried at the next poll).",
-                    &counters.errors,
-                ),
-                (
-                    "marks_snapshot_source_downloads_total",
-                    "Published snapshots downloaded.",
-                    &counters.downloads,
-                ),
-                (
-                    "marks_snapshot_source_refusals_total",
-                    "Published manifests or snapshots refused (wrong hash or size, failed checks).",
-                    &counters.refusals,
-                ),
-            ];
-            write_counters(out, &source_counters)?;
+        let parts: [Option<&dyn Report>; 4] = [
+            g.export_decoders.map(|d| d as &dyn Report),
+            g.h2_streams.map(|s| s as &dyn Report),
+            g.budget_store.map(|s| s as &dyn Report),
+            g.snapshot_source.map(|s| s as &dyn Report),
+        ];
+        for metric in parts.into_iter().flatten().flat_map(|part| part.metrics()) {
+            write_metric(out, metric.name, metric.help, metric.kind.as_str(), metric.value)?;
         }
         let gauges: [(&str, &str, String); 6] = [
             (

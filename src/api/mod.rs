@@ -137,7 +137,7 @@ pub struct Outcome {
 /// Where a request's budget is decided.
 #[derive(Clone, Debug, Default)]
 pub enum Budgeting {
-    /// This process's token buckets: without `--budgets`, and while the store is unavailable.
+    /// This process's token buckets: without `--budget-store`, and while the store is unavailable.
     #[default]
     Local,
     /// The shared store's: the request stops at its budget step with a [`StoreAsk`] (unless a

@@ -582,3 +582,48 @@ mod tests {
         assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
     }
 }
+
+impl crate::metric::Report for SharedBudgets {
+    fn metrics(&self) -> Vec<crate::metric::Metric> {
+        use crate::metric::Metric;
+        let load = |counter: &AtomicU64| counter.load(Relaxed);
+        let c = &self.counters;
+        vec![
+            Metric::counter(
+                "marks_budget_store_calls_total",
+                "Round trips to the shared budget store (each leases one token or more).",
+                load(&c.calls),
+            ),
+            Metric::counter(
+                "marks_budget_store_errors_total",
+                "Round trips to the shared budget store that failed or timed out.",
+                load(&c.errors),
+            ),
+            Metric::counter(
+                "marks_budget_fallbacks_total",
+                "Requests metered by this replica's own buckets because the shared store was unavailable.",
+                load(&c.fallbacks),
+            ),
+            Metric::counter(
+                "marks_budget_noted_denials_total",
+                "Requests refused from a recent refusal by the shared store, without a round trip.",
+                load(&c.noted_denials),
+            ),
+            Metric::counter(
+                "marks_budget_leased_total",
+                "Requests admitted with a token this replica leased earlier, without a round trip.",
+                load(&c.leased),
+            ),
+            Metric::counter(
+                "marks_budget_store_rebuilds_total",
+                "Cluster connections rebuilt after calls to the store timed out.",
+                load(&c.rebuilds),
+            ),
+            Metric::gauge(
+                "marks_budget_shared",
+                "1 while budgets are decided by the shared store, 0 while this replica meters locally.",
+                u64::from(self.is_shared()),
+            ),
+        ]
+    }
+}

@@ -85,3 +85,31 @@ impl Drop for StreamSlot {
         self.0.open.fetch_sub(1, Relaxed);
     }
 }
+
+impl crate::metric::Report for StreamBudget {
+    fn metrics(&self) -> Vec<crate::metric::Metric> {
+        use crate::metric::Metric;
+        vec![
+            Metric::counter(
+                "marks_h2_streams_stalled_total",
+                "HTTP/2 streams reset because their response made no progress for the stream deadline.",
+                self.stalled.load(Relaxed),
+            ),
+            Metric::counter(
+                "marks_h2_streams_refused_total",
+                "HTTP/2 requests answered 503 because the server held its budget of streams.",
+                self.refused.load(Relaxed),
+            ),
+            Metric::counter(
+                "marks_h2_streams_dropped_total",
+                "HTTP/2 streams reset unanswered because the budget and its headroom for 503s were full.",
+                self.dropped.load(Relaxed),
+            ),
+            Metric::gauge(
+                "marks_h2_streams_open",
+                "HTTP/2 streams whose response is being sent now.",
+                self.open() as u64,
+            ),
+        ]
+    }
+}

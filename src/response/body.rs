@@ -678,3 +678,26 @@ mod tests {
         assert!(decoders.try_acquire(&key).is_ok(), "after the window");
     }
 }
+
+impl crate::metric::Report for Decoders {
+    fn metrics(&self) -> Vec<crate::metric::Metric> {
+        use crate::metric::Metric;
+        vec![
+            Metric::counter(
+                "marks_export_decodes_refused_for_share_total",
+                "Decoded exports answered 429 because their key already held its share of the decoders.",
+                self.refused_for_share.load(Relaxed),
+            ),
+            Metric::counter(
+                "marks_export_decodes_cut_slow_total",
+                "Decoded exports cut because their reader took less than the floor rate; their place was freed.",
+                self.cut_slow.load(Relaxed),
+            ),
+            Metric::gauge(
+                "marks_export_decodes_active",
+                "Exports being decoded now for clients that do not accept gzip.",
+                self.active() as u64,
+            ),
+        ]
+    }
+}

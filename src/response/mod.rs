@@ -408,34 +408,6 @@ impl Negotiation<'_> {
     }
 }
 
-/// The response headers that carry `meta` on a CSV answer, whose rows have no room for it:
-/// `X-Dataset-Version`, `X-Methodology-Version`, `X-As-Of`, `X-Data-Mode`, `X-Provenance` and
-/// `X-Disclaimer` (its characters outside visible ASCII as `?`; the JSON forms carry it exact).
-pub fn csv_meta(meta: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
-    let Ok(serde_json::Value::Object(meta)) = serde_json::from_slice::<serde_json::Value>(meta) else {
-        return Vec::new();
-    };
-    let fields = [
-        ("dataset_version", "x-dataset-version"),
-        ("methodology_version", "x-methodology-version"),
-        ("as_of", "x-as-of"),
-        ("data_mode", "x-data-mode"),
-        ("provenance", "x-provenance"),
-        ("disclaimer", "x-disclaimer"),
-    ];
-    fields
-        .iter()
-        .filter_map(|(field, name)| {
-            let text = meta.get(*field)?.as_str()?;
-            let visible: String = text
-                .chars()
-                .map(|c| if (' '..='~').contains(&c) { c } else { '?' })
-                .collect();
-            Some((HeaderName::from_static(name), HeaderValue::from_str(&visible).ok()?))
-        })
-        .collect()
-}
-
 /// Whether an `Accept` header prefers CSV to JSON, read as RFC 9110 12.5.1 says: its lines
 /// (`lines`) joined into one list; each media type takes the weight of the most specific range
 /// that matches it (`text/csv`, then `text/*`, then `*/*`), none matching meaning not acceptable;

@@ -92,7 +92,7 @@ impl SnapshotInForce {
                     path: path.to_owned(),
                     identity: before,
                     loaded_at: SystemTime::now(),
-                    csv_meta: crate::response::csv_meta(&meta),
+                    csv_meta: crate::snapshot::csv_meta(&meta),
                     slugs: SlugIndex::new(&snapshot),
                     snapshot,
                     meta,

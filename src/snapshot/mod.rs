@@ -27,7 +27,7 @@ pub struct LoadedSnapshot {
     pub meta: Bytes,
     /// Seeds list-page ETags: a page's bytes are a function of the snapshot and the query.
     pub etag_seed: u64,
-    /// What `meta` says, as the response headers of a CSV answer (`response::csv_meta`).
+    /// What `meta` says, as the response headers of a CSV answer ([`csv_meta`]).
     pub csv_meta: Vec<(http::HeaderName, http::HeaderValue)>,
     /// The companies' positions by slug.
     pub slugs: SlugIndex,
@@ -100,4 +100,35 @@ pub fn with_causes(error: &dyn std::error::Error) -> String {
         cause = next.source();
     }
     text
+}
+
+/// The response headers that carry `meta` on a CSV answer, whose rows have no room for it:
+/// `X-Dataset-Version`, `X-Methodology-Version`, `X-As-Of`, `X-Data-Mode`, `X-Provenance` and
+/// `X-Disclaimer` (its characters outside visible ASCII as `?`; the JSON forms carry it exact).
+pub fn csv_meta(meta: &[u8]) -> Vec<(http::HeaderName, http::HeaderValue)> {
+    let Ok(serde_json::Value::Object(meta)) = serde_json::from_slice::<serde_json::Value>(meta) else {
+        return Vec::new();
+    };
+    let fields = [
+        ("dataset_version", "x-dataset-version"),
+        ("methodology_version", "x-methodology-version"),
+        ("as_of", "x-as-of"),
+        ("data_mode", "x-data-mode"),
+        ("provenance", "x-provenance"),
+        ("disclaimer", "x-disclaimer"),
+    ];
+    fields
+        .iter()
+        .filter_map(|(field, name)| {
+            let text = meta.get(*field)?.as_str()?;
+            let visible: String = text
+                .chars()
+                .map(|c| if (' '..='~').contains(&c) { c } else { '?' })
+                .collect();
+            Some((
+                http::HeaderName::from_static(name),
+                http::HeaderValue::from_str(&visible).ok()?,
+            ))
+        })
+        .collect()
 }
