@@ -15,6 +15,7 @@ mod endpoints;
 mod explanations;
 mod indices;
 mod logs;
+mod map;
 mod mcp;
 mod operations;
 mod pages;
