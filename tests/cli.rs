@@ -421,10 +421,7 @@ fn the_publishing_procedure_works_as_written() {
 
     // The next dataset version adds an event: accepted with --previous.
     let next = dir.path().join("next");
-    std::fs::create_dir(&next).unwrap();
-    for file in ["companies.csv", "events.csv", "dataset.toml"] {
-        std::fs::copy(sample_dir().join(file), next.join(file)).unwrap();
-    }
+    copy_dataset(&sample_dir(), &next);
     let toml = std::fs::read_to_string(next.join("dataset.toml")).unwrap();
     let (version, next_version) = (sample_version(), day_after(&sample_version()));
     std::fs::write(next.join("dataset.toml"), toml.replace(&version, &next_version)).unwrap();

@@ -469,7 +469,7 @@ async fn public_documents_need_no_key() {
         .iter()
         .map(|f| f["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["mark", "next_print", "last_print"]);
+    assert_eq!(names, SCORED_NUMBERS);
     assert_eq!(body["methodology_version"], "v0.5.0");
     assert_eq!(body["numbers"][0]["methodology_version"], "v0.5.0");
     assert_eq!(body["params"]["drift_half_life_years"], 1.0);
@@ -627,7 +627,7 @@ async fn every_scorecard_figure_is_recomputed_from_the_published_targets() {
             mean(errors).map(four),
         )
     };
-    let numbers = ["mark", "next_print", "last_print"];
+    let numbers = SCORED_NUMBERS;
     let check = |figure: &Value, errors: &[f64], what: &str| {
         let (median, mean, bias) = figures(errors);
         assert_eq!(served(&figure["median_abs_log_error"]), median, "{what}");

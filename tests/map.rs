@@ -114,7 +114,10 @@ fn every_section_of_the_settings_is_on_the_map() {
         .collect::<Vec<_>>()
         .join(" ");
     let missing: Vec<&&str> = sections.iter().filter(|s| !line.contains(**s)).collect();
-    assert!(missing.is_empty(), "the settings sections {missing:?} are not in ARCHITECTURE.md's `settings.rs` entry");
+    assert!(
+        missing.is_empty(),
+        "the settings sections {missing:?} are not in ARCHITECTURE.md's `settings.rs` entry"
+    );
 }
 
 /// Every file the map names in backticks (`name.rs`, `folder/name.py`, ...) exists somewhere
@@ -144,7 +147,9 @@ fn every_file_the_map_names_exists() {
         }
     }
     all(&root, &root, &mut names, &mut paths);
-    let extensions = [".rs", ".py", ".sh", ".js", ".css", ".html", ".toml", ".json", ".jsonl", ".md"];
+    let extensions = [
+        ".rs", ".py", ".sh", ".js", ".css", ".html", ".toml", ".json", ".jsonl", ".md",
+    ];
     let mut stale = Vec::new();
     for quoted in map.split('`').skip(1).step_by(2) {
         let token = quoted.trim();
@@ -162,5 +167,8 @@ fn every_file_the_map_names_exists() {
             stale.push(token.to_string());
         }
     }
-    assert!(stale.is_empty(), "ARCHITECTURE.md names files that do not exist: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "ARCHITECTURE.md names files that do not exist: {stale:?}"
+    );
 }

@@ -111,7 +111,7 @@ async fn the_scorecard_page_shows_the_served_figures() {
         "event_day.event.errors",
         "event_day.listing.errors",
     ] {
-        for number in ["mark", "next_print", "last_print"] {
+        for number in SCORED_NUMBERS {
             for figure in ["median_abs_log_error", "mean_abs_log_error"] {
                 let name = format!("{score}.{number}.{figure}");
                 assert!(

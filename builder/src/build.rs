@@ -35,8 +35,6 @@ use marks_format::reader::{OpenOptions, Snapshot, SnapshotError};
 use marks_format::tiers::Tier;
 use marks_format::weights::MIN_SECTOR_COMPANIES;
 
-/// Bodies smaller than this are served uncompressed: gzip would save too little to matter.
-pub const GZIP_MIN_BYTES: usize = 1024;
 const CHUNK: usize = 256;
 
 #[derive(Debug)]
@@ -110,6 +108,15 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
         let index = previous.index();
         let jwks = previous.body_slice(&index.signing_keys.identity);
         published_keys.extend(signing::parse_jwks(jwks).into_iter().map(|(_, key)| key));
+    }
+    for path in &dataset.info.publication_log_keys {
+        let key = marks_format::signatures::read_verifying_key(path).map_err(|e| LogError::Whole {
+            what: path.display().to_string(),
+            reason: format!("not a public key for the publication log: {e}"),
+        })?;
+        if !published_keys.contains(&key) {
+            published_keys.push(key);
+        }
     }
     let (mut log, carried) = carried_log(&dataset, previous.as_ref(), options, &published_keys)?;
     let load_time = started.elapsed();
@@ -320,7 +327,7 @@ struct Rendered {
 
 /// A body's gzip variant, or none when `level` is 0 or the body too small for it to pay.
 fn gzip(bytes: &[u8], level: u32) -> Option<Vec<u8>> {
-    if level == 0 || bytes.len() < GZIP_MIN_BYTES {
+    if level == 0 || bytes.len() < gzip::MIN_BYTES {
         return None;
     }
     Some(gzip::member(&[&Piece::of(bytes, level).ok()?]))
@@ -358,7 +365,7 @@ impl Deflating {
     /// A CSV series body, its gzip variant, and its rows deflated.
     fn series_csv(&self, body: Vec<u8>) -> std::io::Result<(WithGzip, Piece)> {
         let rest = Piece::of(&body[self.series_csv_header.0.len()..], self.export_level)?;
-        let gzip = (self.gzip_level > 0 && body.len() >= GZIP_MIN_BYTES)
+        let gzip = (self.gzip_level > 0 && body.len() >= gzip::MIN_BYTES)
             .then(|| gzip::member(&[&self.series_csv_header.1, &rest]));
         Ok(((body, gzip), rest))
     }
@@ -366,7 +373,7 @@ impl Deflating {
     /// A series body, its gzip variant, and its text past the prefix deflated.
     fn series(&self, body: Vec<u8>) -> std::io::Result<(WithGzip, Piece)> {
         let rest = Piece::of(&body[self.series_prefix.0.len()..], self.export_level)?;
-        let gzip = (self.gzip_level > 0 && body.len() >= GZIP_MIN_BYTES)
+        let gzip = (self.gzip_level > 0 && body.len() >= gzip::MIN_BYTES)
             .then(|| gzip::member(&[&self.series_prefix.1, &rest]));
         Ok(((body, gzip), rest))
     }
@@ -652,7 +659,7 @@ fn write_snapshot(
     // are written as they are serialised rather than built whole in memory, the two disclosures
     // side by side (serialising and deflating them is one core's work each), then copied in.
     let spooled = |disclosure| -> Result<SpooledBody, BuildError> {
-        let mut body = SpooledBody::create(out_dir, options.gzip_level, GZIP_MIN_BYTES)?;
+        let mut body = SpooledBody::create(out_dir, options.gzip_level, gzip::MIN_BYTES)?;
         render::scorecard_targets(&mut body, &meta, dataset, method, disclosure)?;
         Ok(body)
     };

@@ -202,6 +202,11 @@ pub struct DatasetInfo {
     /// The publication log of the dataset's earlier versions, when it carries one (a file
     /// beside dataset.toml): the bundled sample does, so that its first build shows a revision.
     pub publication_log: Option<PathBuf>,
+    /// Public keys (PEM files beside dataset.toml) whose signatures the carried log's
+    /// checkpoints may bear besides this build's key and the previous snapshot's: the keys of
+    /// whoever published the earlier versions. They are published with the others, so that
+    /// their checkpoints stay verifiable.
+    pub publication_log_keys: Vec<PathBuf>,
 }
 
 /// The publication log's origin when a dataset names none.
@@ -327,6 +332,9 @@ struct RawInfo {
     /// A file beside dataset.toml holding the publication log of earlier versions.
     #[serde(default)]
     publication_log: Option<toml::Spanned<String>>,
+    /// Public key files beside dataset.toml that signed the carried log's checkpoints.
+    #[serde(default)]
+    publication_log_keys: Vec<toml::Spanned<String>>,
 }
 
 fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
@@ -408,20 +416,29 @@ fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
             text.clone()
         }
     };
-    let publication_log = match &raw.publication_log {
-        None => None,
-        Some(name) => {
-            let text = name.get_ref();
-            let plain = !text.is_empty() && !text.contains('/') && !text.contains('\\') && text != "." && text != "..";
-            if !plain {
-                return Err(at(
-                    name,
-                    format!("publication_log {text:?} is not a file name beside dataset.toml"),
-                ));
-            }
-            Some(path.with_file_name(text))
+    // A file the dataset names lies beside dataset.toml: a name, never a path elsewhere.
+    let beside = |name: &toml::Spanned<String>, field: &str| {
+        let text = name.get_ref();
+        let plain = !text.is_empty() && !text.contains('/') && !text.contains('\\') && text != "." && text != "..";
+        if plain {
+            Ok(path.with_file_name(text))
+        } else {
+            Err(at(
+                name,
+                format!("{field} {text:?} is not a file name beside dataset.toml"),
+            ))
         }
     };
+    let publication_log = raw
+        .publication_log
+        .as_ref()
+        .map(|name| beside(name, "publication_log"))
+        .transpose()?;
+    let publication_log_keys = raw
+        .publication_log_keys
+        .iter()
+        .map(|name| beside(name, "publication_log_keys"))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(DatasetInfo {
         dataset_version,
         as_of,
@@ -431,6 +448,7 @@ fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
         quickstart_key: raw.quickstart_key.map(toml::Spanned::into_inner),
         log_origin,
         publication_log,
+        publication_log_keys,
     })
 }
 

@@ -49,6 +49,7 @@ fn sample_copy(dir: &Path, name: &str) -> PathBuf {
         "events.csv",
         "aliases.csv",
         "publication-log.jsonl",
+        "demo-signing-key.pem.pub",
     ] {
         std::fs::copy(bundled_sample().join(file), to.join(file)).unwrap();
     }
@@ -238,4 +239,44 @@ fn a_tampered_or_forked_log_is_refused_where_it_fails() {
     // The untouched copy builds, and says what it carried.
     let words = build(&sample_copy(dir.path(), "untouched"), None).unwrap();
     assert!(words.contains("3 versions") && words.contains("appended"), "{words}");
+}
+
+/// A publisher with a key of its own carries the sample's log when the dataset names the key
+/// that signed it (`publication_log_keys`), and publishes that key beside its own so the old
+/// checkpoints stay verifiable; without it, the log is refused, and the refusal says where the
+/// keys are looked for.
+#[test]
+fn another_signing_key_carries_the_log_only_with_the_key_that_signed_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(&sample_copy(dir.path(), "named"), &dir.path().join("named.snap"));
+    o.signing_key = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+    let words = marks_builder::build(&o).unwrap().log;
+    assert!(words.contains("3 versions") && words.contains("appended"), "{words}");
+    let log = PublicationLog::parse(
+        &std::fs::read_to_string(dir.path().join("named.jsonl")).unwrap(),
+        &[demo_key().verifying_key(), o.signing_key.verifying_key()],
+        "log",
+    )
+    .unwrap();
+    assert_eq!(log.checkpoints.len(), 4);
+    let snapshot = marks_format::Snapshot::open(&dir.path().join("named.snap"), &Default::default()).unwrap();
+    let jwks = snapshot.body_slice(&snapshot.index().signing_keys.identity);
+    let published: Vec<_> = signing::parse_jwks(jwks).into_iter().map(|(_, key)| key).collect();
+    assert!(published.contains(&demo_key().verifying_key()) && published.contains(&o.signing_key.verifying_key()));
+
+    let unnamed = sample_copy(dir.path(), "unnamed");
+    let toml = std::fs::read_to_string(unnamed.join("dataset.toml")).unwrap();
+    let toml: String = toml
+        .lines()
+        .filter(|l| !l.starts_with("publication_log_keys"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(unnamed.join("dataset.toml"), toml).unwrap();
+    let mut o = options(&unnamed, &dir.path().join("unnamed.snap"));
+    o.signing_key = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+    let err = marks_builder::build(&o).unwrap_err().to_string();
+    assert!(
+        err.contains("no signature by a published key") && err.contains("publication_log_keys"),
+        "{err}"
+    );
 }

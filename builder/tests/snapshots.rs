@@ -760,6 +760,7 @@ fn corrections_are_appended_never_edited() {
             "events.csv",
             "aliases.csv",
             "publication-log.jsonl",
+            "demo-signing-key.pem.pub",
         ] {
             std::fs::copy(bundled_sample().join(file), to.join(file)).unwrap();
         }

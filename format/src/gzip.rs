@@ -14,6 +14,10 @@ use std::io;
 
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
 
+/// Bodies smaller than this are stored and served without a gzip variant: compressing them
+/// would save too little to matter. The builder's bodies and the binary's page files alike.
+pub const MIN_BYTES: usize = 1024;
+
 /// The gzip member header: deflate, no name, no timestamp (so builds are reproducible),
 /// unknown OS.
 pub const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];

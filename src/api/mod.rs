@@ -120,6 +120,35 @@ struct Exchange<'a, B> {
     request_id: RequestId,
 }
 
+impl<'a, B> Exchange<'a, B> {
+    /// A request at its first step: its headers read, its request id decided.
+    fn new(
+        state: &'a State,
+        request: &'a Request<B>,
+        peer: IpAddr,
+        connection: &'a mut Connection,
+        budgeting: Budgeting,
+        now: Instant,
+    ) -> Exchange<'a, B> {
+        let asked = RequestHeaders::of(request.headers());
+        let request_id = request_id(state, asked.request_id);
+        Exchange {
+            state,
+            request,
+            peer,
+            asked,
+            connection,
+            now,
+            operation: Operation::Unknown,
+            caller: None,
+            budgeting,
+            decision: None,
+            auth_throttle: None,
+            request_id,
+        }
+    }
+}
+
 /// The access-log facts of a request, returned alongside the response.
 #[derive(Debug)]
 pub struct Outcome {
@@ -146,6 +175,17 @@ pub enum Budgeting {
     /// The store's answer for a bucket, for the request answered again; `None`: the store did
     /// not answer, and this process's buckets decide.
     Answered(Bucket, Option<Decision>),
+}
+
+impl Budgeting {
+    /// How a new request is budgeted: by the shared store when the server has one.
+    pub fn of(state: &State) -> Budgeting {
+        if state.budgets.shared.is_some() {
+            Budgeting::Shared
+        } else {
+            Budgeting::Local
+        }
+    }
 }
 
 /// A request waiting for the shared store to spend a unit of `bucket`.
@@ -184,13 +224,15 @@ pub async fn answer_with_store<B>(
 /// Answers one request the way the server does, budgets in the shared store included, for a
 /// caller inside this process (the MCP tools hosted at `/mcp`).
 pub async fn answer<B>(state: &State, request: &Request<B>, peer: IpAddr) -> (Response, Outcome) {
-    let budgeting = if state.budgets.shared.is_some() {
-        Budgeting::Shared
-    } else {
-        Budgeting::Local
-    };
     let mut connection = Connection::default();
-    match exchange(state, request, peer, &mut connection, budgeting, Instant::now()) {
+    match exchange(
+        state,
+        request,
+        peer,
+        &mut connection,
+        Budgeting::of(state),
+        Instant::now(),
+    ) {
         Step::Answered(response, outcome) => (response, outcome),
         Step::AskStore(ask) => answer_with_store(state, request, peer, &mut connection, ask).await,
     }
@@ -249,22 +291,10 @@ pub fn budget_spent<B>(
 ) -> Response {
     state.metrics.rate_limited.fetch_add(1, Relaxed);
     let mut connection = Connection::default();
-    let asked = RequestHeaders::of(request.headers());
-    let request_id = request_id(state, asked.request_id);
-    let mut exchange = Exchange {
-        state,
-        request,
-        peer,
-        asked,
-        connection: &mut connection,
-        now: Instant::now(),
-        operation,
-        caller: Some(caller),
-        budgeting: Budgeting::Local,
-        decision: Some(decision),
-        auth_throttle: None,
-        request_id,
-    };
+    let mut exchange = Exchange::new(state, request, peer, &mut connection, Budgeting::Local, Instant::now());
+    exchange.operation = operation;
+    exchange.caller = Some(caller);
+    exchange.decision = Some(decision);
     exchange.problem(&ApiError::RateLimited {
         retry_after: decision.retry_after,
     })
@@ -298,22 +328,8 @@ pub fn admit<B>(
     operation: Operation,
 ) -> Result<Arc<Caller>, Box<Response>> {
     let mut connection = Connection::default();
-    let asked = RequestHeaders::of(request.headers());
-    let request_id = request_id(state, asked.request_id);
-    let mut exchange = Exchange {
-        state,
-        request,
-        peer,
-        asked,
-        connection: &mut connection,
-        now: Instant::now(),
-        operation,
-        caller: None,
-        budgeting: Budgeting::Local,
-        decision: None,
-        auth_throttle: None,
-        request_id,
-    };
+    let mut exchange = Exchange::new(state, request, peer, &mut connection, Budgeting::Local, Instant::now());
+    exchange.operation = operation;
     match access::authenticate(state, exchange.asked.api_key, &mut exchange.connection.key) {
         Ok(caller) => Ok(caller),
         Err(error) => {
@@ -359,22 +375,7 @@ pub fn exchange<B>(
     budgeting: Budgeting,
     started: Instant,
 ) -> Step {
-    let asked = RequestHeaders::of(request.headers());
-    let request_id = request_id(state, asked.request_id);
-    let mut exchange = Exchange {
-        state,
-        request,
-        peer,
-        asked,
-        connection,
-        now: started,
-        operation: Operation::Unknown,
-        caller: None,
-        budgeting,
-        decision: None,
-        auth_throttle: None,
-        request_id,
-    };
+    let mut exchange = Exchange::new(state, request, peer, connection, budgeting, started);
     let response = match exchange.answer() {
         Ok(representation) => exchange.respond(representation),
         Err(Stop::Problem(error)) => exchange.problem(&error),

@@ -1,7 +1,8 @@
 //! The offline subcommands of `marks`: build, keygen, synth, verify-snapshot and keys.
 //!
 //! Each takes already-parsed arguments, does one job and returns a one-line error on failure;
-//! printing of results is here, argument parsing is in `main.rs`.
+//! printing of results is here; the arguments of `build` and `synth` are declared here with
+//! their commands, the rest in `mod.rs`.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -29,15 +30,36 @@ pub fn demo_keys_file() -> PathBuf {
     sample_dir().join("demo-keys.toml")
 }
 
-#[derive(Debug)]
+/// `marks build`'s arguments.
+#[derive(clap::Args, Debug)]
 pub struct BuildArgs {
+    /// Dataset directory holding dataset.toml, companies.csv and events.csv.
+    #[arg(long, value_name = "DIR")]
     pub source: PathBuf,
+    /// Snapshot file to write (written to a temp file beside it, then renamed into place). The
+    /// default is what `marks serve` serves and watches by default: a build there goes live.
+    #[arg(long, value_name = "FILE", default_value = crate::settings::CURRENT_SNAPSHOT)]
     pub out: PathBuf,
+    /// Ed25519 private key (PKCS#8 PEM, from `marks keygen`) that signs the resolution records.
+    #[arg(long, value_name = "FILE", required = true)]
     pub signing_key: PathBuf,
+    /// The snapshot this one succeeds: refuse the build if any of its events changed or vanished,
+    /// keep publishing its signing keys, and append to its publication log.
+    #[arg(long, value_name = "FILE")]
     pub previous: Option<PathBuf>,
+    /// Ed25519 private key that signs the snapshot header, for servers run with --publisher-key.
+    #[arg(long, value_name = "FILE")]
     pub publisher_key: Option<PathBuf>,
+    /// Gzip level (1-9) of the precompressed body variants; 0 stores none. 4 compresses series as
+    /// well as 6 here at two thirds of the time.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=9))]
     pub gzip_level: u32,
+    /// Print only the summary line (no scorecard, no progress bar).
+    #[arg(long)]
     pub quiet: bool,
+    /// Also write the publication log, as this build leaves it, to FILE (NDJSON, the form of
+    /// `GET /v1/export/log` and of a dataset's `publication_log`).
+    #[arg(long, value_name = "FILE")]
     pub log_out: Option<PathBuf>,
 }
 
@@ -97,12 +119,23 @@ pub fn keygen(out: &Path) -> Result<()> {
     Ok(())
 }
 
-#[derive(Debug)]
+/// `marks synth`'s arguments.
+#[derive(clap::Args, Debug)]
 pub struct SynthArgs {
+    /// Number of companies.
+    #[arg(long, value_name = "N")]
     pub companies: usize,
+    /// Total number of events (default: 8 per company).
+    #[arg(long, value_name = "N")]
     pub events: Option<usize>,
+    /// Random seed; the same seed gives the same files.
+    #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
+    /// The dataset's as_of date, YYYY-MM-DD.
+    #[arg(long, value_name = "DATE")]
     pub as_of: Option<String>,
+    /// Directory to write the dataset into.
+    #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 }
 

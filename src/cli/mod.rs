@@ -38,36 +38,7 @@ enum Command {
         command: KeysCommand,
     },
     /// Compile a dataset directory (dataset.toml, companies.csv, events.csv) into one snapshot file.
-    Build {
-        /// Dataset directory holding dataset.toml, companies.csv and events.csv.
-        #[arg(long, value_name = "DIR")]
-        source: PathBuf,
-        /// Snapshot file to write (written to a temp file beside it, then renamed into place). The
-        /// default is what `marks serve` serves and watches by default: a build there goes live.
-        #[arg(long, value_name = "FILE", default_value = crate::settings::CURRENT_SNAPSHOT)]
-        out: PathBuf,
-        /// Ed25519 private key (PKCS#8 PEM, from `marks keygen`) that signs the resolution records.
-        #[arg(long, value_name = "FILE", required = true)]
-        signing_key: PathBuf,
-        /// The snapshot this one succeeds: refuse the build if any of its events changed or vanished,
-        /// and keep publishing its signing keys.
-        #[arg(long, value_name = "FILE")]
-        previous: Option<PathBuf>,
-        /// Ed25519 private key that signs the snapshot header, for servers run with --publisher-key.
-        #[arg(long, value_name = "FILE")]
-        publisher_key: Option<PathBuf>,
-        /// Gzip level (1-9) of the precompressed body variants; 0 stores none. 4 compresses series as
-        /// well as 6 here at two thirds of the time.
-        #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=9))]
-        gzip_level: u32,
-        /// Print only the summary line (no scorecard, no progress bar).
-        #[arg(long)]
-        quiet: bool,
-        /// Also write the publication log, as this build leaves it, to FILE (NDJSON, the form of
-        /// `GET /v1/export/log` and of a dataset's `publication_log`).
-        #[arg(long, value_name = "FILE")]
-        log_out: Option<PathBuf>,
-    },
+    Build(commands::BuildArgs),
     /// Make a new Ed25519 signing key: FILE (private, mode 0600) and FILE.pub; prints its kid.
     Keygen {
         /// Path of the new private key; refuses to overwrite an existing file.
@@ -75,23 +46,7 @@ enum Command {
         out: PathBuf,
     },
     /// Write a synthetic dataset from a selection world (companies report after rises), for scale tests and benches.
-    Synth {
-        /// Number of companies.
-        #[arg(long, value_name = "N")]
-        companies: usize,
-        /// Total number of events (default: 8 per company).
-        #[arg(long, value_name = "N")]
-        events: Option<usize>,
-        /// Random seed; the same seed gives the same files.
-        #[arg(long, value_name = "S", default_value_t = 1)]
-        seed: u64,
-        /// The dataset's as_of date, YYYY-MM-DD.
-        #[arg(long, value_name = "DATE")]
-        as_of: Option<String>,
-        /// Directory to write the dataset into.
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
-    },
+    Synth(commands::SynthArgs),
     /// Publish a snapshot to a server's --snapshot path safely: check it, copy it beside LIVE,
     /// fsync, rename over LIVE. The server swaps to it at its next look.
     Install {
@@ -204,25 +159,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             KeysCommand::Reinstate { keys, key_id } => commands::keys_set_status(&keys, &key_id, KeyStatus::Active),
             KeysCommand::List { keys } => commands::keys_list(&keys),
         },
-        Command::Build {
-            source,
-            out,
-            signing_key,
-            previous,
-            publisher_key,
-            gzip_level,
-            quiet,
-            log_out,
-        } => commands::build(&commands::BuildArgs {
-            source,
-            out,
-            signing_key,
-            previous,
-            publisher_key,
-            gzip_level,
-            quiet,
-            log_out,
-        }),
+        Command::Build(args) => commands::build(&args),
         Command::Keygen { out } => commands::keygen(&out),
         Command::Mcp { base_url } => mcp::run(&base_url),
         Command::Publish {
@@ -230,19 +167,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             to,
             publisher_key,
         } => commands::publish(&snapshot, &to, publisher_key.as_deref()),
-        Command::Synth {
-            companies,
-            events,
-            seed,
-            as_of,
-            out,
-        } => commands::synth(&commands::SynthArgs {
-            companies,
-            events,
-            seed,
-            as_of,
-            out,
-        }),
+        Command::Synth(args) => commands::synth(&args),
         Command::Install {
             snapshot,
             to,

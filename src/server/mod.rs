@@ -350,11 +350,7 @@ async fn serve_connection(
             });
             return Either::Right(answering);
         }
-        let budgeting = if state.budgets.shared.is_some() {
-            Budgeting::Shared
-        } else {
-            Budgeting::Local
-        };
+        let budgeting = Budgeting::of(&state);
         let started = Instant::now();
         let first = api::exchange(
             &state,

@@ -42,9 +42,6 @@ const ROOT_DOCS: [(&str, &str); 6] = [
     ("/snapshots/README.md", include_str!("../../snapshots/README.md")),
 ];
 
-/// Bodies smaller than this are not worth a gzip variant (as for snapshot bodies).
-const GZIP_FROM: usize = 1024;
-
 /// One file, ready to serve.
 #[derive(Debug)]
 pub struct WebFile {
@@ -242,7 +239,7 @@ fn content_type(extension: &str) -> HeaderValue {
 /// `extension` gives its content type. Also how `/v1/openapi.json` is prepared.
 pub fn prepare(bytes: Vec<u8>, extension: &str) -> WebFile {
     let compressible = !matches!(extension, "png" | "woff2");
-    let gzip = (compressible && bytes.len() >= GZIP_FROM)
+    let gzip = (compressible && bytes.len() >= marks_format::gzip::MIN_BYTES)
         .then(|| marks_format::gzip::Piece::of(&bytes, 9).ok())
         .flatten()
         .map(|piece| marks_format::gzip::member(&[&piece]))

@@ -48,7 +48,8 @@ ci_key=$("$marks" keys issue --keys "$work/keys.toml" --tier enterprise --tenant
 previous_version=$(sed -n 's/^dataset_version = "\(.*\)"/\1/p' sample/dataset.toml)
 next_version=$(python3 -c 'import datetime, sys; print(datetime.date.fromisoformat(sys.argv[1]) + datetime.timedelta(days=1))' "$previous_version")
 mkdir "$work/next"
-cp sample/companies.csv sample/events.csv sample/aliases.csv sample/publication-log.jsonl "$work/next/"
+cp sample/companies.csv sample/events.csv sample/aliases.csv sample/publication-log.jsonl \
+  sample/demo-signing-key.pem.pub "$work/next/"
 sed -e "s/^dataset_version = .*/dataset_version = \"$next_version\"/" -e "s/^as_of = .*/as_of = \"$next_version\"/" \
   sample/dataset.toml >"$work/next/dataset.toml"
 # events.csv: event_id,slug,event_type,occurred_on,valuation_usd,reported_as,source_url,source_grade,note,supersedes

@@ -26,6 +26,10 @@ pub const BUSINESS: &str = "vmk_demo_business";
 pub const ENTERPRISE: &str = "vmk_demo_enterprise";
 pub const REVOKED: &str = "vmk_demo_revoked";
 
+/// The three numbers the scorecard scores, in its order (docs/methodology.md): the mark, the
+/// next-print forecast and the last print.
+pub const SCORED_NUMBERS: [&str; 3] = ["mark", "next_print", "last_print"];
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -245,13 +249,13 @@ pub fn demo_keys_with_rate(rate_per_min: u32) -> String {
 }
 
 /// Copies a dataset directory so a test can edit it: its three files and, where it has them,
-/// its aliases and the publication log it carries.
+/// its aliases, and the publication log it carries with the key that signed it.
 pub fn copy_dataset(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for name in ["dataset.toml", "companies.csv", "events.csv"] {
         std::fs::copy(from.join(name), to.join(name)).expect("copy dataset file");
     }
-    for name in ["aliases.csv", "publication-log.jsonl"] {
+    for name in ["aliases.csv", "publication-log.jsonl", "demo-signing-key.pem.pub"] {
         if from.join(name).exists() {
             std::fs::copy(from.join(name), to.join(name)).expect("copy dataset file");
         }

@@ -202,7 +202,9 @@ pub fn verify_note(note: &str, origin: &str, keys: &[VerifyingKey]) -> Result<(u
             .any(|key| key_hash(name, key) == bytes[..4] && key.verify(text.as_bytes(), &signature).is_ok())
     });
     if !verified {
-        return Err(format!("no signature by a published key under the origin {origin:?}"));
+        return Err(format!(
+            "no signature by a published key under the origin {origin:?} (the keys checked: this build's signing key, the previous snapshot's published keys, and those dataset.toml names in publication_log_keys)"
+        ));
     }
     let mut lines = text.lines();
     let (Some(named), Some(size), Some(root)) = (lines.next(), lines.next(), lines.next()) else {
