@@ -216,52 +216,58 @@ function render(box, state) {
   else if (spec.readoutNode) spec.readoutNode.textContent = spec.readout(spec.to);
 }
 
-const LINE = 14; // a label's line height, px (12 px text)
 
 /**
  * Each line named at its end: a line that runs to the chart's end in the right margin, one
  * that ends at an exit beside its marker (left of it when the margin is too narrow). Labels are
- * measured once drawn, then placed top to bottom: a label that would overlap one already placed
- * (their boxes share columns and lie less than a line apart) moves down below it, and when that
- * runs off the bottom, up above it instead. A leader joins each label to its line's end.
+ * measured once drawn, then pushed apart: each pair whose boxes share columns and lie less than
+ * a label's height (and a gap) apart is moved apart, half each way, and every label is kept
+ * between the plot's top and bottom, until no pair clashes (a simple vertical de-overlap). A
+ * leader joins each label to its line's end.
  */
 function placeLabels(group, ends, { W, H, M, right }) {
-  const top = M.t + 4;
-  const bottom = H - M.b - 2;
+  const top = M.t + 6;
+  const bottom = H - M.b - 6;
+  const scale = group.ownerSVGElement.getBoundingClientRect().width / W || 1;
+  let step = 18; // the least distance between two labels' middles: their height and a gap, measured below
   const items = ends.map((end) => {
     const text = svgEl('text', { class: `end-label ${end.line.cls}`, x: 0, y: 0, 'data-key': end.line.key, text: end.text });
     group.append(text);
-    const width = Math.ceil(text.getComputedTextLength());
+    const box = text.getBoundingClientRect();
+    step = Math.max(step, Math.ceil(box.height / scale) + 4);
+    const width = Math.ceil(Math.max(text.getComputedTextLength(), box.width / scale));
     let x0 = end.exit ? end.x + 9 : right;
     if (x0 + width > W - 2) x0 = end.exit ? end.x - 9 - width : W - 2 - width;
-    return { end, text, width, x0, want: Math.max(top, Math.min(bottom, end.y)) };
+    return { end, text, width, x0, y: Math.max(top, Math.min(bottom, end.y)) };
   });
-  const placed = [];
-  const clash = (it, y) => placed.find((p) => it.x0 < p.x0 + p.width + 4 && p.x0 < it.x0 + it.width + 4 && Math.abs(p.y - y) < LINE);
-  const settle = (it, dir) => {
-    let y = it.want;
-    for (let guard = 0; guard <= placed.length; guard += 1) {
-      const other = clash(it, y);
-      if (!other) return y;
-      y = other.y + dir * LINE;
+  const columns = (p, q) => p.x0 < q.x0 + q.width + 4 && q.x0 < p.x0 + p.width + 4;
+  for (let round = 0; round < 500; round += 1) {
+    items.sort((p, q) => p.y - q.y);
+    let moved = false;
+    for (let a = 0; a < items.length; a += 1) {
+      for (let b = a + 1; b < items.length; b += 1) {
+        const [p, q] = [items[a], items[b]];
+        const gap = q.y - p.y;
+        if (gap >= step - 0.01 || !columns(p, q)) continue;
+        const push = (step - gap) / 2 + 0.01;
+        p.y -= push;
+        q.y += push;
+        moved = true;
+      }
     }
-    return null;
-  };
-  for (const it of items.sort((p, q) => p.want - q.want)) {
-    let y = settle(it, 1);
-    if (y == null || y > bottom) y = settle(it, -1);
-    if (y == null || y < top) y = Math.max(top, Math.min(bottom, it.want)); // no room left: kept in the plot
-    it.y = y;
-    placed.push(it);
-    setAttrs(it.text, { x: it.x0, y: y + 4 });
+    for (const it of items) it.y = Math.max(top, Math.min(bottom, it.y));
+    if (!moved) break;
+  }
+  for (const it of items) {
+    setAttrs(it.text, { x: it.x0, y: Math.round((it.y + 4) * 10) / 10 });
     const rightOf = it.x0 > it.end.x;
-    if (!it.end.exit || Math.abs(y - it.end.y) > 3) {
+    if (!it.end.exit || Math.abs(it.y - it.end.y) > 3) {
       group.insertBefore(svgEl('line', {
         class: `leader ${it.end.line.cls}`,
         x1: it.end.x + (rightOf ? 2 : -2) + (it.end.exit ? (rightOf ? 5 : -5) : 0),
         x2: rightOf ? it.x0 - 2 : it.x0 + it.width + 2,
         y1: it.end.y,
-        y2: y,
+        y2: it.y,
       }), group.firstChild);
     }
   }

@@ -19,7 +19,7 @@
    it can be shared: slugs, the index id, the scale and the date, never the key. */
 
 import {
-  $, el, say, usd, level, levelTick, displayName, ended, outcomeText, OUTCOME_WORDS,
+  $, el, say, usd, level, levelTick, displayName, ended, outcomeText, OUTCOME_WORDS, money, initExactToggles,
   getKey, api, problemWords, showError, loadUsage, allows, needsTier, showKeyStatus, initKeyPanel, showMeta,
   dayNumber, dateOf, isDate,
   toCsv, fileName, downloadButton, companySearch,
@@ -389,7 +389,7 @@ function renderTable(lines, atDay, rebased) {
       const sub = [r != null ? `= ${level(r)}` : null, when].filter(Boolean).join(' ');
       return el('td', {
         class: 'num', 'data-value': v, 'data-date': dateOf(d), 'data-rebased': r != null ? Number(r.toFixed(4)) : null,
-      }, fmtValue(l, v), sub ? el('span', { class: 'sub', text: sub }) : null);
+      }, l.kind === 'index' ? level(v) : money(v), sub ? el('span', { class: 'sub', text: sub }) : null);
     };
     return el('tr', { 'data-key': l.key },
       el('th', { scope: 'row' }, el('span', { class: `swatch ${l.cls}`, 'aria-hidden': 'true' }), ' ', l.kind === 'company'
@@ -516,6 +516,7 @@ async function route() {
 
 function start() {
   initKeyPanel(() => route());
+  initExactToggles();
   const search = companySearch({
     input: $('add-company'),
     list: $('add-list'),
