@@ -265,9 +265,6 @@ def test_a_listed_or_sold_company_s_line_stops_at_its_exit_which_is_marked(open_
         "Affirm: Listed 2021-01-13 at $12B; no private marks after it"
     )
     assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
-    page.screenshot(
-        path=str(SCREENSHOTS / f"compare-exits-{viewport['width']}x{viewport['height']}.png"), full_page=True
-    )
 
 
 def last_points_all(page):

@@ -462,7 +462,11 @@ export const FREE_SCOPES = ['companies:list', 'companies:read'];
 export async function loadUsage() {
   try {
     const cached = sessionStorage.getItem(USAGE_ITEM);
-    if (cached) return (usage = JSON.parse(cached));
+    if (cached) {
+      usage = JSON.parse(cached);
+      if (usage.tier === 'free' && !usage.scopes) usage.scopes = FREE_SCOPES; // kept by an older page
+      return usage;
+    }
   } catch { /* not cached */ }
   let known;
   try {

@@ -339,7 +339,8 @@ function draw() {
     readout: (d) => readoutText(lines, d, rebased),
   });
   $('compare-legend').replaceChildren(...lines.map((l) => el('li', {},
-    el('span', { class: `swatch ${l.cls}` }), `${l.label}${l.axis === 'right' ? ' (right axis)' : ''}`)));
+    el('span', { class: `swatch ${l.cls}` }),
+    `${l.label}${l.axis === 'right' ? ' (right axis)' : ''}${l.exit ? `: ${l.exit.text} (◆)` : ''}`)));
   $('compare-caption').textContent = rebased
     ? `Each series divided by its value on ${dateOf(atDay)} and multiplied by 100, so every line starts at 100 there: a line at 150 is up 50% since. Logarithmic scale: equal steps are equal percentage changes. Point at the chart, or focus it and press ← → (a day), Page Up and Page Down (30 days), Home and End, to read a day's values.`
     : `Daily marks in US dollars on a logarithmic scale${lines.some((l) => l.axis === 'right') ? '; the index is a level (100 on its first day), not dollars, so it has its own axis on the right' : ''}.`

@@ -660,6 +660,7 @@ function renderSeries(s80, s95, evs, profile) {
   $('legend-95').hidden = !p95;
   const shownEvents = (evs || []).filter(effective).filter((e) => !exit || e.event_id !== exit.event_id);
   $('legend-events').hidden = shownEvents.length === 0;
+  $('legend-tentative').hidden = !shownEvents.some((e) => e.reported_as === 'in_talks' || e.reported_as === 'estimate');
   $('legend-exit').hidden = !exit;
   if (exit) $('legend-exit-text').textContent = `Outcome: ${outcomeText(exit)}`;
 
@@ -765,8 +766,10 @@ function drawChart() {
     const grade = e.source_grade ? `, source grade ${e.source_grade}` : '';
     const firm = REPORTED_WORDS[e.reported_as] ? ` (${REPORTED_WORDS[e.reported_as]})` : '';
     const label = `${eventWords(e.event_type)}${firm} on ${e.occurred_on}: valuation ${usd(v)}${grade}`;
+    // A figure reported as in talks or as an estimate is drawn hollow: not a price paid.
+    const tentative = e.reported_as === 'in_talks' || e.reported_as === 'estimate';
     const dot = svgEl('circle', {
-      class: 'event-marker', cx: x(Math.min(Math.max(d, d0), d1)), cy: y(v), r: 6, 'data-event-id': e.event_id,
+      class: `event-marker${tentative ? ' tentative' : ''}`, cx: x(Math.min(Math.max(d, d0), d1)), cy: y(v), r: 6, 'data-event-id': e.event_id,
     }, svgEl('title', { text: `${label}. Opens the source.` }));
     const ok = typeof e.source_url === 'string' && /^https?:\/\//i.test(e.source_url);
     const mark = ok

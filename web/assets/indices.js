@@ -95,9 +95,10 @@ async function showWeightRule() {
     const card = await api('/v1/scorecard', { auth: false });
     const cap = card && card.index_weight_cap;
     if (typeof cap !== 'number' || !(cap > 0)) return;
-    const n = Math.ceil(1 / cap - 1e-9);
+    const n = Math.round(1 / cap); // below this many companies the cap cannot bind: equal weights
     $('weights-rule').textContent = `Weights: each company's share of the day's marks, capped at ${Number((cap * 100).toFixed(1))}% `
-      + `(equal weights while an index holds fewer than ${n} companies); a sector of fewer than five companies in the dataset (listed, sold and failed ones included) is counted in “other”, so a sector index may hold fewer today.`;
+      + `(equal weights below ${n} companies); sectors of fewer than five companies in the dataset, listed and failed ones `
+      + 'included, count in “other”.';
   } catch { /* the sentence as written */ }
 }
 
