@@ -6,7 +6,9 @@ import io
 import re
 from datetime import date
 
+import pytest
 from conftest import (
+    DESKTOP,
     FREE,
     PHONE,
     PRO,
@@ -18,6 +20,8 @@ from conftest import (
 from playwright.sync_api import expect
 
 FIVE = ["stripe", "revolut", "anthropic", "openai", "databricks"]
+# Five companies, two of them gone (listed, sold), and an index: the most labels on one chart.
+COMPARED_CROWDED = "/compare?c=stripe,affirm,wiz,revolut,klarna&index=fintech"
 
 
 def series_of(server, slug):
@@ -172,14 +176,16 @@ def test_an_unknown_slug_is_said_in_words(open_page):
 
 
 def test_a_free_key_is_told_what_the_comparison_needs(open_page, server):
+    """In words, without asking the API for what the free tier is sure to be refused."""
     key = server.issue_key("free")
-    _, _, problem = server.get("/v1/companies/anthropic/marks?coverage=80", key)
-    assert problem["code"] == "tier_forbidden"
     page, rec = open_page()
     enter_key(page, key, "/compare?c=anthropic&index=all")
     wait_settled(page)
-    expect(page.locator("#compare-error")).to_contain_text(problem["detail"])
-    expect(page.locator("#compare-error")).to_contain_text("not included in this key's tier")
+    expect(page.locator("#compare-error")).to_contain_text(
+        "Comparing daily marks needs a Research key or above (scope marks:80); this key's tier is free."
+    )
+    expect(page.locator("#compare-error")).to_contain_text("Comparing with an index needs a Research key")
+    assert not [r.url for r in rec.requests if "/marks" in r.url or "/v1/indices" in r.url]
     expect(page.get_by_label("Index", exact=True)).to_be_disabled()
     expect(page.locator("#compare-result")).to_be_hidden()
     assert page.locator("#alert").text_content() == ""
@@ -208,3 +214,105 @@ def test_beside_on_a_wide_screen(open_page):
     assert side["x"] > chart["x"] + chart["width"] - 1
     # The table fits its column: no sideways scroll needed.
     assert page.locator(".compare-side .table-scroll").evaluate("(d) => d.scrollWidth <= d.clientWidth")
+
+
+EXITS = "/compare?c=stripe,affirm,wiz"  # still private, listed 2021-01-13 at $12B, sold 2026-03-11 for $32B
+
+
+def last_point(page, key):
+    points = page.locator(f'#compare-svg polyline[data-key="{key}"]').get_attribute("points").split()
+    x, y = points[-1].split(",")
+    return float(x), float(y)
+
+
+def exit_centre(page, key):
+    d = page.locator(f'#compare-svg g.exit[data-key="{key}"] path.exit-marker').get_attribute("d")
+    x, y = re.match(r"M([\d.]+) ([\d.]+)", d).groups()
+    return float(x), float(y) + 6  # the path starts at the diamond's top
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_a_listed_or_sold_company_s_line_stops_at_its_exit_which_is_marked(open_page, server, viewport):
+    page, _ = open_page(viewport=viewport)
+    enter_key(page, PRO, EXITS)
+    wait_settled(page)
+    # No day in common: in dollars, each company's whole series, and no more.
+    expect(page.locator("#compare-note")).to_contain_text("no day in common")
+    right_edge = max(float(p.split(",")[0]) for p in last_points_all(page))
+    for slug, words in (("affirm", "Listed 2021-01-13 at $12B"), ("wiz", "Sold 2026-03-11 for $32B")):
+        profile = server.json(f"/v1/companies/{slug}", PRO)
+        series = series_of(server, slug)
+        line = page.locator(f'#compare-svg polyline[data-key="{slug}"]')
+        expect(line).to_have_attribute("data-points", str(len(series)))
+        assert max(series) == profile["latest_mark"]["as_of_date"] < profile["outcome"]["occurred_on"]
+        x, y = last_point(page, slug)
+        ex, ey = exit_centre(page, slug)
+        assert ex > x, f"{slug}: the exit comes after the line's last day"
+        if slug == "affirm":  # listed at $12B, above its last private mark of $3.42B
+            assert ey < y - 10
+        else:  # sold at $32B, its last private mark
+            assert abs(ey - y) < 1
+        # The line stops there: no flat line on to the chart's end.
+        assert x < right_edge - 10
+        row = page.locator(f'#compare-table tr[data-key="{slug}"]')
+        expect(row.locator("th .sub")).to_have_text(words)
+        expect(row.locator("td").nth(1)).to_contain_text(f"last private mark, {max(series)}")
+    expect(page.locator("#compare-svg g.exit")).to_have_count(2)
+    expect(page.locator('#compare-svg g.exit[data-key="stripe"]')).to_have_count(0)
+    page.focus("#compare-svg")
+    page.keyboard.press("End")
+    expect(page.locator("#compare-readout")).to_contain_text(
+        "Affirm: Listed 2021-01-13 at $12B; no private marks after it"
+    )
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+
+
+def last_points_all(page):
+    return page.locator("#compare-svg polyline").evaluate_all(
+        "(ls) => ls.flatMap((l) => l.getAttribute('points').split(' ').slice(-1))"
+    )
+
+
+def overlaps(a, b):
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and (b["y"] < a["y"] + a["height"])
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [EXITS, "/compare?c=stripe,revolut,anthropic,openai,databricks&index=fintech&scale=usd", COMPARED_CROWDED]
+)
+def test_line_end_labels_never_overlap(open_page, path):
+    page, _ = open_page()
+    enter_key(page, PRO, path)
+    wait_settled(page)
+    lines = page.locator("#compare-svg polyline").count()
+    labels = page.locator("#compare-svg text.end-label")
+    expect(labels).to_have_count(lines)
+    # The boxes of the drawn glyphs, as the page's DOM reports them.
+    boxes = labels.evaluate_all(
+        "(ts) => ts.map((t) => { const r = t.getBoundingClientRect();"
+        " return { x: r.x, y: r.y, width: r.width, height: r.height }; })"
+    )
+    svg = page.locator("#compare-svg").bounding_box()
+    for i, a in enumerate(boxes):
+        assert svg["x"] - 1 <= a["x"] and a["x"] + a["width"] <= svg["x"] + svg["width"] + 1, "inside the chart"
+        assert svg["y"] - 1 <= a["y"] and a["y"] + a["height"] <= svg["y"] + svg["height"] + 1, "inside the chart"
+        for b in boxes[i + 1 :]:
+            assert not overlaps(a, b), (labels.nth(i).text_content(), a, b)
+
+
+@pytest.mark.parametrize("path", [EXITS, COMPARED_CROWDED])
+def test_the_comparison_table_is_not_clipped_at_1280(open_page, path):
+    page, _ = open_page()
+    enter_key(page, PRO, path)
+    wait_settled(page)
+    box = page.locator(".compare-side .table-scroll")
+    width, room = box.evaluate("(d) => [d.scrollWidth, d.clientWidth]")
+    assert width <= room, f"the table is {width} wide in a box of {room}"
+    last = page.locator("#compare-table thead th").last.bounding_box()
+    side = box.bounding_box()
+    assert last["x"] + last["width"] <= side["x"] + side["width"] + 1, "the last column is in view"

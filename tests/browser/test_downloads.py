@@ -10,6 +10,7 @@ import pytest
 from conftest import (
     PRO,
     RESEARCH,
+    ROOT,
     download,
     enter_key,
     wait_company_loaded,
@@ -30,9 +31,13 @@ def no_key_in_urls(rec, key):
     assert all(key not in url for url in rec.navigations)
 
 
+# Every company of the bundled sample, counted from its source (not a number that goes stale).
+SAMPLE_COMPANIES = sum(1 for _ in csv.DictReader((ROOT / "sample" / "companies.csv").open(encoding="utf-8")))
+
+
 def test_the_list_downloads_every_page_as_filtered_and_sorted(open_page, server):
     page, rec = open_page()
-    enter_key(page, PRO, "/explore?sort=-value_usd")
+    enter_key(page, PRO, "/explore?outcome=all&sort=-value_usd")
     wait_list_loaded(page)
     name, text = download(page, "#list-download")
     assert name == "companies-by-value-usd-desc.csv"
@@ -41,13 +46,24 @@ def test_the_list_downloads_every_page_as_filtered_and_sorted(open_page, server)
     table = rows(text)
     slugs, _ = server.walk_companies(PRO, sort="-value_usd")
     assert [r[0] for r in table[1:]] == slugs, "every company, not only the 50 shown"
-    assert len(table) - 1 == 182
+    assert len(table) - 1 == SAMPLE_COMPANIES
     # The pages were followed by X-Next-Cursor, with the key in the header only.
     asked = [r for r in rec.requests if r.headers.get("accept") == "text/csv"]
-    assert len(asked) == 2 and "cursor=" in asked[1].url
+    assert len(asked) == -(-SAMPLE_COMPANIES // 100) and all("cursor=" in r.url for r in asked[1:])
     assert all(r.all_headers().get("x-api-key") == PRO for r in asked)
     no_key_in_urls(rec, PRO)
-    expect(page.locator("#list-download-status")).to_have_text(f"Saved {name} (182 rows).")
+    expect(page.locator("#list-download-status")).to_have_text(f"Saved {name} ({SAMPLE_COMPANIES} rows).")
+
+
+def test_the_default_list_downloads_the_current_marks(open_page, server):
+    page, _ = open_page()
+    enter_key(page, PRO, "/explore?sort=-value_usd")
+    wait_list_loaded(page)
+    name, text = download(page, "#list-download")
+    assert name == "companies-current-by-value-usd-desc.csv"
+    assert text == server.csv("/v1/companies?sort=-value_usd&outcome=none,sale_agreed&limit=100", PRO, follow=True)
+    slugs, _ = server.walk_companies(PRO, sort="-value_usd", outcome="none,sale_agreed")
+    assert [r[0] for r in rows(text)[1:]] == slugs
 
 
 def test_a_searched_and_filtered_list_downloads_as_shown(open_page, server):

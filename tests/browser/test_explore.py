@@ -5,6 +5,7 @@ import re
 
 import pytest
 from conftest import (
+    DESKTOP,
     ENTERPRISE,
     FREE,
     PHONE,
@@ -17,6 +18,25 @@ from conftest import (
     wait_list_loaded,
 )
 from playwright.sync_api import expect
+
+# The list's default view: the companies whose marks are current (still private, or a sale
+# agreed and pending).
+CURRENT = "none,sale_agreed"
+
+
+def effective(events, profile=None):
+    """The records the marks read (not corrected, not withdrawn, not a retraction), less the
+    outcome's own record, which the chart draws as the exit."""
+    outcome = (profile or {}).get("outcome") or {}
+    ended = outcome.get("kind") not in (None, "sale_agreed")
+    return [
+        e
+        for e in events
+        if not e["superseded_by"]
+        and not e["retracted_by"]
+        and e["event_type"] != "retraction"
+        and not (ended and e["event_id"] == outcome.get("event_id"))
+    ]
 
 
 def listed_slugs(page):
@@ -40,7 +60,8 @@ def listed_slugs(page):
 
 @pytest.mark.parametrize("key", [FREE, RESEARCH])
 def test_list_holds_every_company_of_the_tier(open_page, server, key):
-    expected, first = server.walk_companies(key)
+    """By default the list holds every company of the tier whose marks are current."""
+    expected, first = server.walk_companies(key, outcome=CURRENT)
     page, _ = open_page()
     enter_key(page, key)
     assert listed_slugs(page) == expected
@@ -56,14 +77,14 @@ def test_list_holds_every_company_of_the_tier(open_page, server, key):
 
 
 def test_sort_and_filters_are_the_apis(open_page, server):
-    params = {"sort": "-delta_30d_pct", "sector": "fintech", "status": "private"}
+    params = {"sort": "-delta_30d_pct", "sector": "fintech", "outcome": "listed"}
     expected, _ = server.walk_companies(PRO, **params)
     page, rec = open_page()
     enter_key(page, PRO)
     wait_list_loaded(page)
     page.get_by_label("Sort by").select_option("-delta_30d_pct")
     page.get_by_label("Sector").select_option("fintech")
-    page.get_by_label("Status").select_option("private")
+    page.get_by_label("Show").select_option("listed")
     page.get_by_role("button", name="Apply").click()
     page.wait_for_url("**/explore?*")
     assert listed_slugs(page) == expected
@@ -81,9 +102,13 @@ def test_bad_sort_shows_the_apis_words(open_page, server):
 
 @pytest.mark.parametrize("key,slug", [(PRO, "stripe"), (ENTERPRISE, "openai"), (RESEARCH, "ftx")])
 def test_chart_has_a_point_per_day_and_a_marker_per_event(open_page, server, key, slug):
+    """One point per series day; one marker per event the marks read (a corrected or withdrawn
+    record is in the table, not on the chart; an outcome is the exit marker); the table holds
+    every record."""
     series = server.json(f"/v1/companies/{slug}/marks?coverage=80", key)["series"]
     tier_has_events = key != RESEARCH
-    events = server.json(f"/v1/companies/{slug}/events", key)["events"] if tier_has_events else []
+    records = server.json(f"/v1/companies/{slug}/events", key)["events"] if tier_has_events else []
+    events = effective(records, server.json(f"/v1/companies/{slug}", key))
     page, _ = open_page()
     enter_key(page, key, f"/explore/{slug}")
     wait_company_loaded(page)
@@ -96,7 +121,7 @@ def test_chart_has_a_point_per_day_and_a_marker_per_event(open_page, server, key
     expect(page.locator("#chart-svg path.band80")).to_have_count(1)
     if tier_has_events:
         expect(page.locator("#chart-svg path.band95")).to_have_count(1)
-        expect(page.locator("#events-table tbody tr")).to_have_count(len(events))
+        expect(page.locator("#events-table tbody tr")).to_have_count(len(records))
         marker_links = page.locator("#chart-svg a").evaluate_all("(as) => as.map((a) => a.getAttribute('href'))")
         assert marker_links == [e["source_url"] for e in events]
     else:
@@ -122,23 +147,24 @@ def test_chart_has_a_point_per_day_and_a_marker_per_event(open_page, server, key
 
 
 def test_free_key_limits_show_in_words(open_page, server):
+    """A free key's company page says in words what needs a higher tier, and never asks the API
+    for it (the tier is known from the key check: /v1/usage answered 403)."""
     key = server.issue_key("free")
     page, rec = open_page(viewport=PHONE)
     # Anthropic is in the free top 10: its profile is allowed, its series and events are not.
     enter_key(page, key, "/explore/anthropic")
     wait_company_loaded(page)
-    _, _, series_problem = server.get("/v1/companies/anthropic/marks?coverage=80", key)
-    _, _, events_problem = server.get("/v1/companies/anthropic/events", key)
-    assert series_problem["code"] == events_problem["code"] == "tier_forbidden"
-    expect(page.locator("#series-error")).to_contain_text(series_problem["detail"])
-    expect(page.locator("#series-error")).to_contain_text("not included in this key's tier")
-    expect(page.locator("#events-error")).to_contain_text(events_problem["detail"])
+    expect(page.locator("#series-error")).to_contain_text("needs a Research key or above (scope marks:80)")
+    expect(page.locator("#series-error")).to_contain_text("this key's tier is free")
+    expect(page.locator("#events-error")).to_contain_text("needs a Pro key or above (scope events:read)")
+    expect(page.locator("#backtest-note")).to_contain_text("needs a Research key or above")
     expect(page.locator("#resolution-note")).to_contain_text("needs an Enterprise key")
     # The latest mark is in the free tier.
-    expect(page.locator("#latest-facts")).to_contain_text("$")
-    forbidden = {(r.status, r.url.split("?")[0].removeprefix(server.base)) for r in rec.responses if r.status == 403}
-    assert (403, "/v1/companies/anthropic/marks") in forbidden
-    assert (403, "/v1/companies/anthropic/events") in forbidden
+    expect(page.locator("#headline-figures")).to_contain_text("$")
+    asked = [r.url.split("?")[0].removeprefix(server.base) for r in rec.requests if "/v1/" in r.url]
+    assert not [u for u in asked if u.startswith("/v1/companies/anthropic/")], asked
+    forbidden = [(r.status, r.url) for r in rec.responses if r.status == 403]
+    assert forbidden == [(403, server.base + "/v1/usage")], "only the key check is refused, once"
     page.screenshot(path=str(SCREENSHOTS / "explore-anthropic-free-390x844.png"), full_page=True)
 
 
@@ -332,44 +358,150 @@ def usd_words(value):
     return f"${value:.0f}"
 
 
-def test_the_mark_is_explained_beside_the_last_reported_value(open_page, server):
-    """Beside the mark, in words: the last reported value with its date and age, what the
-    mark adds and why, the confidence as a percent with what it means, what the bands mean."""
-    profile = server.json("/v1/companies/stripe", RESEARCH)
-    last, mark = profile["last_event"], profile["latest_mark"]
-    drift = next(o for o in profile["observations"] if o["part"] == "drift")
-    page, _ = open_page()
-    enter_key(page, RESEARCH, "/explore/stripe")
-    wait_company_loaded(page)
-    facts = page.locator("#latest-facts")
-    expect(facts).to_contain_text(f"on {last['occurred_on']} ({profile['days_since_last_event']} days ago)")
-    expect(facts).to_contain_text(f"{mark['confidence'] * 100:.1f}%")
-    explained = page.locator("#mark-explained")
-    expect(explained).to_contain_text(
-        f"The mark starts from the last reported valuation: {usd_words(last['valuation_usd'])}"
+# Words of methodology v0.4.0 that no page may say any more.
+OLD_WORDS = [
+    "estimate of the next reported valuation",
+    "estimates the next reported valuation",
+    "within ±10%",
+    "within +/-10%",
+    "the value reported after",
+    "is the mark",
+    "sits above its last reported value",
+    "in 100 forecasts",
+]
+
+
+def confidence_words(confidence):
+    """The confidence as its track record, as the pages word it."""
+    return (
+        f"{confidence * 100:.1f}%: historically about 1 in {round(1 / confidence)} of our marks was within"
+        " ±20% of the next reported valuation; not a company-specific probability"
     )
-    expect(explained).to_contain_text(drift["explanation"])
-    expect(explained).to_contain_text("within ±10% of the value next reported")
-    expect(explained).to_contain_text("about 4 times in 5")
-    expect(page.locator("#outcome-note")).to_be_hidden()
 
 
-@pytest.mark.parametrize(
-    "slug,words",
-    [
-        ("wiz", r"Agreed to be sold for \$32B on 2025-03-18\. The mark holds the agreed price"),
-        ("airbnb", r"Listed on 2020-12-10 at \$47B; private marks end the day before, at \$[\d.]+B on 2020-12-09"),
-        ("ftx", r"Bankrupt on 2022-11-11; the value reported after it, \$0, is the mark"),
-    ],
-)
-def test_a_listed_sold_or_bankrupt_company_says_what_happened(open_page, slug, words):
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_the_mark_is_todays_value_with_the_next_print_forecast_beside_it(open_page, server, viewport):
+    """A company still private: today's value estimate, the forecast of the next reported
+    valuation beside it (labelled as such), the API's explanation as the paragraph, the last
+    reported value with its date, age and grade; none of v0.4.0's words."""
+    profile = server.json("/v1/companies/stripe", PRO)
+    mark, last = profile["latest_mark"], profile["last_event"]
+    page, _ = open_page(viewport=viewport)
+    enter_key(page, PRO, "/explore/stripe")
+    wait_company_loaded(page)
+    expect(page.locator("#latest-heading")).to_have_text("Latest mark")
+    cards = page.locator("#headline-figures .figure-card")
+    expect(cards).to_have_count(2)
+    expect(cards.nth(0).locator(".figure-label")).to_have_text("Today's value estimate")
+    expect(cards.nth(0).locator(".figure-value")).to_have_text(usd_words(mark["value_usd"]))
+    expect(cards.nth(0)).to_contain_text(mark["as_of_date"])
+    expect(cards.nth(1).locator(".figure-label")).to_have_text("Forecast of the next reported valuation")
+    expect(cards.nth(1).locator(".figure-value")).to_have_text(usd_words(mark["next_reported"]["value_usd"]))
+    expect(cards.nth(1)).to_contain_text(mark["next_reported"]["label"])
+    # Beside each other on a wide screen, one under the other on a phone.
+    first, second = cards.nth(0).bounding_box(), cards.nth(1).bounding_box()
+    if viewport == DESKTOP:
+        assert abs(first["y"] - second["y"]) < 2 and second["x"] > first["x"] + first["width"] - 1
+    else:
+        assert second["y"] >= first["y"] + first["height"] - 1
+    # The paragraph is the API's, word for word: nothing the page invents.
+    expect(page.locator("#mark-explained p")).to_have_count(1)
+    expect(page.locator("#mark-explained p")).to_have_text(profile["explanation"]["summary"])
+    facts = page.locator("#latest-facts")
+    expect(facts).to_contain_text(
+        f"{usd_words(last['valuation_usd'])}, a tender offer on {last['occurred_on']}"
+        f" ({profile['days_since_last_event']} days ago); source grade {last['source_grade']}"
+    )
+    text = page.locator("#company-view").inner_text()
+    for words in OLD_WORDS:
+        assert words not in text, words
+
+
+@pytest.mark.parametrize("slug", ["stripe", "wiz", "ftx", "airbnb", "windsurf", "cruise"])
+def test_the_paragraph_is_the_apis_explanation_for_every_case(open_page, server, slug):
+    """Quiet, sold, bankrupt, listed, sale agreed, wound down: the paragraph beside the figures
+    is the API's explanation built for the case, and nothing else."""
+    profile = server.json(f"/v1/companies/{slug}", PRO)
     page, _ = open_page()
     enter_key(page, PRO, f"/explore/{slug}")
     wait_company_loaded(page)
-    expect(page.locator("#outcome-note")).to_have_text(re.compile(words))
-    expect(page.locator("#company-facts")).to_contain_text(
-        {"wiz": "Sale agreed 2025-03-18", "airbnb": "Listed 2020-12-10", "ftx": "Bankrupt 2022-11-11"}[slug]
+    paragraph = page.locator("#mark-explained p")
+    expect(paragraph).to_have_text(profile["explanation"]["summary"])
+    expect(paragraph).to_have_attribute("data-case", profile["explanation"]["case"])
+    text = page.locator("#company-view").inner_text()
+    for words in OLD_WORDS:
+        assert words not in text, (slug, words)
+
+
+@pytest.mark.parametrize("slug", ["stripe", "windsurf"])
+def test_confidence_reads_as_its_track_record(open_page, server, slug):
+    confidence = server.json(f"/v1/companies/{slug}", PRO)["latest_mark"]["confidence"]
+    page, _ = open_page()
+    enter_key(page, PRO, f"/explore/{slug}")
+    wait_company_loaded(page)
+    row = page.locator("#latest-facts dt", has_text="Confidence").locator("xpath=following-sibling::dd[1]")
+    expect(row).to_have_text(confidence_words(confidence))
+
+
+@pytest.mark.parametrize(
+    "slug,outcome,card",
+    [
+        ("affirm", "Listed 2021-01-13 at $12B", "Listed on 2021-01-13"),
+        ("airbnb", "Listed 2020-12-10 at $47B", "Listed on 2020-12-10"),
+        ("wiz", "Sold 2026-03-11 for $32B", "Sold on 2026-03-11"),
+        ("ftx", "Bankrupt 2022-11-11, equity reported at $0", "Bankrupt on 2022-11-11"),
+        ("cruise", "Wound down 2024-12-10, equity reported at $0", "Wound down on 2024-12-10"),
+    ],
+)
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_a_company_whose_private_period_ended_shows_its_last_private_mark(
+    open_page, server, slug, outcome, card, viewport
+):
+    """Listed, sold, bankrupt, wound down: the mark is labelled as the last private mark with its
+    day, the outcome is stated with its day and value, there is no next-print forecast and no
+    figure "since" anything, and the 30-day change says the private marks ended."""
+    profile = server.json(f"/v1/companies/{slug}", PRO)
+    mark, o = profile["latest_mark"], profile["outcome"]
+    assert mark["current"] is False and o["kind"] != "sale_agreed"
+    page, _ = open_page(viewport=viewport)
+    enter_key(page, PRO, f"/explore/{slug}")
+    wait_company_loaded(page)
+    expect(page.locator("#latest-heading")).to_have_text("Last private mark")
+    expect(page.locator("#company-facts")).to_contain_text(outcome)
+    cards = page.locator("#headline-figures .figure-card")
+    expect(cards).to_have_count(2)
+    expect(cards.nth(0).locator(".figure-label")).to_have_text(f"Last private mark, {mark['as_of_date']}")
+    expect(cards.nth(0).locator(".figure-value")).to_have_text(usd_words(mark["value_usd"]))
+    expect(cards.nth(0)).to_contain_text("not a value today")
+    expect(cards.nth(1).locator(".figure-label")).to_have_text(card)
+    expect(cards.nth(1).locator(".figure-value")).to_have_text(
+        usd_words(o["valuation_usd"]) if o["valuation_usd"] else "$0"
     )
+    expect(page.locator("#mark-explained p")).to_have_text(profile["explanation"]["summary"])
+    latest = page.locator("#headline-figures, #latest-facts").all_inner_texts()
+    assert not any("since" in t for t in latest), latest
+    assert not any("Forecast" in t for t in latest), latest
+    expect(page.locator("#latest-facts")).to_contain_text(f"none: the private marks ended on {mark['as_of_date']}")
+
+
+def test_the_list_labels_a_last_private_mark_and_shows_no_since_figure(open_page, server):
+    """In the list, a listed company's mark is labelled as its last private mark with its day;
+    no percentage sits beside its last reported value (the Affirm "-66.80% since")."""
+    affirm = server.json("/v1/companies/affirm", PRO)
+    page, _ = open_page()
+    enter_key(page, PRO, "/explore?outcome=listed&q=affirm")
+    wait_list_loaded(page)
+    row = page.locator('#company-rows tr[data-slug="affirm"]')
+    expect(row).to_have_class(re.compile(r"\bended\b"))
+    cells = row.locator("td")
+    expect(cells.nth(2)).to_have_text(
+        f"{usd_words(affirm['latest_mark']['value_usd'])}last private mark, {affirm['latest_mark']['as_of_date']}"
+    )
+    expect(cells.nth(3)).to_have_text(
+        f"{usd_words(affirm['last_event']['valuation_usd'])}{affirm['last_event']['occurred_on']}"
+    )
+    assert "%" not in cells.nth(3).inner_text() and "since" not in row.inner_text()
+    expect(cells.nth(1)).to_have_text("Listed 2021-01-13")
 
 
 def assert_drawn_at_its_box_width(page, box, svg):
@@ -442,7 +574,7 @@ def test_the_company_page_shows_how_the_method_did_on_it(open_page, server, key)
 
 
 def test_the_list_shows_last_reported_and_outcome_and_sorts_by_them(open_page, server):
-    _, first = server.walk_companies(PRO, sort="-last_event_on")
+    _, first = server.walk_companies(PRO, sort="-last_event_on", outcome=CURRENT)
     page, _ = open_page()
     enter_key(page, PRO, "/explore?sort=-last_event_on")
     wait_list_loaded(page)
@@ -451,6 +583,8 @@ def test_the_list_shows_last_reported_and_outcome_and_sorts_by_them(open_page, s
     top = first["companies"][0]
     expect(row).to_contain_text(top["last_event"]["occurred_on"])
     expect(page.locator("th[data-sort='last_event_on']")).to_have_attribute("aria-sort", "descending")
-    page.goto("/explore?sort=outcome_on")
+    page.goto("/explore?sort=outcome_on&outcome=all")
     wait_list_loaded(page)
-    expect(page.locator("#company-rows tr").first).to_contain_text(re.compile(r"Listed|Bankrupt|Sale agreed"))
+    expect(page.locator("#company-rows tr").first).to_contain_text(
+        re.compile(r"Listed|Sold|Bankrupt|Wound down|Sale agreed")
+    )

@@ -5,7 +5,7 @@ import re
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
-from conftest import PRO, download, enter_key, wait_settled
+from conftest import DESKTOP, PHONE, PRO, download, enter_key, wait_settled
 from playwright.sync_api import expect
 
 
@@ -123,16 +123,17 @@ def test_research_sees_the_80_band_and_is_told_about_the_95(open_page, server):
 
 
 def test_a_free_key_is_told_in_words(open_page, server):
+    """In words, without asking /v1/indices, which the free tier is sure to be refused."""
     key = server.issue_key("free")
     _, _, problem = server.get("/v1/indices", key)
     assert problem["code"] == "tier_forbidden"
-    page, _ = open_page()
+    page, rec = open_page()
     enter_key(page, key, "/indices")
     wait_settled(page)
     note = page.locator("#indices-error")
-    expect(note).to_contain_text("not included in this key's tier")
-    expect(note).to_contain_text(problem["detail"])
+    expect(note).to_have_text("Index data needs a Research key or above (scope marks:80); this key's tier is free.")
     expect(note).to_have_class("note")
+    assert not [r.url for r in rec.requests if "/v1/indices" in r.url]
     expect(page.locator("#indices-view")).to_be_hidden()
     assert page.locator("#alert").text_content() == ""
 
@@ -153,3 +154,40 @@ def test_indices_download_needs_no_key_in_a_url(open_page, server):
     assert name == "index-ai-80-from-2026-01-01.csv"
     assert text == server.csv("/v1/indices/ai?coverage=80&from=2026-01-01", PRO)
     assert all(PRO not in r.url for r in rec.requests)
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_weights_show_the_cap_beside_the_value_share(open_page, server, viewport):
+    """Beside each constituent, its weight in the index (capped) and its share of the day's
+    marks (uncapped); the cap and the roll-up of small sectors into "other" said in one line."""
+    data = server.json("/v1/indices/all/constituents", PRO)
+    cap = server.json("/v1/scorecard")["index_weight_cap"]
+    listed = data["constituents"]
+    assert len(listed) >= 10 and max(c["weight"] for c in listed) <= cap + 1e-9
+    assert any(c["value_weight"] > c["weight"] for c in listed), "some company is held to the cap"
+    page, _ = open_page(viewport=viewport)
+    enter_key(page, PRO, "/indices")
+    wait_settled(page)
+    rule = page.locator("#weights-rule")
+    expect(rule).to_be_visible()
+    expect(rule).to_contain_text(f"capped at {cap * 100:g}%")
+    expect(rule).to_contain_text("fewer than five companies")
+    expect(rule).to_contain_text("“other”")
+    heads = page.locator("#constituents-table thead th")
+    expect(heads.nth(1)).to_have_text("Weight capped")
+    expect(heads.nth(2)).to_have_text("Value share uncapped")
+    expect(heads.nth(1)).to_be_visible()
+    expect(heads.nth(2)).to_be_visible()
+    shown = page.locator("#constituents-table tbody tr").evaluate_all(
+        "(trs) => trs.map((tr) => [tr.dataset.slug, Number(tr.querySelector('[data-weight]').dataset.weight),"
+        " Number(tr.querySelector('[data-value-weight]').dataset.valueWeight)])"
+    )
+    assert shown == [[c["slug"], c["weight"], c["value_weight"]] for c in listed]
+    first = page.locator("#constituents-table tbody tr").first.locator("td")
+    expect(first.nth(0)).to_have_text(f"{listed[0]['weight'] * 100:.2f}%")
+    expect(first.nth(1)).to_have_text(f"{listed[0]['value_weight'] * 100:.2f}%")
+    expect(page.locator("#constituents-table tfoot")).to_contain_text("100.00%")
+    expect(page.locator("#constituents-summary")).to_contain_text("held to the cap")
+    # The constituents' table fits its box.
+    width, room = page.locator("#constituents-wrap").evaluate("(d) => [d.scrollWidth, d.clientWidth]")
+    assert width <= room

@@ -21,9 +21,10 @@ from conftest import (
 from playwright.sync_api import expect
 
 COMPARED = "/compare?c=stripe,revolut,anthropic,openai,databricks&index=fintech"
+EXITS = "/compare?c=stripe,affirm,wiz"  # still private, listed, sold
 PAGES = [
-    "/", "/docs", "/scorecard", "/explore", "/explore/stripe", "/explore/wiz", "/explore/airbnb", "/explore/ftx",
-    "/compare", COMPARED, "/indices", "/indices?index=ai",
+    "/", "/docs", "/scorecard", "/explore", "/explore/stripe", "/explore/wiz", "/explore/airbnb", "/explore/affirm",
+    "/explore/ftx", "/explore/windsurf", "/compare", COMPARED, EXITS, "/indices", "/indices?index=ai",
 ]  # fmt: skip
 
 
@@ -146,6 +147,10 @@ A11Y_CASES = [
     ("/explore/stripe", ENTERPRISE, DESKTOP),
     ("/explore/stripe", RESEARCH, PHONE),
     ("/explore/wiz", PRO, DESKTOP),
+    ("/explore/affirm", PRO, PHONE),
+    ("/explore/ftx", ENTERPRISE, DESKTOP),
+    (EXITS, PRO, DESKTOP),
+    ("/indices", PRO, PHONE),
     ("/compare", None, DESKTOP),
     (COMPARED, ENTERPRISE, DESKTOP),
     (COMPARED, PRO, PHONE),

@@ -108,11 +108,17 @@ def test_sector_menu_lists_the_sectors_of_the_keys_universe(open_page, server, t
     if tier == "free":
         assert sum(s["companies"] for s in sectors) == 10
         return
-    # Choosing one filters the list by it.
+    # Choosing one filters the list by it: its companies whose marks are current by default,
+    # every one of them with "All companies".
     fintech = next(s for s in sectors if s["sector"] == "fintech")
     menu.select_option("fintech")
     page.get_by_role("button", name="Apply").click()
     page.wait_for_url("**/explore?sector=fintech")
+    slugs = listed_slugs(page)
+    assert slugs == server.walk_companies(PRO, sector="fintech", outcome="none,sale_agreed")[0]
+    page.get_by_label("Show").select_option("all")
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url("**/explore?sector=fintech&outcome=all")
     slugs = listed_slugs(page)
     assert slugs == server.walk_companies(PRO, sector="fintech")[0]
     assert len(slugs) == fintech["companies"]

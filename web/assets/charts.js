@@ -5,10 +5,16 @@
      id, label          the <svg>'s id and its accessible name
      from, to           the days shown (day numbers: days since 1970-01-01)
      lines              [{ key, label, cls, days: [day], values: [v], axis: 'left' | 'right',
-                           band: { lower: [v], upper: [v], cls } }]   (days ascending)
+                           band: { lower: [v], upper: [v], cls },
+                           exit: { day, value, label } }]   (days ascending)
+                        exit: a company's outcome (listing, sale, failure), drawn as a diamond
+                        at its day and value (0 on the bottom edge), joined to the line's end
      left, right        the axes: { format(v), title }; right only when a line uses it
      marker             a day to mark with a vertical line (or null)
-     endLabels          write each line's label at its end (wide charts only)
+     endLabels          write each line's label at its end (wide charts only): in the right
+                        margin for a line that runs to the end, beside its exit marker for one
+                        that ends earlier; labels are moved up or down until none overlaps
+                        another (measured boxes, a simple vertical de-overlap)
      readout(day)       the text of the readout for a day (the page writes it)
      readoutNode        where that text goes (an aria-live element)
      onPick(day)        a click, or Enter on the focused chart (optional)
@@ -82,6 +88,7 @@ function render(box, state) {
   for (const { line, a, b } of shown) {
     const r = ranges[line.axis === 'right' ? 'right' : 'left'];
     extent(line.values.slice(a, b + 1), r);
+    if (line.exit && line.exit.day >= d0 && line.exit.day <= d1) extent([line.exit.value], r);
     if (line.band) {
       extent(line.band.lower.slice(a, b + 1), r);
       extent(line.band.upper.slice(a, b + 1), r);
@@ -121,6 +128,7 @@ function render(box, state) {
 
   const bands = svgEl('g', { class: 'bands' });
   const lines = svgEl('g', { class: 'lines' });
+  const exits = svgEl('g', { class: 'exits' });
   const ends = [];
   for (const { line, a, b } of shown) {
     const y = yOf(line);
@@ -145,27 +153,22 @@ function render(box, state) {
       lastDrawn = i;
     }
     lines.append(svgEl('polyline', { class: line.cls, points: points.join(' '), 'data-key': line.key, 'data-points': points.length }));
-    if (lastDrawn >= 0) ends.push({ line, x: x(line.days[lastDrawn]), y: y(line.values[lastDrawn]) });
+    const end = lastDrawn >= 0 ? { line, x: x(line.days[lastDrawn]), y: y(line.values[lastDrawn]) } : null;
+    const ex = line.exit;
+    if (ex && ex.day >= d0 && ex.day <= d1 && end) {
+      // The outcome: a diamond at its day and value, joined to the last private mark.
+      const cx = x(ex.day);
+      const cy = typeof ex.value === 'number' ? y(ex.value) : end.y;
+      exits.append(svgEl('g', { class: `exit ${line.cls}`, 'data-key': line.key, 'aria-hidden': 'true' },
+        svgEl('line', { class: 'exit-link', x1: end.x, y1: end.y, x2: cx, y2: cy }),
+        svgEl('path', { class: 'exit-marker', d: `M${cx} ${cy - 6} l6 6 l-6 6 l-6 -6 z` })));
+      ends.push({ line, x: cx, y: cy, exit: true, text: `${line.short || line.label}: ${ex.label}` });
+    } else if (end) {
+      ends.push({ ...end, exit: false, text: line.short || line.label });
+    }
   }
 
   const endLabels = svgEl('g', { class: 'end-labels', 'aria-hidden': 'true' });
-  if (labels) {
-    // Each line named at its end; labels pushed apart so none overlaps another.
-    ends.sort((p, q) => p.y - q.y);
-    let prev = -Infinity;
-    for (const end of ends) {
-      end.ly = Math.max(end.y, prev + 14);
-      prev = end.ly;
-    }
-    const overflow = ends.length ? ends[ends.length - 1].ly - (H - M.b) : 0;
-    if (overflow > 0) for (const end of ends) end.ly -= overflow;
-    for (const end of ends) {
-      const lx = W - M.r + (hasRight ? 62 : 0) + 4;
-      endLabels.append(
-        svgEl('line', { class: `leader ${end.line.cls}`, x1: end.x + 2, x2: lx - 2, y1: end.y, y2: end.ly }),
-        svgEl('text', { class: `end-label ${end.line.cls}`, x: lx, y: end.ly + 4, text: end.line.short || end.line.label }));
-    }
-  }
 
   const marker = spec.marker != null && spec.marker >= d0 && spec.marker <= d1
     ? svgEl('line', { class: 'date-marker', x1: x(spec.marker), x2: x(spec.marker), y1: M.t, y2: H - M.b, 'aria-hidden': 'true' })
@@ -182,7 +185,7 @@ function render(box, state) {
     'aria-describedby': spec.readoutNode ? spec.readoutNode.id : null,
     'data-from': d0,
     'data-to': spec.to,
-  }, grid, bands, marker, lines, endLabels, cursor);
+  }, grid, bands, marker, lines, exits, endLabels, cursor);
 
   const dayAt = (ev) => {
     const r = root.getBoundingClientRect();
@@ -208,8 +211,66 @@ function render(box, state) {
     setCursor(state, moves[ev.key]);
   });
   box.replaceChildren(root);
+  if (labels) placeLabels(endLabels, ends, { W, H, M, right: W - M.r + (hasRight ? 62 : 0) + 4 });
   if (state.day != null) setCursor(state, state.day);
   else if (spec.readoutNode) spec.readoutNode.textContent = spec.readout(spec.to);
+}
+
+
+/**
+ * Each line named at its end: a line that runs to the chart's end in the right margin, one
+ * that ends at an exit beside its marker (left of it when the margin is too narrow). Labels are
+ * measured once drawn, then pushed apart: each pair whose boxes share columns and lie less than
+ * a label's height (and a gap) apart is moved apart, half each way, and every label is kept
+ * between the plot's top and bottom, until no pair clashes (a simple vertical de-overlap). A
+ * leader joins each label to its line's end.
+ */
+function placeLabels(group, ends, { W, H, M, right }) {
+  const top = M.t + 6;
+  const bottom = H - M.b - 6;
+  const scale = group.ownerSVGElement.getBoundingClientRect().width / W || 1;
+  let step = 18; // the least distance between two labels' middles: their height and a gap, measured below
+  const items = ends.map((end) => {
+    const text = svgEl('text', { class: `end-label ${end.line.cls}`, x: 0, y: 0, 'data-key': end.line.key, text: end.text });
+    group.append(text);
+    const box = text.getBoundingClientRect();
+    step = Math.max(step, Math.ceil(box.height / scale) + 4);
+    const width = Math.ceil(Math.max(text.getComputedTextLength(), box.width / scale));
+    let x0 = end.exit ? end.x + 9 : right;
+    if (x0 + width > W - 2) x0 = end.exit ? end.x - 9 - width : W - 2 - width;
+    return { end, text, width, x0, y: Math.max(top, Math.min(bottom, end.y)) };
+  });
+  const columns = (p, q) => p.x0 < q.x0 + q.width + 4 && q.x0 < p.x0 + p.width + 4;
+  for (let round = 0; round < 500; round += 1) {
+    items.sort((p, q) => p.y - q.y);
+    let moved = false;
+    for (let a = 0; a < items.length; a += 1) {
+      for (let b = a + 1; b < items.length; b += 1) {
+        const [p, q] = [items[a], items[b]];
+        const gap = q.y - p.y;
+        if (gap >= step - 0.01 || !columns(p, q)) continue;
+        const push = (step - gap) / 2 + 0.01;
+        p.y -= push;
+        q.y += push;
+        moved = true;
+      }
+    }
+    for (const it of items) it.y = Math.max(top, Math.min(bottom, it.y));
+    if (!moved) break;
+  }
+  for (const it of items) {
+    setAttrs(it.text, { x: it.x0, y: Math.round((it.y + 4) * 10) / 10 });
+    const rightOf = it.x0 > it.end.x;
+    if (!it.end.exit || Math.abs(it.y - it.end.y) > 3) {
+      group.insertBefore(svgEl('line', {
+        class: `leader ${it.end.line.cls}`,
+        x1: it.end.x + (rightOf ? 2 : -2) + (it.end.exit ? (rightOf ? 5 : -5) : 0),
+        x2: rightOf ? it.x0 - 2 : it.x0 + it.width + 2,
+        y1: it.end.y,
+        y2: it.y,
+      }), group.firstChild);
+    }
+  }
 }
 
 function clampDay(state, day) {

@@ -36,13 +36,13 @@ export function setAttrs(node, attrs) {
 
 export function el(tag, attrs = {}, ...children) {
   const node = setAttrs(document.createElement(tag), attrs);
-  node.append(...children.flat().filter((c) => c != null && c !== false));
+  node.append(...children.flat(Infinity).filter((c) => c != null && c !== false));
   return node;
 }
 
 export function svgEl(tag, attrs = {}, ...children) {
   const node = setAttrs(document.createElementNS(SVG_NS, tag), attrs);
-  node.append(...children.flat().filter((c) => c != null && c !== false));
+  node.append(...children.flat(Infinity).filter((c) => c != null && c !== false));
   return node;
 }
 
@@ -87,12 +87,139 @@ const usdCompact = new Intl.NumberFormat('en-US', {
 const usdWhole = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 0 });
 const level2 = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 const level0 = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+/** Dollars in three significant figures: $286B, $1.14T, $47B. */
 export const usd = (v) => (typeof v === 'number' ? usdCompact.format(v) : 'n/a');
+/** Dollars to the dollar: $286,450,592,196 (the signed record; the exact-figure toggle). */
 export const usdFull = (v) => (typeof v === 'number' ? usdWhole.format(v) : 'n/a');
 export const band = (lo, hi) => `${usd(lo)} – ${usd(hi)}`;
 export const words = (s) => (s ? s.charAt(0).toUpperCase() + s.slice(1).replace(/_/g, ' ') : '');
 export const an = (word) => (/^[aeiou]/i.test(word) ? `an ${word}` : `a ${word}`);
 export const STATUS = { private: 'Private', ipo_completed: 'IPO completed' };
+
+/* ---------- dollars: three significant figures, the exact figure one click away ---------- */
+
+const EXACT_ITEM = 'marks.exactDollars';
+
+/** Whether the page shows whole dollars instead of three significant figures (kept for the tab). */
+export function exactDollars() {
+  try { return sessionStorage.getItem(EXACT_ITEM) === '1'; } catch { return false; }
+}
+
+/**
+ * A dollar figure as a <data> element: three significant figures ($286B), its whole-dollar
+ * value in `value` and in its title. Every "Exact dollars" toggle on the page (exactToggle)
+ * switches every such figure between the two; a figure made while it is on is made exact.
+ */
+export function money(v) {
+  if (typeof v !== 'number') return document.createTextNode('n/a');
+  const compact = usd(v);
+  const exact = usdFull(v);
+  return el('data', {
+    class: 'usd', value: String(v), title: exact, 'data-compact': compact, 'data-exact': exact,
+    text: exactDollars() ? exact : compact,
+  });
+}
+
+/** Two figures as a band: "$69.6B – $601B". */
+export function moneyBand(lo, hi) {
+  return [money(lo), ' – ', money(hi)];
+}
+
+function showExact(on) {
+  try { sessionStorage.setItem(EXACT_ITEM, on ? '1' : '0'); } catch { /* fine */ }
+  for (const node of document.querySelectorAll('data.usd')) {
+    node.textContent = on ? node.dataset.exact : node.dataset.compact;
+  }
+  for (const button of document.querySelectorAll('button.exact-toggle')) {
+    button.setAttribute('aria-pressed', on ? 'true' : 'false');
+  }
+}
+
+/**
+ * Wires every "Exact dollars" button of the page (button.exact-toggle, aria-pressed): one click
+ * shows every dollar figure to the dollar, another back in three significant figures.
+ */
+export function initExactToggles() {
+  const on = exactDollars();
+  for (const button of document.querySelectorAll('button.exact-toggle')) {
+    button.setAttribute('aria-pressed', on ? 'true' : 'false');
+    button.addEventListener('click', () => showExact(button.getAttribute('aria-pressed') !== 'true'));
+  }
+}
+
+/* ---------- events and outcomes in words ---------- */
+
+export const EVENT_WORDS = {
+  primary_round: 'Funding round',
+  down_round: 'Down round',
+  tender_offer: 'Tender offer',
+  secondary_sale: 'Secondary sale',
+  fund_mark: 'Fund mark',
+  ipo: 'IPO',
+  direct_listing: 'Direct listing',
+  spac_listing: 'SPAC listing',
+  acquisition: 'Sale agreed',
+  acquisition_closed: 'Sale closed',
+  acquisition_terminated: 'Sale terminated',
+  bankruptcy: 'Bankruptcy',
+  wind_down: 'Wind-down',
+  retraction: 'Retraction',
+};
+export const eventWords = (type) => EVENT_WORDS[type] || words(type);
+
+/** What a source grade means (DESIGN section 2; the API's SourceGrade). */
+export const GRADE_WORDS = {
+  A: 'a primary document (the company\'s or an investor\'s own announcement, a filing, an exchange notice)',
+  B: 'a major news organisation',
+  C: 'another outlet with a masthead',
+  D: 'a blog, an aggregator or a copy',
+};
+
+/** How firm a reported figure is (the API's ReportedAs); closed needs no flag. */
+export const REPORTED_WORDS = { in_talks: 'in talks', estimate: 'estimate', announced: 'announced' };
+
+/** The outcome's kind in a few words. */
+export const OUTCOME_WORDS = {
+  listed: 'Listed', sold: 'Sold', sale_agreed: 'Sale agreed', bankrupt: 'Bankrupt', wound_down: 'Wound down',
+};
+
+/** Whether a company's private period ended (its latest mark is its last private one). */
+export function ended(c) {
+  const m = c.latest_mark || {};
+  if (typeof m.current === 'boolean') return !m.current;
+  return Boolean(c.outcome && c.outcome.kind !== 'sale_agreed');
+}
+
+/**
+ * What ended or fixed a company's private marks, with its day and value, as an array of
+ * strings and figures: "Listed 2021-01-13 at $12B", "Sold 2026-03-11, price not disclosed",
+ * "Bankrupt 2022-11-11, equity reported at $0". Empty when it has no outcome.
+ */
+export function outcomeParts(o) {
+  if (!o) return [];
+  const kind = OUTCOME_WORDS[o.kind] || words(o.event_type);
+  const v = o.valuation_usd;
+  const listing = o.event_type === 'direct_listing' ? ' (direct listing)' : o.event_type === 'spac_listing' ? ' (SPAC)' : '';
+  switch (o.kind) {
+    case 'listed':
+      return [`${kind} ${o.occurred_on}${listing} at `, money(v)];
+    case 'sold':
+    case 'sale_agreed':
+      return v > 0 ? [`${kind} ${o.occurred_on} for `, money(v), o.kind === 'sale_agreed' ? ', pending' : '']
+        : [`${kind} ${o.occurred_on}, price not disclosed${o.kind === 'sale_agreed' ? ', pending' : ''}`];
+    case 'bankrupt':
+    case 'wound_down':
+      return v > 0 ? [`${kind} ${o.occurred_on}, equity reported at `, money(v)]
+        : [`${kind} ${o.occurred_on}, equity reported at $0`];
+    default:
+      return [`${kind} ${o.occurred_on}`];
+  }
+}
+
+/** The same in plain text, three significant figures (for chart labels and readouts). */
+export function outcomeText(o) {
+  return outcomeParts(o).map((p) => (typeof p === 'string' ? p : p.dataset.compact)).join('');
+}
 
 /** An index level or a rebased value: 1,234.56 (two decimals). */
 export const level = (v) => (typeof v === 'number' ? level2.format(v) : 'n/a');
@@ -226,7 +353,13 @@ export class ApiError extends Error {
   }
 }
 
-const budget = { limit: null, remaining: null };
+const budget = { limit: null, remaining: null, quota: null };
+
+/** The quota of a RateLimit-Policy header ("minute";q=10;w=60 gives 10), or null. */
+function policyQuota(header) {
+  const q = /;\s*q=(\d+)/.exec(header || '');
+  return q ? Number(q[1]) : null;
+}
 
 /** GET with the key in the X-API-Key header and nowhere else; the Response, or an ApiError. */
 async function get(path, accept, auth) {
@@ -241,6 +374,7 @@ async function get(path, accept, auth) {
   if (auth && res.headers.has('X-RateLimit-Limit')) {
     budget.limit = Number(res.headers.get('X-RateLimit-Limit'));
     budget.remaining = Number(res.headers.get('X-RateLimit-Remaining'));
+    budget.quota = policyQuota(res.headers.get('RateLimit-Policy')) ?? budget.limit;
     showBudget();
   }
   if (!res.ok) {
@@ -315,11 +449,24 @@ function dropUsage() {
   try { sessionStorage.removeItem(USAGE_ITEM); } catch { /* nothing stored */ }
 }
 
-/** {tier, rate, scopes}; scopes is null when unknown (the free tier cannot read /v1/usage). */
+/** What the free tier may read (DESIGN section 4): listCompanies and getCompany, nothing else. */
+export const FREE_SCOPES = ['companies:list', 'companies:read'];
+
+/**
+ * {tier, rate, scopes}, asked of /v1/usage once per key and tab (kept in sessionStorage).
+ * /v1/usage needs Research: a key refused it with 403 tier_forbidden is a free key, which may
+ * read the list and a company's profile only (FREE_SCOPES), so the pages never spend its budget
+ * on what it is certain to be refused; its budget is the RateLimit-Policy quota of that answer.
+ * scopes is null only when the answer said nothing (e.g. a 429: asked again on the next page).
+ */
 export async function loadUsage() {
   try {
     const cached = sessionStorage.getItem(USAGE_ITEM);
-    if (cached) return (usage = JSON.parse(cached));
+    if (cached) {
+      usage = JSON.parse(cached);
+      if (usage.tier === 'free' && !usage.scopes) usage.scopes = FREE_SCOPES; // kept by an older page
+      return usage;
+    }
   } catch { /* not cached */ }
   let known;
   try {
@@ -327,9 +474,11 @@ export async function loadUsage() {
     known = { tier: u.tier, rate: u.rate_per_min, scopes: Array.isArray(u.scopes) ? u.scopes : [] };
   } catch (err) {
     if (err.status === 401) throw err;
-    if (err.status !== 403) return (usage = { tier: null, rate: null, scopes: null }); // e.g. 429: ask again later
-    const named = /tier \(([a-z]+)\)/i.exec(err.problem.detail || '');
-    known = { tier: named ? named[1] : null, rate: null, scopes: null };
+    if (err.status !== 403 || (err.problem && err.problem.code && err.problem.code !== 'tier_forbidden')) {
+      return (usage = { tier: null, rate: null, scopes: null }); // e.g. 429: ask again later
+    }
+    const named = /tier \(([a-z]+)\)/i.exec((err.problem && err.problem.detail) || '');
+    known = { tier: named ? named[1] : 'free', rate: budget.quota, scopes: FREE_SCOPES };
   }
   try { sessionStorage.setItem(USAGE_ITEM, JSON.stringify(known)); } catch { /* fine */ }
   return (usage = known);
@@ -340,7 +489,9 @@ export function allows(scope) {
   return usage && usage.scopes ? usage.scopes.includes(scope) : null;
 }
 
-const TIER_FOR = { 'marks:80': 'Research', 'marks:95': 'Pro', 'events:read': 'Pro', 'resolution:read': 'Enterprise' };
+const TIER_FOR = {
+  'marks:80': 'Research', 'marks:95': 'Pro', 'events:read': 'Pro', 'resolution:read': 'Enterprise', 'usage:read': 'Research',
+};
 
 export function needsTier(scope, what) {
   const tier = usage && usage.tier ? `this key's tier is ${usage.tier}` : 'this key does not have it';
@@ -364,7 +515,7 @@ export function showKeyStatus() {
   }
   let text = 'A key is set for this tab.';
   if (usage && usage.tier) text = `Using ${an(usage.tier)} key${usage.rate ? ` (${usage.rate} requests a minute)` : ''}.`;
-  if (usage && !usage.scopes && usage.tier) text += ' This tier cannot read /v1/usage; its limits show as you go.';
+  if (usage && usage.scopes && !usage.scopes.includes('marks:80')) text += ' It reads the list and latest marks.';
   status.textContent = text;
   showBudget();
 }

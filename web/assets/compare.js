@@ -19,7 +19,7 @@
    it can be shared: slugs, the index id, the scale and the date, never the key. */
 
 import {
-  $, el, say, usd, level, levelTick, displayName,
+  $, el, say, usd, level, levelTick, displayName, ended, outcomeText, OUTCOME_WORDS, money, initExactToggles,
   getKey, api, problemWords, showError, loadUsage, allows, needsTier, showKeyStatus, initKeyPanel, showMeta,
   dayNumber, dateOf, isDate,
   toCsv, fileName, downloadButton, companySearch,
@@ -30,7 +30,7 @@ const MAX_COMPANIES = 5;
 const SLUG = /^[a-z0-9][a-z0-9-]{0,99}$/;
 
 const state = {
-  companies: [], // { slug, name, line: { days, values } | null }
+  companies: [], // { slug, name, outcome, over, line: { days, values } | null }
   index: null, // { id, name, line } | null
   indices: null, // the list from /v1/indices, or null when the key may not read it
   scale: 'rebased',
@@ -70,6 +70,13 @@ function toLine(points, field) {
   return { days: points.map((p) => dayNumber(p.date)), values: points.map((p) => p[field]) };
 }
 
+/** A company's name and outcome, from its profile or a list item (the search's). */
+function setCompany(entry, c) {
+  entry.name = displayName(c);
+  entry.outcome = c.outcome || null;
+  entry.over = ended(c);
+}
+
 async function loadCompany(entry) {
   const base = `/v1/companies/${encodeURIComponent(entry.slug)}`;
   const needName = !entry.name;
@@ -77,7 +84,7 @@ async function loadCompany(entry) {
     needName ? api(base) : Promise.resolve(null),
     allows('marks:80') === false ? Promise.resolve(null) : api(`${base}/marks?coverage=80`),
   ]);
-  if (profile.status === 'fulfilled' && profile.value) entry.name = displayName(profile.value);
+  if (profile.status === 'fulfilled' && profile.value) setCompany(entry, profile.value);
   else if (profile.status === 'rejected') {
     fail(entry.slug, profile.reason, `The company ${entry.slug}`);
     entry.missing = profile.reason.status === 404;
@@ -186,7 +193,8 @@ async function addCompany(c) {
     $('add-status').textContent = 'Five companies chosen: remove one to add another.';
     return;
   }
-  const entry = { slug: c.slug, name: displayName(c), line: null };
+  const entry = { slug: c.slug, name: '', line: null };
+  setCompany(entry, c);
   state.companies.push(entry);
   $('add-company').value = '';
   renderChips();
@@ -218,7 +226,10 @@ function seriesShown() {
   const out = [];
   state.companies.forEach((c, k) => {
     if (c.line && c.line.days.length) {
-      out.push({ key: c.slug, label: c.name || c.slug, short: shortName(c.name || c.slug), cls: `line ${CLASSES[k]}`, kind: 'company', src: c.line });
+      out.push({
+        key: c.slug, label: c.name || c.slug, short: shortName(c.name || c.slug), cls: `line ${CLASSES[k]}`, kind: 'company', src: c.line,
+        outcome: c.over ? c.outcome : null,
+      });
     }
   });
   if (state.index && state.index.line && state.index.line.days.length) {
@@ -257,7 +268,7 @@ function draw() {
   }
   const first = Math.max(...series.map((s) => s.src.days[0]));
   const last = Math.min(...series.map((s) => s.src.days[s.src.days.length - 1]));
-  const end = Math.max(...series.map((s) => s.src.days[s.src.days.length - 1]));
+  const end = Math.max(...series.map((s) => (s.outcome ? dayNumber(s.outcome.occurred_on) : s.src.days[s.src.days.length - 1])));
   const start = Math.min(...series.map((s) => s.src.days[0]));
   const notes = [];
   let rebased = state.scale === 'rebased';
@@ -283,15 +294,31 @@ function draw() {
   const lines = series.map((s) => {
     const base = atDay != null ? valueOn(s.src, atDay) : null;
     const values = rebased ? s.src.values.map((v) => (base > 0 ? (v / base) * 100 : null)) : s.src.values;
-    return { ...s, days: s.src.days, values, base, axis: !rebased && s.kind === 'index' ? 'right' : 'left' };
+    const line = { ...s, days: s.src.days, values, base, axis: !rebased && s.kind === 'index' ? 'right' : 'left' };
+    // A listed, sold or failed company: its line ends the day before the outcome (its series
+    // does), and the outcome is drawn at its day and value (rebased like the line); a sale
+    // whose price was not disclosed is marked at the last private mark's level.
+    const o = s.outcome;
+    if (o) {
+      const known = o.valuation_usd > 0 || o.kind === 'bankrupt' || o.kind === 'wound_down';
+      const raw = known ? o.valuation_usd : s.src.values[s.src.values.length - 1];
+      line.exit = {
+        day: dayNumber(o.occurred_on),
+        value: rebased ? (base > 0 ? (raw / base) * 100 : null) : raw,
+        label: `${OUTCOME_WORDS[o.kind]} ${known ? usd(o.valuation_usd) : '(price n/d)'}`,
+        text: outcomeText(o),
+      };
+    }
+    return line;
   });
   if (rebased) {
     const zero = lines.filter((l) => !(l.base > 0));
     for (const l of zero) notes.push(`${l.label} is at 0 on ${dateOf(atDay)}, so it cannot be rebased to it.`);
   }
   const from = rebased ? atDay : start;
-  const to = end;
-  state.view = { lines, from, to, atDay, rebased };
+  const to = end; // the chart runs to the last outcome or the last mark, whichever is later
+  const lastMark = Math.max(...series.map((s) => s.src.days[s.src.days.length - 1]));
+  state.view = { lines, from, to: lastMark, atDay, rebased };
   say($('compare-note'), notes.join(' '));
   result.hidden = false;
 
@@ -312,18 +339,20 @@ function draw() {
     readout: (d) => readoutText(lines, d, rebased),
   });
   $('compare-legend').replaceChildren(...lines.map((l) => el('li', {},
-    el('span', { class: `swatch ${l.cls}` }), `${l.label}${l.axis === 'right' ? ' (right axis)' : ''}`)));
+    el('span', { class: `swatch ${l.cls}` }),
+    `${l.label}${l.axis === 'right' ? ' (right axis)' : ''}${l.exit ? `: ${l.exit.text} (◆)` : ''}`)));
   $('compare-caption').textContent = rebased
     ? `Each series divided by its value on ${dateOf(atDay)} and multiplied by 100, so every line starts at 100 there: a line at 150 is up 50% since. Logarithmic scale: equal steps are equal percentage changes. Point at the chart, or focus it and press ← → (a day), Page Up and Page Down (30 days), Home and End, to read a day's values.`
     : `Daily marks in US dollars on a logarithmic scale${lines.some((l) => l.axis === 'right') ? '; the index is a level (100 on its first day), not dollars, so it has its own axis on the right' : ''}.`
       + `${atDay != null ? ` The dashed line marks ${dateOf(atDay)}, the date the table starts from.` : ''} Point at the chart, or focus it and use the arrow keys, to read a day's values.`;
   renderTable(lines, atDay, rebased);
-  renderSample(lines, from, to, atDay, rebased);
+  renderSample(lines, from, lastMark, atDay, rebased);
 }
 
 function readoutText(lines, d, rebased) {
   const parts = lines.map((l) => {
     const v = valueOn(l, d);
+    if (v == null && l.exit && d >= l.exit.day - 1) return `${l.label}: ${l.exit.text}; no private marks after it`;
     if (v == null) return `${l.label}: no value`;
     if (!rebased) return `${l.label}: ${fmtValue(l, v)}`;
     const raw = valueOn(l.src, d);
@@ -355,19 +384,21 @@ function renderTable(lines, atDay, rebased) {
     const d1 = lastDays[k];
     const v1 = l.src.values[n - 1];
     const change = v0 > 0 && typeof v1 === 'number' ? (v1 / v0 - 1) * 100 : null;
-    const cell = (v, d, showDate) => {
+    const cell = (v, d, showDate, last) => {
       const r = rebased && l.base > 0 && v != null ? (v / l.base) * 100 : null;
-      const sub = [r != null ? `= ${level(r)}` : null, showDate ? `on ${dateOf(d)}` : null].filter(Boolean).join(' ');
+      const when = showDate ? `${last && l.exit ? 'last private mark, ' : 'on '}${dateOf(d)}` : null;
+      const sub = [r != null ? `= ${level(r)}` : null, when].filter(Boolean).join(' ');
       return el('td', {
         class: 'num', 'data-value': v, 'data-date': dateOf(d), 'data-rebased': r != null ? Number(r.toFixed(4)) : null,
-      }, fmtValue(l, v), sub ? el('span', { class: 'sub', text: sub }) : null);
+      }, l.kind === 'index' ? level(v) : money(v), sub ? el('span', { class: 'sub', text: sub }) : null);
     };
     return el('tr', { 'data-key': l.key },
       el('th', { scope: 'row' }, el('span', { class: `swatch ${l.cls}`, 'aria-hidden': 'true' }), ' ', l.kind === 'company'
         ? el('a', { href: `/explore/${encodeURIComponent(l.key)}`, text: l.label })
-        : el('a', { href: `/indices?index=${encodeURIComponent(l.id)}`, text: l.label })),
-      cell(v0, d0, atDay == null),
-      cell(v1, d1, !sameLast),
+        : el('a', { href: `/indices?index=${encodeURIComponent(l.id)}`, text: l.label }),
+      l.exit ? el('span', { class: 'sub', text: l.exit.text }) : null),
+      cell(v0, d0, atDay == null, false),
+      cell(v1, d1, !sameLast || Boolean(l.exit), true),
       el('td', { class: `num ${change > 0 ? 'up' : change < 0 ? 'down' : ''}`.trim(), 'data-change': change, text: pctShort(change) }));
   }));
 }
@@ -486,6 +517,7 @@ async function route() {
 
 function start() {
   initKeyPanel(() => route());
+  initExactToggles();
   const search = companySearch({
     input: $('add-company'),
     list: $('add-list'),

@@ -13,7 +13,8 @@
 
 import {
   $, el, svgEl, setAttrs, say, facts, sourceLink, hostOf,
-  usd, usdFull, band, words, an, pct, pctCell, STATUS, displayName,
+  usd, usdFull, band, an, pct, pctCell, displayName, money, moneyBand, initExactToggles,
+  eventWords, GRADE_WORDS, REPORTED_WORDS, OUTCOME_WORDS, ended, outcomeParts, outcomeText,
   getKey, api, problemWords, showError, loadUsage, allows, needsTier, showKeyStatus, initKeyPanel, showMeta,
   dayNumber, nearestIn, logTicks, timeTicks, chartWidth, redrawOnResize,
   toCsv, fetchCsv, fileName, downloadButton, companySearch,
@@ -26,9 +27,13 @@ const PAGE_SIZE = 50;
 let listRun = 0; // bumps on every new list, so a stale page answer is dropped
 let nextCursor = null;
 let sectorsFor = null; // the key the sector menu was filled for
-const LIST_PARAMS = ['q', 'sort', 'sector', 'status'];
+const LIST_PARAMS = ['q', 'sort', 'sector', 'status', 'outcome'];
 const DOWNLOAD_PAGE = 100; // the list's CSV is fetched 100 rows a page, following X-Next-Cursor
+/* The list's default view: the companies whose marks are current (still private, or a sale
+   agreed and pending); outcome=all in the address shows every company. */
+const CURRENT = 'none,sale_agreed';
 
+/** The list's parameters as the page's address holds them. */
 function listParams() {
   const query = new URLSearchParams(location.search);
   const params = {};
@@ -36,6 +41,15 @@ function listParams() {
     const value = (query.get(name) || '').trim();
     if (value) params[name] = value;
   }
+  return params;
+}
+
+/** The same as the API takes them: no outcome means current marks (a search, every company);
+ * outcome=all, no filter. */
+function apiParams() {
+  const params = listParams();
+  if (!params.outcome && !params.q) params.outcome = CURRENT;
+  else if (params.outcome === 'all') delete params.outcome;
   return params;
 }
 
@@ -76,7 +90,15 @@ async function showList() {
     sort.value = params.sort;
   }
   $('q').value = params.q || '';
-  $('status').value = params.status || '';
+  const outcome = $('outcome');
+  // A search looks through every company unless a Show is chosen.
+  outcome.options[0].textContent = params.q ? 'Any (a search)' : 'Current marks';
+  outcome.value = params.outcome || '';
+  if (outcome.value !== (params.outcome || '')) { // a combination the menu lacks (the API will judge it)
+    outcome.append(el('option', { value: params.outcome, text: params.outcome }));
+    outcome.value = params.outcome;
+  }
+  $('scope-note').textContent = scopeWords(params);
   const field = (params.sort || '').replace(/^-/, '');
   for (const th of document.querySelectorAll('#companies th[data-sort]')) {
     if (th.dataset.sort === field) th.setAttribute('aria-sort', params.sort.startsWith('-') ? 'descending' : 'ascending');
@@ -98,8 +120,24 @@ async function showList() {
   if (run === listRun) await loadPage(null, run);
 }
 
+/** What the list holds, in a line: by default only companies whose marks are current. */
+function scopeWords(params) {
+  const status = params.status ? ` with status ${params.status}` : '';
+  switch (params.outcome || (params.q ? 'all' : '')) {
+    case '':
+      return `Companies whose marks are current${status}: still private, or a sale agreed and pending. `
+        + 'Show “All companies” to add listed, sold and failed ones (their last private marks).';
+    case 'all':
+      return `${params.q ? 'Searching' : 'Showing'} every company${status}: for a listed, sold or failed company the mark is its last private one, with its date.`;
+    default: {
+      const kinds = params.outcome.split(',').map((k) => (k === 'none' ? 'private with no sale agreed' : (OUTCOME_WORDS[k] || k).toLowerCase()));
+      return `Showing companies ${kinds.length > 1 ? 'whose outcome is ' : ''}${kinds.join(', ')}${status}.`;
+    }
+  }
+}
+
 async function loadPage(cursor, run) {
-  const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...listParams() });
+  const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...apiParams() });
   if (cursor) query.set('cursor', cursor);
   const more = $('load-more');
   more.disabled = true;
@@ -111,6 +149,8 @@ async function loadPage(cursor, run) {
     const rows = $('company-rows');
     for (const c of data.companies) rows.append(companyRow(c));
     $('universe-note').textContent = data.universe_note || '';
+    // The free tier's note says its ten are the highest current marks: the scope line would repeat it.
+    $('scope-note').hidden = Boolean(data.universe_note) && !listParams().outcome;
     nextCursor = data.page && data.page.has_more ? data.page.next_cursor : null;
     more.hidden = !nextCursor;
     const n = rows.children.length;
@@ -132,21 +172,31 @@ async function loadPage(cursor, run) {
 /** The list as CSV, as it is filtered, searched and sorted: every page, not just those shown. */
 async function listCsv() {
   const params = listParams();
-  const text = await fetchCsv(`/v1/companies?${new URLSearchParams({ ...params, limit: String(DOWNLOAD_PAGE) })}`, { follow: true });
-  return { text, filename: fileName('companies', params.sector, params.status, params.q, params.sort && `by-${params.sort.replace(/^-/, '')}${params.sort.startsWith('-') ? '-desc' : ''}`) };
+  const text = await fetchCsv(`/v1/companies?${new URLSearchParams({ ...apiParams(), limit: String(DOWNLOAD_PAGE) })}`, { follow: true });
+  const scope = !params.outcome ? (params.q ? '' : 'current') : params.outcome === 'all' ? '' : params.outcome;
+  return { text, filename: fileName('companies', params.sector, params.status, scope, params.q, params.sort && `by-${params.sort.replace(/^-/, '')}${params.sort.startsWith('-') ? '-desc' : ''}`) };
 }
 
 /** What ended or fixed a company's private marks, in a few words; "Private" when nothing did. */
 function outcomeWords(c) {
   const o = c.outcome;
-  if (!o) return STATUS[c.status] || 'Private';
-  switch (o.event_type) {
-    case 'ipo': return `Listed ${o.occurred_on}`;
-    case 'direct_listing': return `Listed directly ${o.occurred_on}`;
-    case 'acquisition': return `Sale agreed ${o.occurred_on}`;
-    case 'bankruptcy': return `Bankrupt ${o.occurred_on}`;
-    default: return `${words(o.event_type)} ${o.occurred_on}`;
+  if (!o) return c.status === 'ipo_completed' ? 'Listed' : 'Private';
+  return `${OUTCOME_WORDS[o.kind] || eventWords(o.event_type)} ${o.occurred_on}`;
+}
+
+/** A 30-day change cell: the percent, and when it is only the method's curve moving with the
+ * days since the last report (delta_30d_basis "profile"), a mark saying so. */
+function changeCell(c, extra = '') {
+  const td = pctCell(c.delta_30d_pct, extra);
+  if (c.delta_30d_basis === 'profile' && typeof c.delta_30d_pct === 'number') {
+    td.append(el('span', { class: 'sub', text: 'drift, no news' }));
+    td.title = 'No value was reported in these 30 days: this is the method\'s curve moving with the days since the last report, not new evidence.';
+  } else if (c.delta_30d_basis === 'events') {
+    td.append(el('span', { class: 'sub', text: 'a value reported' }));
+  } else if (c.delta_30d_pct == null && ended(c)) {
+    td.textContent = 'ended';
   }
+  return td;
 }
 
 function companyRow(c) {
@@ -155,27 +205,31 @@ function companyRow(c) {
   const outcome = outcomeWords(c);
   const name = c.name || c.slug;
   const aka = displayName(c).slice(name.length).replace(/^ \((.*)\)$/, '$1');
-  // A mark whose series ended (a listing, a bankruptcy) says from when it is.
-  const markDate = m.as_of_date && c.outcome && c.outcome.event_type !== 'acquisition' ? `as of ${m.as_of_date}` : '';
-  return el('tr', {},
+  const over = ended(c);
+  // A company whose private period ended: its mark is its last private one, dated; no
+  // percentage against anything (read beside the outcome it would pass for a move since).
+  const markSub = over ? `last private mark, ${m.as_of_date}` : '';
+  const lastSub = last ? [last.occurred_on, over || typeof m.vs_last_event_pct !== 'number' ? null : `mark ${pct(m.vs_last_event_pct)}`]
+    .filter(Boolean).join(' · ') : '';
+  return el('tr', { class: over ? 'ended' : null, 'data-slug': c.slug },
     el('th', { scope: 'row' },
       el('a', { href: `/explore/${encodeURIComponent(c.slug)}`, text: c.name || c.slug }),
       aka ? el('span', { class: 'sub', text: `also ${aka}` }) : null,
       el('span', { class: 'sub narrow-only', text: `${c.sector || ''} · ${outcome}` })),
     el('td', { class: 'wide-only', text: c.sector || '' }),
     el('td', { class: 'wide-only nowrap', text: outcome }),
-    el('td', { class: 'num' }, usd(m.value_usd), markDate ? el('span', { class: 'sub', text: markDate }) : ''),
-    el('td', { class: 'num' }, last ? usd(last.valuation_usd) : 'n/a',
-      last ? el('span', { class: 'sub', text: `${last.occurred_on} · ${pct(m.vs_last_event_pct)} since` }) : ''),
-    el('td', { class: 'num wide-only', text: band(m.lower_usd, m.upper_usd) }),
-    pctCell(c.delta_30d_pct));
+    el('td', { class: 'num' }, money(m.value_usd), markSub ? el('span', { class: 'sub', text: markSub }) : ''),
+    el('td', { class: 'num' }, last ? money(last.valuation_usd) : 'n/a', lastSub ? el('span', { class: 'sub', text: lastSub }) : ''),
+    el('td', { class: 'num wide-only' }, moneyBand(m.lower_usd, m.upper_usd)),
+    changeCell(c));
 }
 
 function onFilters(event) {
   event.preventDefault();
   const query = new URLSearchParams();
+  const kept = listParams(); // status has no menu: an address's status is kept
   for (const name of LIST_PARAMS) {
-    const value = $(name).value.trim();
+    const value = ($(name) ? $(name).value : kept[name] || '').trim();
     if (value) query.set(name, value);
   }
   const qs = query.toString();
@@ -190,52 +244,57 @@ function daysWords(n) {
   return typeof n === 'number' ? `${n} day${n === 1 ? '' : 's'}` : 'some time';
 }
 
-/** What happened to a listed, sold or bankrupt company, in a sentence; empty for a private one. */
-function outcomeSentence(p) {
-  const o = p.outcome;
-  if (!o) return '';
-  const m = p.latest_mark || {};
-  switch (o.event_type) {
-    case 'ipo':
-    case 'direct_listing':
-      return `Listed on ${o.occurred_on} at ${usd(o.valuation_usd)}${o.event_type === 'direct_listing' ? ' (direct listing)' : ''}; `
-        + `private marks end the day before${m.as_of_date ? `, at ${usd(m.value_usd)} on ${m.as_of_date}` : ''}.`;
-    case 'acquisition':
-      return `Agreed to be sold for ${usd(o.valuation_usd)} on ${o.occurred_on}. The mark holds the agreed price; `
-        + 'its bands still widen with time, because agreed deals can fail.';
-    case 'bankruptcy':
-      return `Bankrupt on ${o.occurred_on}; the value reported after it, ${usd(o.valuation_usd)}, is the mark.`;
-    default:
-      return `${words(o.event_type)} on ${o.occurred_on} at ${usd(o.valuation_usd)}.`;
-  }
+/* The confidence is a track record: the share of the method's past month-end marks whose next
+   reported valuation came within this many percent (DESIGN section 3; the scorecard's
+   params.confidence_tolerance). */
+const CONFIDENCE_TOLERANCE_PCT = 20;
+
+/** The confidence in words, as its track record: "20.4%: historically about 1 in 5 ...". */
+function confidenceWords(c) {
+  if (typeof c !== 'number') return 'n/a';
+  const oneIn = c > 0 ? Math.max(1, Math.round(1 / c)) : null;
+  return `${(c * 100).toFixed(1)}%: historically about ${oneIn ? `1 in ${oneIn}` : 'none'} of our marks was within `
+    + `±${CONFIDENCE_TOLERANCE_PCT}% of the next reported valuation; not a company-specific probability`;
 }
 
-/** The latest mark in words: what it starts from, what the method adds and why, what the
- * confidence and the bands mean. The drift's own words come from the API. */
-function explanation(p) {
-  const m = p.latest_mark;
-  if (!m) return [];
-  const out = [];
-  const parts = Array.isArray(p.observations) ? p.observations : [];
-  const event = parts.find((o) => o.part === 'event');
-  const drift = parts.find((o) => o.part === 'drift');
-  if (event && event.event_type !== 'bankruptcy') {
-    const daysAgo = drift ? ` (${daysWords(drift.days)} before the mark)` : '';
-    out.push(`The mark starts from the last reported valuation: ${usd(event.valuation_usd)}, `
-      + `${an(words(event.event_type).toLowerCase())} on ${event.occurred_on}${daysAgo}.`
-      + (drift ? ` ${drift.explanation}` : ''));
+/** The 30-day change with what it rests on (delta_30d_basis). */
+function changeWords(p) {
+  if (typeof p.delta_30d_pct !== 'number') {
+    return ended(p) ? `none: the private marks ended on ${(p.latest_mark || {}).as_of_date}` : 'none (the series is shorter than 31 days)';
   }
-  out.push('The mark is the method\'s estimate of the valuation at which the company will next be reported to '
-    + 'transact (its next round, tender, sale or listing), not a price: most reported valuations are rises, so the '
-    + 'mark of a company that has been quiet sits above its last reported value.');
-  if (typeof m.confidence === 'number') {
-    const c = Math.round(m.confidence * 100);
-    out.push(`Confidence ${(m.confidence * 100).toFixed(1)}%: by the method's record, about ${c} in 100 forecasts `
-      + 'made at this distance from the last event landed within ±10% of the value next reported.');
+  if (p.delta_30d_basis === 'profile') {
+    return `${pct(p.delta_30d_pct)}: no value was reported in these 30 days; this is the method's drift moving with the days `
+      + 'since the last report, not new evidence';
   }
-  out.push(`80% band ${band(m.lower_usd, m.upper_usd)}: the value next reported has landed inside bands like this `
-    + 'about 4 times in 5 (the 95% band, about 19 times in 20); the scorecard checks both.');
-  return out;
+  if (p.delta_30d_basis === 'events') return `${pct(p.delta_30d_pct)}: a value was reported in these 30 days`;
+  return pct(p.delta_30d_pct);
+}
+
+/** A source grade as a badge, its meaning in its title and in words: for screen readers only
+ * (a table, whose legend says it), or shown (`spelt`). */
+function gradeBadge(grade, spelt = false) {
+  const g = grade && GRADE_WORDS[grade] ? grade : null;
+  const meaning = g ? GRADE_WORDS[g] : 'not graded';
+  const badge = el('span', {
+    class: `grade grade-${g ? g.toLowerCase() : 'none'}`, title: g ? `Grade ${g}: ${meaning}` : 'Not graded',
+  }, g || '–', spelt ? null : el('span', { class: 'visually-hidden', text: g ? ` (grade ${g}: ${meaning})` : ' (not graded)' }));
+  return spelt ? [badge, ` ${meaning}`] : badge;
+}
+
+/** The last reported value, its kind, day, age and source grade. */
+function lastReported(p) {
+  const last = p.last_event;
+  if (!last) return 'n/a';
+  return [money(last.valuation_usd), `, ${an(eventWords(last.event_type).toLowerCase())} on ${last.occurred_on}`
+    + ` (${daysWords(p.days_since_last_event)} ago); source grade `, gradeBadge(last.source_grade, true)];
+}
+
+/** One headline figure: a label, the figure, a line under it. */
+function figureCard(label, value, sub, cls = '') {
+  return el('div', { class: `figure-card ${cls}`.trim() },
+    el('p', { class: 'figure-label', text: label }),
+    el('p', { class: 'figure-value' }, value),
+    sub ? el('p', { class: 'figure-sub' }, sub) : null);
 }
 
 /* The method's record on this company: /v1/companies/{slug}/backtest. */
@@ -244,7 +303,7 @@ async function renderBacktest(slug, name) {
   $('backtest-figure').hidden = true;
   $('backtest-wrap').hidden = true;
   $('backtest-summary').textContent = '';
-  if (allows('marks:80') === false) {
+  if (allows('marks:80') === false) { // a free key: not asked, it would be refused
     say($('backtest-note'), needsTier('marks:80', 'The backtest of this company'));
     return;
   }
@@ -259,13 +318,14 @@ async function renderBacktest(slug, name) {
   const s = data.summary || {};
   say($('backtest-note'), data.disclosure === 'full'
     ? ''
-    : 'Below the Pro tier, what happened at each event is shown as where it fell against the forecast, without its value.');
+    : 'Below the Pro tier, what happened at each event is shown as where it fell against the mark made before it, without its value.');
   if (targets.length === 0) {
     $('backtest-summary').textContent = 'No event of this company could be scored: it has no earlier event to forecast from.';
     return;
   }
+  tolerance = typeof data.tolerance_pct === 'number' ? data.tolerance_pct : CONFIDENCE_TOLERANCE_PCT;
   $('backtest-summary').textContent = `${s.scored_events} scored event${s.scored_events === 1 ? '' : 's'}: `
-    + `${s.inside_80} inside the 80% band, ${s.inside_95} inside the 95% band, ${s.hits} within ±10% of the forecast`
+    + `${s.inside_80} inside the 80% band, ${s.inside_95} inside the 95% band, ${s.hits} within ±${tolerance}% of the mark made before it`
     + `${targets.length > s.scored_events ? '; and the outcome, against the mark the day before' : ''}.`;
   // On a phone the band goes under the forecast and what happened under the event, as the
   // events table puts its note under the type: five columns do not fit 390 pixels.
@@ -274,12 +334,12 @@ async function renderBacktest(slug, name) {
     const what = happened(t);
     return el('tr', {},
       el('td', { class: 'nowrap', text: t.occurred_on }),
-      el('td', {}, words(t.event_type) + (t.kind === 'event' ? '' : ' (outcome)'),
-        el('span', { class: 'sub narrow-only', text: what })),
-      el('td', { class: 'num' }, usd(t.mark_usd), el('span', { class: 'sub narrow-only', text: `80%: ${band80}` })),
-      el('td', { class: 'num wide-only', text: band80 }),
+      el('td', {}, eventWords(t.event_type) + (t.kind === 'event' ? '' : ' (outcome)'),
+        el('span', { class: 'sub narrow-only' }, what)),
+      el('td', { class: 'num' }, money(t.mark_usd), el('span', { class: 'sub narrow-only', text: `80%: ${band80}` })),
+      el('td', { class: 'num wide-only' }, moneyBand(t.band_80 && t.band_80.lower, t.band_80 && t.band_80.upper)),
       el('td', { class: 'num wide-only', text: `${(t.confidence * 100).toFixed(0)}%` }),
-      el('td', { class: 'wide-only', text: what }));
+      el('td', { class: 'wide-only' }, happened(t)));
   }));
   $('backtest-wrap').hidden = false;
   $('backtest-download-box').hidden = false;
@@ -291,15 +351,19 @@ async function renderBacktest(slug, name) {
     () => shown.backtest.length && drawBacktest(shown.backtest));
 }
 
-/** What happened at a scored event, in words: its value when this key may read it, else where
- * it fell against the forecast. */
+let tolerance = CONFIDENCE_TOLERANCE_PCT; // the backtest's own tolerance_pct, once read
+
+/** What happened at a scored event, in words (an array of text and figures): its value when
+ * this key may read it, else where it fell against the mark made before it. */
 function happened(t) {
-  const where = t.hit ? 'within ±10% of the forecast'
+  const where = t.hit ? `within ±${tolerance}% of the mark`
     : t.inside_80 ? 'inside the 80% band' : t.inside_95 ? 'inside the 95% band only' : 'outside the 95% band';
-  const side = t.hit ? '' : t.above ? ', above the forecast' : ', below the forecast';
-  const value = typeof t.observed_usd === 'number' ? `${usd(t.observed_usd)}: ` : '';
-  return `${value}${where}${side}`;
+  const side = t.hit ? '' : t.above ? ', above the mark' : ', below the mark';
+  return typeof t.observed_usd === 'number' ? [money(t.observed_usd), `: ${where}${side}`] : [`${where}${side}`];
 }
+
+/** The same in plain text (the chart's labels). */
+const happenedText = (t) => happened(t).map((p) => (typeof p === 'string' ? p : p.dataset.compact)).join('');
 
 function drawBacktest(targets) {
   const box = $('backtest-chart');
@@ -341,8 +405,8 @@ function drawBacktest(targets) {
   targets.forEach((t, i) => {
     const cx = x(days[i]);
     const verdict = t.hit ? 'hit' : t.inside_80 ? 'covered_80' : t.inside_95 ? 'covered_95' : 'miss';
-    const label = `${words(t.event_type)} on ${t.occurred_on}: forecast ${usd(t.mark_usd)}, 80% band `
-      + `${band(t.band_80.lower, t.band_80.upper)}; ${happened(t)}`;
+    const label = `${eventWords(t.event_type)} on ${t.occurred_on}: mark before it ${usd(t.mark_usd)}, 80% band `
+      + `${band(t.band_80.lower, t.band_80.upper)}; ${happenedText(t)}`;
     const g = svgEl('g', { class: `target ${verdict}`, tabindex: 0, role: 'img', 'aria-label': label, 'data-kind': t.kind },
       svgEl('title', { text: label }));
     if (t.band_95) {
@@ -359,7 +423,7 @@ function drawBacktest(targets) {
   });
   box.replaceChildren(svgEl('svg', {
     viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'group', id: 'backtest-svg',
-    'aria-label': `The method's forecast before each of ${targets.length} scored events, with its bands and what was reported`,
+    'aria-label': `The method's mark before each of ${targets.length} scored events, with its bands and what was reported`,
     'data-targets': targets.length,
   }, grid, marks));
 }
@@ -406,26 +470,27 @@ async function showCompany(slug) {
   document.title = `${slug} · Valuation Marks`;
   const base = `/v1/companies/${encodeURIComponent(slug)}`;
 
+  // Only what the key may read is asked: a free key reads the profile alone (one request a
+  // company page); when the scopes are unknown (the key check itself was refused, e.g. a 429),
+  // the lesser scope is tried first and the greater only when it worked.
   const profileP = api(base);
   const s80P = allows('marks:80') === false ? null : api(`${base}/marks?coverage=80`);
   const eventsP = allows('events:read') === false ? null : api(`${base}/events`);
   const [profile, s80, events] = await Promise.allSettled([profileP, s80P, eventsP]);
 
-  // The 95% band and the resolution record: asked when the key has the scope, or, when its
-  // scopes are unknown, when the lesser scope worked (so a free key is not sent to spend its
-  // budget on what it cannot have).
   const want95 = allows('marks:95') ?? (s80.status === 'fulfilled' && s80.value != null);
   const wantRes = allows('resolution:read') ?? (events.status === 'fulfilled' && events.value != null);
   const s95P = want95 ? api(`${base}/marks?coverage=95`) : null;
   const resP = wantRes ? Promise.all([api(`${base}/resolution`), api('/v1/signing-keys', { auth: false })]) : null;
 
   renderProfile(profile);
-  const name = profile.status === 'fulfilled' ? profile.value.name || slug : slug;
+  const p = profile.status === 'fulfilled' ? profile.value : null;
+  const name = p ? p.name || slug : slug;
   const backtestP = renderBacktest(slug, name);
   const evs = events.status === 'fulfilled' && events.value ? events.value.events || [] : null;
   renderEvents(events, evs);
   const [s95, res] = await Promise.allSettled([s95P, resP]);
-  renderSeries(s80, s95, evs);
+  renderSeries(s80, s95, evs, p);
   await Promise.all([renderResolution(res, wantRes), backtestP]);
 }
 
@@ -437,26 +502,98 @@ function renderProfile(result) {
   const p = result.value;
   $('title').textContent = p.name || p.slug;
   document.title = `${p.name || p.slug} · Valuation Marks`;
+  const o = p.outcome;
   facts($('company-facts'), [
     ['Sector', p.sector || 'n/a'],
-    ['Status', outcomeWords(p)],
+    ['Outcome', o ? outcomeParts(o) : (p.status === 'ipo_completed' ? 'Listed' : 'Private, no sale agreed')],
     ['Slug', el('code', { text: p.slug })],
   ]);
   const m = p.latest_mark || {};
-  const last = p.last_event;
-  facts($('latest-facts'), [
-    ['Mark', `${usd(m.value_usd)} (${usdFull(m.value_usd)}) on ${m.as_of_date || 'n/a'}`],
-    ['Last reported', last
-      ? `${usd(last.valuation_usd)}, ${an(words(last.event_type).toLowerCase())} on ${last.occurred_on} (${daysWords(p.days_since_last_event)} ago)`
-      : 'n/a'],
-    ['Mark vs last reported', pct(m.vs_last_event_pct)],
-    ['80% band', band(m.lower_usd, m.upper_usd)],
-    ['Confidence', typeof m.confidence === 'number' ? `${(m.confidence * 100).toFixed(1)}%` : 'n/a'],
-    ['30-day change', p.delta_30d_pct === null || p.delta_30d_pct === undefined ? 'none (no marks to date)' : pct(p.delta_30d_pct)],
-  ]);
-  say($('outcome-note'), outcomeSentence(p));
-  $('mark-explained').replaceChildren(...explanation(p).map((text) => el('p', { text })));
+  const over = ended(p);
+  const next = m.next_reported;
+  $('latest-heading').textContent = over ? 'Last private mark' : 'Latest mark';
+  if (over) {
+    // Its private period ended: the mark is its last private one, of the day before the
+    // outcome, kept for the record, beside the outcome. No percentage against anything that
+    // would read as a move since.
+    say($('outcome-note'), '');
+    $('headline-figures').replaceChildren(
+      figureCard(`Last private mark, ${m.as_of_date}`, money(m.value_usd), 'the day before the outcome; not a value today', 'last-private'),
+      figureCard(`${OUTCOME_WORDS[o.kind]} on ${o.occurred_on}`,
+        o.valuation_usd > 0 || o.kind === 'bankrupt' || o.kind === 'wound_down' ? money(o.valuation_usd) : 'price not disclosed',
+        o.kind === 'listed' ? `${eventWords(o.event_type)}: the value at listing`
+          : o.kind === 'sold' ? 'the sale price' : 'the equity as reported',
+        'outcome'));
+    facts($('latest-facts'), [
+      ['Last reported before it', lastReported(p)],
+      [`80% band on ${m.as_of_date}`, moneyBand(m.lower_usd, m.upper_usd)],
+      ['30-day change', changeWords(p)],
+    ]);
+  } else {
+    say($('outcome-note'), o && o.kind === 'sale_agreed'
+      ? `${outcomeText(o)}: the private period goes on.` : '');
+    $('headline-figures').replaceChildren(
+      figureCard('Today\'s value estimate', money(m.value_usd), `on ${m.as_of_date}`, 'estimate'),
+      next ? figureCard('Forecast of the next reported valuation', money(next.value_usd), next.label, 'forecast') : null);
+    facts($('latest-facts'), [
+      ['Last reported', lastReported(p)],
+      ['Estimate vs last reported', pct(m.vs_last_event_pct)],
+      ['80% band', [moneyBand(m.lower_usd, m.upper_usd), ' (for the next reported value)']],
+      ['Confidence', confidenceWords(m.confidence)],
+      ['30-day change', changeWords(p)],
+    ]);
+  }
+  // The paragraph is the API's own, built for the company's case: the page adds no words that
+  // could contradict the figures beside it.
+  const summary = p.explanation && p.explanation.summary;
+  $('mark-explained').replaceChildren(...(summary
+    ? [el('p', { class: 'summary', 'data-case': p.explanation.case || '', text: summary })] : []));
   showMeta(p.meta);
+}
+
+/** Whether an event is read by the marks (the effective view): not corrected, not withdrawn,
+ * not a retraction. */
+const effective = (e) => !e.superseded_by && !e.retracted_by && e.event_type !== 'retraction';
+
+/**
+ * Every record in the order the table shows them: the API's order (oldest first), each
+ * correction or retraction moved to just under the record it corrects or withdraws, so a
+ * correction is read beside what it corrected.
+ */
+function eventOrder(evs) {
+  const byId = new Map(evs.map((e) => [e.event_id, e]));
+  const under = new Map(); // id -> the records that correct or withdraw it
+  const placed = new Set();
+  for (const e of evs) {
+    if (e.supersedes && byId.has(e.supersedes)) {
+      under.set(e.supersedes, [...(under.get(e.supersedes) || []), e]);
+    }
+  }
+  const out = [];
+  const put = (e) => {
+    if (placed.has(e.event_id)) return;
+    placed.add(e.event_id);
+    out.push(e);
+    for (const c of under.get(e.event_id) || []) put(c);
+  };
+  for (const e of evs) {
+    if (e.supersedes && byId.has(e.supersedes)) continue; // placed under what it corrects
+    put(e);
+  }
+  for (const e of evs) put(e); // a chain that loops (refused by the builder) still shows
+  return out;
+}
+
+const eventLink = (id, text) => el('a', { href: `#event-${encodeURIComponent(id)}`, class: 'record-link', text });
+
+/** What a record is in the history: corrected, withdrawn, a correction or a retraction. */
+function recordParts(e) {
+  const parts = [];
+  if (e.event_type === 'retraction' && e.supersedes) parts.push(['withdraws ', eventLink(e.supersedes, e.supersedes)]);
+  else if (e.supersedes) parts.push(['corrects ', eventLink(e.supersedes, e.supersedes)]);
+  if (e.superseded_by) parts.push(['corrected by ', eventLink(e.superseded_by, e.superseded_by)]);
+  if (e.retracted_by) parts.push(['withdrawn by ', eventLink(e.retracted_by, e.retracted_by)]);
+  return parts;
 }
 
 function renderEvents(result, evs) {
@@ -465,28 +602,46 @@ function renderEvents(result, evs) {
     return;
   }
   if (!evs) {
-    say($('events-error'), needsTier('events:read', 'The event history'));
+    say($('events-error'), needsTier('events:read', 'The event history (every record with its source and grade)'));
     return;
   }
-  $('events-wrap').hidden = evs.length === 0;
-  $('events-download-box').hidden = evs.length === 0;
-  if (evs.length === 0) say($('events-error'), 'No events recorded for this company.');
-  $('events-table').tBodies[0].replaceChildren(...evs.map((e) => el('tr', {},
-    el('td', { class: 'nowrap', text: e.occurred_on }),
-    el('td', {}, words(e.event_type),
-      el('span', { class: 'sub narrow-only' }, e.note ? `${e.note} · ` : '', sourceLink(e.source_url))),
-    el('td', { class: 'num', text: usd(e.valuation_usd) }),
-    el('td', { class: 'wide-only', text: e.note || '' }),
-    el('td', { class: 'wide-only' }, sourceLink(e.source_url)))));
+  const none = evs.length === 0;
+  $('events-wrap').hidden = none;
+  $('events-download-box').hidden = none;
+  $('grade-legend').hidden = none;
+  $('events-intro').hidden = none;
+  if (none) say($('events-error'), 'No events recorded for this company.');
+  $('events-table').tBodies[0].replaceChildren(...eventOrder(evs).map((e) => {
+    const state = e.retracted_by ? 'withdrawn' : e.superseded_by ? 'superseded' : e.supersedes ? 'correction' : '';
+    const flag = REPORTED_WORDS[e.reported_as];
+    const kind = el('span', { class: 'event-kind' }, eventWords(e.event_type),
+      flag ? el('span', { class: `flag flag-${e.reported_as}`, text: flag }) : null,
+      state === 'withdrawn' ? el('span', { class: 'flag flag-withdrawn', text: 'withdrawn' }) : null,
+      state === 'superseded' ? el('span', { class: 'flag flag-superseded', text: 'corrected' }) : null);
+    const record = recordParts(e);
+    const recordCell = () => [el('code', { text: e.event_id }), ...record.flatMap(([w, a]) => [el('br'), w, a])];
+    const source = () => [gradeBadge(e.source_grade), ' ', sourceLink(e.source_url)];
+    // A corrected or withdrawn record's value is struck: the marks do not read it.
+    const value = state === 'withdrawn' || state === 'superseded' ? el('s', {}, money(e.valuation_usd)) : money(e.valuation_usd);
+    return el('tr', { id: `event-${e.event_id}`, class: [state, flag ? `reported-${e.reported_as}` : ''].filter(Boolean).join(' ') || null, 'data-event-id': e.event_id },
+      el('td', { class: 'nowrap', text: e.occurred_on }),
+      el('td', {}, kind,
+        el('span', { class: 'sub narrow-only' }, e.note ? `${e.note} · ` : '', 'source ', source(),
+          ...record.flatMap(([w, a]) => [' · ', w, a]))),
+      el('td', { class: 'num' }, value),
+      el('td', { class: 'wide-only source-cell' }, source()),
+      el('td', { class: 'wide-only', text: e.note || '' }),
+      el('td', { class: 'wide-only record-cell' }, recordCell()));
+  }));
 }
 
-function renderSeries(s80, s95, evs) {
+function renderSeries(s80, s95, evs, profile) {
   if (s80.status === 'rejected') {
     showError(s80.reason, 'The mark series', $('series-error'));
     return;
   }
   if (!s80.value) {
-    say($('series-error'), needsTier('marks:80', 'The mark series'));
+    say($('series-error'), needsTier('marks:80', 'The chart of the daily marks'));
     return;
   }
   const notes = [];
@@ -499,9 +654,15 @@ function renderSeries(s80, s95, evs) {
   }
   if (!p95) notes.push('The chart shows the 80% band only.');
   if (!evs) notes.push('Events are not shown: this key cannot read them.');
+  const exit = profile && ended(profile) ? profile.outcome : null;
+  if (exit) notes.push(`The line ends on ${profile.latest_mark.as_of_date}, the day before the outcome, marked on the chart.`);
   $('series-note').textContent = notes.join(' ');
   $('legend-95').hidden = !p95;
-  $('legend-events').hidden = !evs || evs.length === 0;
+  const shownEvents = (evs || []).filter(effective).filter((e) => !exit || e.event_id !== exit.event_id);
+  $('legend-events').hidden = shownEvents.length === 0;
+  $('legend-tentative').hidden = !shownEvents.some((e) => e.reported_as === 'in_talks' || e.reported_as === 'estimate');
+  $('legend-exit').hidden = !exit;
+  if (exit) $('legend-exit-text').textContent = `Outcome: ${outcomeText(exit)}`;
 
   const pts = s80.value.series;
   if (pts.length === 0) {
@@ -511,7 +672,8 @@ function renderSeries(s80, s95, evs) {
   chart.pts = pts;
   chart.p95 = p95;
   chart.days = pts.map((p) => dayNumber(p.date));
-  chart.events = evs || [];
+  chart.events = shownEvents;
+  chart.exit = exit;
   chart.idx = -1;
   $('chart-figure').hidden = false;
   $('series-download-box').hidden = false;
@@ -523,7 +685,7 @@ function renderSeries(s80, s95, evs) {
 
 /* ---------- the chart: plain SVG ---------- */
 
-const chart = { pts: [], p95: null, days: [], events: [], idx: -1, width: 0, geom: null };
+const chart = { pts: [], p95: null, days: [], events: [], exit: null, idx: -1, width: 0, geom: null };
 
 /** Index of the series day nearest to day number d (days are ascending). */
 function nearestIndex(d) {
@@ -535,13 +697,18 @@ function drawChart() {
   const W = chartWidth(box);
   const H = Math.round(Math.min(420, Math.max(240, W * 0.46)));
   const M = { l: 58, r: 14, t: 12, b: 28 };
-  const { pts, p95, days, events } = chart;
+  const { pts, p95, days, events, exit } = chart;
   chart.width = W;
+  // A company whose private period ended: the line ends the day before its outcome, which is
+  // marked at its day and value (a value of 0 on the bottom edge), with room for its label.
+  const exitDay = exit ? dayNumber(exit.occurred_on) : null;
+  if (exit && W >= 560) M.r = Math.max(M.r, Math.min(150, Math.round(W * 0.12)));
 
   const values = [];
   for (const p of pts) values.push(p.mark_usd, p.lower_usd, p.upper_usd);
   if (p95) for (const p of p95) if (p) values.push(p.lower_usd, p.upper_usd);
   for (const e of events) values.push(e.valuation_usd);
+  if (exit) values.push(exit.valuation_usd);
   let lo = Infinity;
   let hi = -Infinity;
   for (const v of values) {
@@ -555,7 +722,7 @@ function drawChart() {
   const l0 = Math.log10(lo) - pad;
   const l1 = Math.log10(hi) + pad;
   const d0 = days[0];
-  const d1 = Math.max(days[days.length - 1], d0 + 1);
+  const d1 = Math.max(exitDay ?? days[days.length - 1], days[days.length - 1], d0 + 1);
   const pw = W - M.l - M.r;
   const ph = H - M.t - M.b;
   const x = (d) => Math.round((M.l + ((d - d0) / (d1 - d0)) * pw) * 10) / 10;
@@ -596,9 +763,13 @@ function drawChart() {
   for (const e of events) {
     const d = dayNumber(e.occurred_on);
     const v = typeof e.valuation_usd === 'number' ? e.valuation_usd : pts[nearestIndex(d)].mark_usd;
-    const label = `${words(e.event_type)} on ${e.occurred_on}: valuation ${usd(v)}`;
+    const grade = e.source_grade ? `, source grade ${e.source_grade}` : '';
+    const firm = REPORTED_WORDS[e.reported_as] ? ` (${REPORTED_WORDS[e.reported_as]})` : '';
+    const label = `${eventWords(e.event_type)}${firm} on ${e.occurred_on}: valuation ${usd(v)}${grade}`;
+    // A figure reported as in talks or as an estimate is drawn hollow: not a price paid.
+    const tentative = e.reported_as === 'in_talks' || e.reported_as === 'estimate';
     const dot = svgEl('circle', {
-      class: 'event-marker', cx: x(Math.min(Math.max(d, d0), d1)), cy: y(v), r: 6, 'data-event-id': e.event_id,
+      class: `event-marker${tentative ? ' tentative' : ''}`, cx: x(Math.min(Math.max(d, d0), d1)), cy: y(v), r: 6, 'data-event-id': e.event_id,
     }, svgEl('title', { text: `${label}. Opens the source.` }));
     const ok = typeof e.source_url === 'string' && /^https?:\/\//i.test(e.source_url);
     const mark = ok
@@ -611,6 +782,28 @@ function drawChart() {
   const cursor = svgEl('g', { class: 'cursor-group', visibility: 'hidden', 'aria-hidden': 'true' },
     svgEl('line', { class: 'cursor', y1: M.t, y2: H - M.b, x1: 0, x2: 0 }),
     svgEl('circle', { class: 'cursor-dot', r: 4, cx: 0, cy: 0 }));
+
+  let exitMark = null;
+  if (exit) {
+    const ex = x(exitDay);
+    const known = exit.valuation_usd > 0 || exit.kind === 'bankrupt' || exit.kind === 'wound_down';
+    // A sale whose price was not disclosed has no value: marked at the last private mark's level.
+    const ey = y(known ? exit.valuation_usd : pts[pts.length - 1].mark_usd);
+    const text = outcomeText(exit);
+    const lastX = x(days[days.length - 1]);
+    const lastY = y(pts[pts.length - 1].mark_usd);
+    // The label right of the marker where the margin holds it (about 80 px), else left of it.
+    const right = W - (ex + 9) >= 80;
+    const lx = right ? ex + 9 : ex - 9;
+    exitMark = svgEl('g', { class: 'exit', role: 'img', 'aria-label': `Outcome: ${text}`, 'data-day': exit.occurred_on },
+      svgEl('line', { class: 'exit-link', x1: lastX, y1: lastY, x2: ex, y2: ey }),
+      svgEl('path', { class: 'exit-marker', d: `M${ex} ${ey - 7} l7 7 l-7 7 l-7 -7 z` }),
+      svgEl('text', {
+        class: 'exit-label', x: lx, y: Math.max(M.t + 10, Math.min(H - M.b - 32, ey - 2)), 'text-anchor': right ? 'start' : 'end',
+      }, svgEl('tspan', { x: lx, text: `${OUTCOME_WORDS[exit.kind] || ''}` }),
+      svgEl('tspan', { x: lx, dy: 14, text: exit.occurred_on }),
+      svgEl('tspan', { x: lx, dy: 14, text: known ? usd(exit.valuation_usd) : 'price n/d' })));
+  }
 
   const root = svgEl('svg', {
     viewBox: `0 0 ${W} ${H}`, width: W, height: H, tabindex: 0, role: 'group', id: 'chart-svg',
@@ -625,7 +818,8 @@ function drawChart() {
   svgEl('path', { class: 'band80', d: area((i) => pts[i].lower_usd, (i) => pts[i].upper_usd) }),
   svgEl('polyline', { class: 'mark-line', points: markPoints, 'data-points': pts.length }),
   cursor,
-  markers);
+  markers,
+  exitMark);
 
   const pointAt = (ev) => {
     const r = root.getBoundingClientRect();
@@ -641,7 +835,7 @@ function drawChart() {
   chart.cursor = cursor;
   box.replaceChildren(root);
   if (chart.idx >= 0) setCursor(chart.idx);
-  else $('chart-readout').textContent = readoutText(pts.length - 1, 'Latest');
+  else $('chart-readout').textContent = readoutText(pts.length - 1, exit ? 'Last private mark' : 'Latest');
 }
 
 function onChartKey(ev) {
@@ -676,8 +870,11 @@ function setCursor(i) {
   readout.replaceChildren(readoutText(i));
   for (const e of chart.events) {
     if (e.occurred_on !== p.date) continue;
-    readout.append(` Event: ${words(e.event_type)}, valuation ${usd(e.valuation_usd)}`,
-      e.note ? ` (${e.note})` : '', '; source: ', sourceLink(e.source_url), '.');
+    readout.append(` Event: ${eventWords(e.event_type)}${REPORTED_WORDS[e.reported_as] ? ` (${REPORTED_WORDS[e.reported_as]})` : ''}, valuation ${usd(e.valuation_usd)}`,
+      e.note ? ` (${e.note})` : '', '; source: ', sourceLink(e.source_url), e.source_grade ? `, grade ${e.source_grade}` : '', '.');
+  }
+  if (chart.exit && i === chart.pts.length - 1) {
+    readout.append(` The last private mark: next day, ${outcomeText(chart.exit)}.`);
   }
 }
 
@@ -696,7 +893,8 @@ function renderSeriesText() {
     + `The mark went from ${usd(first.mark_usd)} to ${usd(last.mark_usd)}; lowest ${usd(min.mark_usd)} on ${min.date}, `
     + `highest ${usd(max.mark_usd)} on ${max.date}. Latest 80% band ${band(last.lower_usd, last.upper_usd)}`
     + `${q ? `, 95% band ${band(q.lower_usd, q.upper_usd)}` : ''}. `
-    + `${events.length} event${events.length === 1 ? '' : 's'} on the chart.`;
+    + `${events.length} event${events.length === 1 ? '' : 's'} on the chart.`
+    + `${chart.exit ? ` The line ends on ${last.date}, its last private mark; the next day: ${outcomeText(chart.exit)}.` : ''}`;
 
   const table = $('series-table');
   const heads = ['Date', 'Mark', '80% low', '80% high', ...(p95 ? ['95% low', '95% high'] : []), 'Event'];
@@ -717,7 +915,7 @@ function renderSeriesText() {
       el('td', { class: 'num', text: usd(p.lower_usd) }),
       el('td', { class: 'num', text: usd(p.upper_usd) }),
       p95 ? [el('td', { class: 'num', text: usd(b && b.lower_usd) }), el('td', { class: 'num', text: usd(b && b.upper_usd) })] : [],
-      el('td', { text: evs ? evs.map((e) => `${words(e.event_type)} at ${usd(e.valuation_usd)}`).join('; ') : '' })));
+      el('td', { text: evs ? evs.map((e) => `${eventWords(e.event_type)} at ${usd(e.valuation_usd)}`).join('; ') : '' })));
   });
   table.tBodies[0].replaceChildren(...rows);
   $('chart-text').hidden = false;
@@ -806,6 +1004,7 @@ async function renderResolution(result, wanted) {
     return;
   }
   const [record, jwks] = result.value;
+  $('resolution-hint').hidden = false;
   const b80 = record.band_80 || {};
   const b95 = record.band_95 || {};
   facts($('resolution-facts'), [
@@ -837,10 +1036,14 @@ function slugOf(segment) {
   }
 }
 
+let routed = ''; // the address (path and query) the page last loaded its data for
+
 async function route() {
+  routed = location.pathname + location.search;
   $('alert').replaceChildren();
   showKeyStatus();
   const match = location.pathname.match(/^\/explore\/([^/]+)\/?$/);
+  document.body.classList.toggle('explore-list', !match);
   $('list-view').hidden = true;
   $('company-view').hidden = true;
   if (!getKey()) return;
@@ -869,10 +1072,15 @@ function start() {
     onPick: (c) => { location.assign(`/explore/${encodeURIComponent(c.slug)}`); },
   });
   $('filters').addEventListener('submit', onFilters);
+  initExactToggles();
   $('load-more').addEventListener('click', () => loadPage(nextCursor, listRun));
   downloadButton($('list-download'), $('list-download-status'), listCsv, 'The list download');
   wireCompanyDownloads();
-  window.addEventListener('popstate', route);
+  // A history step that changes the page's address reloads its data; one that only moves to a
+  // fragment (an event's record, "corrected by e0981") does not.
+  window.addEventListener('popstate', () => {
+    if (location.pathname + location.search !== routed) route();
+  });
   route();
 }
 

@@ -15,7 +15,7 @@
    The page's address holds what is shown (index, from, to, coverage, date), never the key. */
 
 import {
-  $, el, say, usd, band, level, levelTick,
+  $, el, say, level, levelTick, money, moneyBand, initExactToggles,
   getKey, api, showError, loadUsage, allows, needsTier, showKeyStatus, initKeyPanel, showMeta,
   dayNumber, dateOf, isDate,
   toCsv, fetchCsv, fileName, downloadButton,
@@ -86,6 +86,21 @@ function renderList() {
 }
 
 const bandText = (lo, hi) => `${level(lo)} – ${level(hi)}`;
+const pct1 = (w) => `${(w * 100).toFixed(1)}%`;
+
+/** The weight cap in words, from the method's published parameters (/v1/scorecard, public:
+ * `index_weight_cap`); the page's sentence stays as written when it cannot be read. */
+async function showWeightRule() {
+  try {
+    const card = await api('/v1/scorecard', { auth: false });
+    const cap = card && card.index_weight_cap;
+    if (typeof cap !== 'number' || !(cap > 0)) return;
+    const n = Math.round(1 / cap); // below this many companies the cap cannot bind: equal weights
+    $('weights-rule').textContent = `Weights: each company's share of the day's marks, capped at ${Number((cap * 100).toFixed(1))}% `
+      + `(equal weights below ${n} companies); sectors of fewer than five companies in the dataset, listed and failed ones `
+      + 'included, count in “other”.';
+  } catch { /* the sentence as written */ }
+}
 
 function indicesCsv() {
   const columns = ['index', 'name', 'sector', 'first_date', 'last_date', 'date', 'level', 'lower', 'upper', 'constituents'];
@@ -261,19 +276,26 @@ async function loadConstituents() {
   const total = list.reduce((sum, c) => sum + c.weight, 0);
   const bandName = `${data.coverage}% band`;
   $('constituents-heading').textContent = `Companies in ${info ? info.name : state.id} on ${data.date}`;
-  $('constituents-caption').textContent = `The ${list.length} companies in the index on ${data.date}, by weight (each one's mark over the sum of their marks); level ${level(data.level)}`;
+  const shares = list.reduce((sum, c) => sum + (typeof c.value_weight === 'number' ? c.value_weight : 0), 0);
+  const capped = list.filter((c) => typeof c.value_weight === 'number' && c.value_weight > c.weight + 1e-9).length;
+  $('constituents-caption').textContent = `The ${list.length} companies in the index on ${data.date}, largest mark first: `
+    + `each one's weight in the index (capped) beside its share of the day's marks (uncapped); level ${level(data.level)}`;
   $('constituents-band').textContent = bandName;
+  const top = list[0];
   $('constituents-summary').textContent = `On ${data.date} the index stood at ${level(data.level)} with ${list.length} compan${list.length === 1 ? 'y' : 'ies'}`
-    + `${list.length ? `; the largest, ${list[0].name}, weighs ${(list[0].weight * 100).toFixed(1)}%` : ''}.`;
+    + `${top ? `; the largest, ${top.name}, weighs ${pct1(top.weight)}${typeof top.value_weight === 'number' ? ` (${pct1(top.value_weight)} of the day's marks)` : ''}` : ''}`
+    + `${capped ? `; ${capped} compan${capped === 1 ? 'y is' : 'ies are'} held to the cap` : ''}.`;
   $('constituents-table').tBodies[0].replaceChildren(...list.map((c) => el('tr', { 'data-slug': c.slug },
     el('th', { scope: 'row' }, el('a', { href: `/explore/${encodeURIComponent(c.slug)}`, text: c.name || c.slug })),
     el('td', { class: 'num', 'data-weight': c.weight, text: `${(c.weight * 100).toFixed(2)}%` }),
-    el('td', { class: 'num', text: usd(c.mark_usd) }),
-    el('td', { class: 'num wide-only', text: band(c.lower_usd, c.upper_usd) }))));
+    el('td', { class: 'num', 'data-value-weight': c.value_weight ?? null, text: typeof c.value_weight === 'number' ? `${(c.value_weight * 100).toFixed(2)}%` : 'n/a' }),
+    el('td', { class: 'num' }, money(c.mark_usd)),
+    el('td', { class: 'num wide-only' }, moneyBand(c.lower_usd, c.upper_usd)))));
   $('constituents-table').tFoot.replaceChildren(el('tr', {},
     el('th', { scope: 'row', text: 'Total' }),
     el('td', { class: 'num', 'data-weight': total, text: `${(total * 100).toFixed(2)}%` }),
-    el('td', { class: 'num', text: usd(list.reduce((sum, c) => sum + c.mark_usd, 0)) }),
+    el('td', { class: 'num', 'data-value-weight': shares, text: `${(shares * 100).toFixed(2)}%` }),
+    el('td', { class: 'num' }, money(list.reduce((sum, c) => sum + c.mark_usd, 0))),
     el('td', { class: 'wide-only' })));
   $('constituents-wrap').hidden = list.length === 0;
   $('constituents-download-box').hidden = list.length === 0;
@@ -348,6 +370,8 @@ function choose(id) {
 
 function start() {
   initKeyPanel(() => route());
+  initExactToggles();
+  showWeightRule();
   $('indices-table').addEventListener('click', (ev) => {
     const link = ev.target.closest('a[data-index]');
     if (!link || ev.ctrlKey || ev.metaKey || ev.shiftKey) return;
