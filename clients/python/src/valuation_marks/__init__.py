@@ -24,7 +24,7 @@ from ._core import (
     RetryEvent,
     RetryPolicy,
 )
-from ._export import Download, ExportReader, read_export, read_export_series
+from ._export import Download, ExportReader, read_export, read_export_series, read_publication_log
 from ._sync import Client, ExportStream, Paginator
 from ._version import API_VERSION, __version__
 from .errors import (
@@ -41,6 +41,7 @@ from .errors import (
     InvalidRequest,
     InvalidSlug,
     InvalidSort,
+    LogVerificationError,
     MarksError,
     MethodNotAllowed,
     MissingApiKey,
@@ -91,7 +92,15 @@ from .models import (
     InForce,
     LastEvent,
     LatestPrivateSummary,
+    LogBand95,
+    LogConsistency,
+    LogEntry,
+    LogEntryOutcome,
     LogErrors,
+    LogFileEntry,
+    LogHead,
+    LogTree,
+    LogVersion,
     MarkEvent,
     MarkPoint,
     MarkSeriesPoint,
@@ -104,6 +113,9 @@ from .models import (
     ObservationOutcome,
     PageInfo,
     ProfileKnot,
+    PublicationLog,
+    Published,
+    PublishedEntry,
     Resolution,
     Scorecard,
     ScorecardMonthEnd,
@@ -128,6 +140,14 @@ from .signing import (
     verify_record,
     verify_record_with_server_keys,
 )
+from .transparency import (
+    Checkpoint,
+    HistoryVerification,
+    LogVerification,
+    verify_history,
+    verify_log,
+    verify_published,
+)
 
 __all__ = [
     "API_VERSION",
@@ -147,6 +167,7 @@ __all__ = [
     "BandOffsets",
     "Change",
     "ChangesPage",
+    "Checkpoint",
     "Client",
     "ClientStats",
     "CompaniesPage",
@@ -175,6 +196,7 @@ __all__ = [
     "ExportSeries",
     "ExportStream",
     "GapCoverage",
+    "HistoryVerification",
     "InForce",
     "IndexConstituent",
     "IndexConstituents",
@@ -191,7 +213,17 @@ __all__ = [
     "InvalidSort",
     "LastEvent",
     "LatestPrivateSummary",
+    "LogBand95",
+    "LogConsistency",
+    "LogEntry",
+    "LogEntryOutcome",
     "LogErrors",
+    "LogFileEntry",
+    "LogHead",
+    "LogTree",
+    "LogVerification",
+    "LogVerificationError",
+    "LogVersion",
     "MarkEvent",
     "MarkPoint",
     "MarkSeriesPoint",
@@ -209,6 +241,9 @@ __all__ = [
     "PageInfo",
     "Paginator",
     "ProfileKnot",
+    "PublicationLog",
+    "Published",
+    "PublishedEntry",
     "RangeNotSatisfiable",
     "RateLimit",
     "RateLimited",
@@ -245,6 +280,10 @@ __all__ = [
     "load_jwks",
     "read_export",
     "read_export_series",
+    "read_publication_log",
+    "verify_history",
+    "verify_log",
+    "verify_published",
     "verify_record",
     "verify_record_with_server_keys",
 ]

@@ -59,6 +59,13 @@ def get_company(slug: str) -> Call:
     return Call(f"/v1/companies/{_slug(slug)}")
 
 
+def as_date(value: Optional[DateLike]) -> Optional[date]:
+    """A ``DateLike`` as a date (None stays None)."""
+    if value is None or isinstance(value, date):
+        return value
+    return date.fromisoformat(value)
+
+
 def date_range(start: Optional[DateLike], end: Optional[DateLike]) -> dict[str, Any]:
     """``start`` and ``end`` as the API's ``from`` and ``to`` (both inclusive)."""
     return {"from": start, "to": end}
@@ -131,8 +138,31 @@ def get_openapi() -> Call:
     return Call("/v1/openapi.json")
 
 
+def get_published(slug: str, start: Optional[DateLike] = None, end: Optional[DateLike] = None) -> Call:
+    return Call(f"/v1/companies/{_slug(slug)}/published", date_range(start, end))
+
+
+#: What a call for a text/plain answer (a signed checkpoint) sends.
+TEXT_ACCEPT = "text/plain, application/problem+json"
+
+
+def get_log_checkpoint() -> Call:
+    return Call("/v1/log/checkpoint", headers={"Accept": TEXT_ACCEPT}, text=True, text_type="text/plain")
+
+
+def get_log_consistency(from_size: int) -> Call:
+    """``from_size``: the tree size of a published checkpoint (a whole number from 1), checked
+    before any request."""
+    if isinstance(from_size, bool) or not isinstance(from_size, int) or from_size < 1:
+        raise ValueError(
+            f"from_size is the tree size of a published checkpoint (1 or more), not {from_size!r}"
+        )
+    return Call("/v1/log/consistency", {"from": from_size})
+
+
 EXPORT_PATH = "/v1/export"
 SERIES_EXPORT_PATH = "/v1/export/series"
+LOG_EXPORT_PATH = "/v1/export/log"
 
 
 def series_export_params(

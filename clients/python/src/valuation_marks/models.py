@@ -47,7 +47,24 @@ from ._frames import (
     targets_frame,
 )
 from .errors import ResponseError, SignatureError
-from .signing import KeysLike, TrustedKeys, TrustedLike, verify_record, verify_record_with_server_keys
+from .signing import (
+    KeysLike,
+    TrustedKeys,
+    TrustedLike,
+    canonical_json,
+    verify_record,
+    verify_record_with_server_keys,
+)
+from .transparency import (
+    Checkpoint,
+    HistoryVerification,
+    LogVerification,
+    PinnedLike,
+    band_95_digest,
+    leaf_hash,
+    verify_log,
+    verify_published,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,7 +111,15 @@ __all__ = [
     "Indices",
     "LastEvent",
     "LatestPrivateSummary",
+    "LogBand95",
+    "LogConsistency",
+    "LogEntry",
+    "LogEntryOutcome",
     "LogErrors",
+    "LogFileEntry",
+    "LogHead",
+    "LogTree",
+    "LogVersion",
     "MarkEvent",
     "MarkPoint",
     "MarkSeriesPoint",
@@ -107,6 +132,9 @@ __all__ = [
     "ObservationOutcome",
     "PageInfo",
     "ProfileKnot",
+    "PublicationLog",
+    "Published",
+    "PublishedEntry",
     "Resolution",
     "ScoreErrors",
     "Scorecard",
@@ -1516,6 +1544,225 @@ class IndexConstituents:
             coverage=self.coverage,
             level=self.level,
         )
+
+
+# --------------------------------------------------------------------------------------------
+# The publication log
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEntryOutcome:
+    """What ended a company's private period, as its entry in the log states it."""
+
+    kind: str
+    event_id: str
+    occurred_on: date
+    valuation_usd: int
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEntry:
+    """A mark as first published: one leaf of the publication log.
+
+    The leaf is the RFC 8785 canonical JSON of the entry as sent (``raw``), and every number in
+    it is an integer: dollars, and the confidence in basis points (``confidence_bp``, 2041 for
+    0.2041; ``confidence`` has it as a fraction). ``band_95_digest`` commits to the 95% bounds
+    (``LogBand95``), which a research key does not read. ``marked_on`` is the day of the
+    mark: ``as_of``, or the day before the company's outcome.
+    """
+
+    slug: str
+    dataset_version: str
+    methodology_version: str
+    as_of: date
+    marked_on: date
+    value_usd: int
+    lower_80_usd: int
+    upper_80_usd: int
+    band_95_digest: str
+    confidence_bp: int
+    outcome: Optional[LogEntryOutcome]
+    raw: JSON = _raw()
+
+    @property
+    def confidence(self) -> float:
+        return self.confidence_bp / 10_000
+
+    @property
+    def leaf(self) -> bytes:
+        """The leaf's bytes: the canonical JSON of the entry as the API sent it."""
+        return canonical_json(self.raw)
+
+    @property
+    def leaf_hash(self) -> bytes:
+        """SHA-256(0x00 || leaf), computed here."""
+        return leaf_hash(self.leaf)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogBand95:
+    """The 95% bounds an entry commits to, with the publisher's salt (pro and above)."""
+
+    lower_usd: int
+    upper_usd: int
+    salt: str
+    raw: JSON = _raw()
+
+    @property
+    def digest(self) -> str:
+        """The digest an entry carries of these bounds (``band_95_digest``), computed here."""
+        return band_95_digest(self.raw)
+
+
+@dataclasses.dataclass(frozen=True)
+class PublishedEntry:
+    """A company's entry in the log, where it is: ``leaf_index``, the ``leaf_hash`` and the
+    ``inclusion_proof`` (base64 hashes) in the tree of the log's checkpoint; ``date`` is the
+    entry's ``as_of``. ``band_95`` for pro and above, else None."""
+
+    date: date
+    leaf_index: int
+    entry: LogEntry
+    leaf_hash: str
+    inclusion_proof: tuple[str, ...]
+    band_95: Optional[LogBand95] = None
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class LogHead:
+    """The tree the proofs of an answer are against: its origin, size, root hash (base64) and
+    its signed checkpoint (the note, as text: ``parse()`` reads it; None while the log has
+    none)."""
+
+    origin: str
+    tree_size: int
+    root_hash: str
+    checkpoint: Optional[str]
+    raw: JSON = _raw()
+
+    def parse(self) -> Checkpoint:
+        """The checkpoint the note states (not verified: ``.verify(trusted)`` on it does);
+        ``LogVerificationError`` (``check == "format"``) when there is none."""
+        return Checkpoint.parse(self.checkpoint)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogVersion:
+    """A published version of the log: its dataset version and the tree size its checkpoint
+    signs (what ``log_consistency`` takes)."""
+
+    dataset_version: str
+    tree_size: int
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Published:
+    """``getPublished``: a company's marks as first published, in log order, each with its
+    inclusion proof in the tree of ``log``, and every published version of the log.
+
+    Nothing here is trusted until checked: ``verify(trusted)`` checks it against a key you
+    pinned (``verify_history``). ``start`` and ``end`` are the dates the answer was cut to,
+    as asked (``None``: not cut).
+    """
+
+    meta: Meta
+    slug: str
+    log: LogHead
+    versions: tuple[LogVersion, ...]
+    series: tuple[PublishedEntry, ...]
+    start: Optional[date] = _json_name("from")
+    end: Optional[date] = _json_name("to")
+    raw: JSON = _raw()
+
+    def __iter__(self) -> Iterator[PublishedEntry]:
+        return iter(self.series)
+
+    def __len__(self) -> int:
+        return len(self.series)
+
+    def verify(
+        self,
+        trusted: PinnedLike,
+        *,
+        keys: Optional[KeysLike] = None,
+        kept: Union[str, Checkpoint, None] = None,
+        consistency: Optional[LogConsistency] = None,
+        origin: Optional[str] = None,
+    ) -> HistoryVerification:
+        """Checks the answer against keys you pinned, as ``verify_history`` does; ``kept`` (a
+        checkpoint you kept) needs ``consistency``, the answer of ``log_consistency(kept size)``
+        (unless its size is today's). Raises ``LogVerificationError``."""
+        return verify_published(
+            self.raw,
+            trusted,
+            keys=keys,
+            kept=kept,
+            consistency=consistency.raw if consistency is not None else None,
+            origin=origin,
+            cut=self.end is not None,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class LogTree:
+    """A tree of the log by its size and root hash (base64), as of a dataset version."""
+
+    dataset_version: str
+    tree_size: int
+    root_hash: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class LogConsistency:
+    """``getLogConsistency``: the RFC 6962 consistency proof (base64 hashes) that the tree of a
+    published checkpoint (``from_``, the JSON ``from``) is a prefix of today's (``to``).
+    ``verify_history(..., kept=...)`` checks it against the checkpoint you kept."""
+
+    meta: Meta
+    proof: tuple[str, ...]
+    to: LogHead
+    from_: LogTree = _json_name("from")
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class LogFileEntry:
+    """An entry line of the log file: the entry (the leaf) and the 95% bounds it commits to."""
+
+    leaf: LogEntry
+    band_95: LogBand95
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicationLog:
+    """``getLogExport``: the whole publication log, every entry and every version's checkpoint,
+    in the order of the file. ``verify(trusted)`` replays it (``verify_log``)."""
+
+    origin: str
+    format: int
+    entries: tuple[LogFileEntry, ...]
+    checkpoints: tuple[Checkpoint, ...]
+    lines: tuple[JSON, ...] = dataclasses.field(default=(), repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def verify(
+        self,
+        trusted: PinnedLike,
+        *,
+        keys: Optional[KeysLike] = None,
+        kept: Union[str, Checkpoint, None] = None,
+        origin: Optional[str] = None,
+    ) -> LogVerification:
+        """Replays the log against keys you pinned (see ``verify_log``); ``kept``, a checkpoint
+        you kept, must be one of its prefixes. Raises ``LogVerificationError``."""
+        return verify_log(self.lines, trusted, keys=keys, kept=kept, origin=origin)
 
 
 # --------------------------------------------------------------------------------------------
