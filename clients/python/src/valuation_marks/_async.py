@@ -345,6 +345,7 @@ class AsyncClient:
         status: Optional[str] = None,
         sort: Optional[str] = None,
         limit: Optional[int] = None,
+        outcome: Optional[calls.Outcomes] = None,
     ) -> AsyncPaginator[CompaniesPage, CompanyListItem]:
         """Every company matching the filters, fetched lazily page by page (``limit`` per page).
 
@@ -355,7 +356,10 @@ class AsyncClient:
         of ``q`` first, then the larger marks. ``sector`` is read in any case (``"Developer
         Tools"``; ``sectors()`` names them). ``sort`` is ``slug``, ``name``, ``value_usd``,
         ``delta_30d_pct``, ``last_event_on`` or ``outcome_on``, with a leading ``-`` for
-        descending (nulls last either way).
+        descending (nulls last either way). ``outcome`` keeps the companies with these outcomes:
+        ``none`` (private, no sale agreed), ``listed``, ``sold``, ``sale_agreed``, ``bankrupt``,
+        ``wound_down``, one or several (a list, or a comma-separated ``str``);
+        ``["none", "sale_agreed"]`` lists the companies whose marks are current.
         """
 
         async def fetch(cursor: Optional[str]) -> CompaniesPage:
@@ -366,6 +370,7 @@ class AsyncClient:
                 sector=sector,
                 status=status,
                 sort=sort,
+                outcome=outcome,
             )
 
         return AsyncPaginator(fetch, lambda page: page.companies)
@@ -380,10 +385,13 @@ class AsyncClient:
         sector: Optional[str] = None,
         status: Optional[str] = None,
         sort: Optional[str] = None,
+        outcome: Optional[calls.Outcomes] = None,
     ) -> CompaniesPage:
         """One page of the company list; pass ``page.next_cursor`` as ``cursor`` for the next
         (with the same ``q``, filters and sort)."""
-        call = calls.list_companies(limit=limit, cursor=cursor, q=q, sector=sector, status=status, sort=sort)
+        call = calls.list_companies(
+            limit=limit, cursor=cursor, q=q, sector=sector, status=status, sort=sort, outcome=outcome
+        )
         return from_json(CompaniesPage, await self._json(call))
 
     @operation("listCompanies")
@@ -395,6 +403,7 @@ class AsyncClient:
         status: Optional[str] = None,
         sort: Optional[str] = None,
         limit: int = 200,
+        outcome: Optional[calls.Outcomes] = None,
     ) -> pd.DataFrame:
         """Every company matching ``q`` and the filters as a DataFrame, one row each, indexed by slug.
 
@@ -405,7 +414,9 @@ class AsyncClient:
         and vs_last_event_pct. ``.attrs["meta"]`` holds the meta. Needs the
         ``pandas`` extra.
         """
-        builder = calls.CompaniesFrameBuilder(q=q, sector=sector, status=status, sort=sort, limit=limit)
+        builder = calls.CompaniesFrameBuilder(
+            q=q, sector=sector, status=status, sort=sort, limit=limit, outcome=outcome
+        )
         while not builder.done:
             builder.add(await self._json(builder.call()))
         return builder.frame()
@@ -419,6 +430,7 @@ class AsyncClient:
         status: Optional[str] = None,
         sort: Optional[str] = None,
         limit: int = 200,
+        outcome: Optional[calls.Outcomes] = None,
     ) -> calls.CsvText:
         """Every company matching ``q`` and the filters as one CSV table (the API's
         ``Accept: text/csv``: every page fetched by ``X-Next-Cursor``, one header row).
@@ -427,7 +439,9 @@ class AsyncClient:
         start a spreadsheet formula (``=``, ``+``, ``-``, ``@``, a tab or CR) with a ``'`` before
         it. A ``str`` whose ``.meta`` is the answer's meta (from its X-* headers).
         """
-        builder = calls.CompaniesCsvBuilder(q=q, sector=sector, status=status, sort=sort, limit=limit)
+        builder = calls.CompaniesCsvBuilder(
+            q=q, sector=sector, status=status, sort=sort, limit=limit, outcome=outcome
+        )
         while not builder.done:
             reply = await self._drive(self._core.exchange(builder.call()))
             builder.add(reply.body, reply.response.headers)

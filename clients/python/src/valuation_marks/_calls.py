@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -38,6 +38,18 @@ def _slug(slug: str) -> str:
     return slug
 
 
+#: ``outcome=``: one outcome (``"listed"``), several comma-separated (``"none,sale_agreed"``), or
+#: an iterable of them.
+Outcomes = Union[str, Iterable[str]]
+
+
+def outcomes(outcome: Optional[Outcomes]) -> Optional[str]:
+    """``outcome`` as the API's comma-separated list (None: no filter)."""
+    if outcome is None or isinstance(outcome, str):
+        return outcome
+    return ",".join(outcome)
+
+
 def list_companies(
     *,
     limit: Optional[int],
@@ -46,8 +58,17 @@ def list_companies(
     sector: Optional[str],
     status: Optional[str],
     sort: Optional[str],
+    outcome: Optional[Outcomes] = None,
 ) -> Call:
-    params = {"limit": limit, "cursor": cursor, "q": q, "sector": sector, "status": status, "sort": sort}
+    params = {
+        "limit": limit,
+        "cursor": cursor,
+        "q": q,
+        "sector": sector,
+        "status": status,
+        "sort": sort,
+        "outcome": outcomes(outcome),
+    }
     return Call("/v1/companies", params)
 
 
@@ -205,8 +226,15 @@ class CompaniesCsvBuilder:
         status: Optional[str],
         sort: Optional[str],
         limit: int,
+        outcome: Optional[Outcomes] = None,
     ) -> None:
-        self.filters = {"q": q, "sector": sector, "status": status, "sort": sort}
+        self.filters = {
+            "q": q,
+            "sector": sector,
+            "status": status,
+            "sort": sort,
+            "outcome": outcomes(outcome),
+        }
         self.limit = limit
         self.cursor: Optional[str] = None
         self.header: Optional[str] = None
@@ -246,8 +274,15 @@ class CompaniesFrameBuilder:
         status: Optional[str],
         sort: Optional[str],
         limit: int,
+        outcome: Optional[Outcomes] = None,
     ) -> None:
-        self.filters = {"q": q, "sector": sector, "status": status, "sort": sort}
+        self.filters = {
+            "q": q,
+            "sector": sector,
+            "status": status,
+            "sort": sort,
+            "outcome": outcomes(outcome),
+        }
         self.limit = limit
         self.cursor: Optional[str] = None
         self.rows: list[tuple[Any, ...]] = []

@@ -97,6 +97,7 @@ __all__ = [
     "EventDayScore",
     "EventDayScores",
     "Events",
+    "Explanation",
     "ExportCompany",
     "ExportHeader",
     "ExportMarkPoint",
@@ -106,6 +107,7 @@ __all__ = [
     "IndexConstituent",
     "IndexConstituents",
     "IndexPoint",
+    "IndexScorecardSummary",
     "IndexSeries",
     "IndexSummary",
     "Indices",
@@ -248,7 +250,9 @@ class MarkPoint:
     every company marked on the same day. ``next_reported`` is the next-print forecast beside
     the mark (``None`` once the company's private period ended: listed, sold, bankrupt, wound
     down). ``vs_last_event_pct`` is the mark against the company's last event's value, in
-    percent (``None`` when that value is 0).
+    percent (``None`` when that value is 0). ``current`` says whether the mark is a value today:
+    true while the company is private (a sale agreed and pending included), false for a listed,
+    sold, bankrupt or wound-down company, whose latest mark is its last private one.
     """
 
     as_of_date: date
@@ -259,6 +263,7 @@ class MarkPoint:
     coverage: Optional[int]
     vs_last_event_pct: Optional[float]
     next_reported: Optional[NextReported] = None
+    current: Optional[bool] = None
     raw: JSON = _raw()
 
 
@@ -283,6 +288,7 @@ class ExportMarkPoint:
     band_95: Band95
     vs_last_event_pct: Optional[float]
     next_reported: Optional[NextReported] = None
+    current: Optional[bool] = None
     raw: JSON = _raw()
 
 
@@ -373,7 +379,10 @@ class CompanyListItem:
     ``latest_mark.next_reported`` (the next-print forecast beside the mark), ``latest_mark.confidence``
     (a track record, the same for every company marked that day) and ``outcome`` with its ``kind``
     (``None`` while the company is private with no sale agreed). ``delta_30d_pct`` is ``None`` for
-    a series that ended before the as-of (a company whose private period ended).
+    a series that ended before the as-of (a company whose private period ended);
+    ``delta_30d_basis`` says what it rests on: ``"events"`` when a value was reported within the
+    30 days, ``"profile"`` when it is only the method's drift with the time since the last one
+    (``None`` with no ``delta_30d_pct``).
     """
 
     slug: str
@@ -387,6 +396,7 @@ class CompanyListItem:
     last_event: Optional[LastEvent]
     days_since_last_event: Optional[int]
     outcome: Optional[CompanyOutcome]
+    delta_30d_basis: Optional[str] = None
     raw: JSON = _raw()
 
 
@@ -495,6 +505,18 @@ Observation = Union[ObservationEvent, ObservationDrift, ObservationOutcome]
 
 
 @dataclasses.dataclass(frozen=True)
+class Explanation:
+    """The latest mark in words, built for its ``case``: ``recently_priced`` (last reported 90
+    days ago or less), ``quiet`` (longer ago), ``sale_agreed`` (a sale agreed and pending), or how
+    the private period ended (``listed``, ``sold``, ``bankrupt``, ``wound_down``). Every figure
+    in ``summary`` is one the profile carries, in three significant figures."""
+
+    case: str
+    summary: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
 class Company:
     """A company profile: latest mark and what it rests on.
 
@@ -503,8 +525,8 @@ class Company:
     for a company whose private period ended, what ended it (``ObservationOutcome``). Values and
     grades only, without sources or notes: ``events()`` has the whole history (pro and above).
     ``last_event``, ``days_since_last_event``, ``outcome`` and the latest mark's fields as on
-    every company item, and ``aliases`` (former and brand names); ``backtest()`` says how the
-    method did on the company.
+    every company item, and ``aliases`` (former and brand names); ``explanation`` says the mark
+    in words; ``backtest()`` says how the method did on the company.
     """
 
     meta: Meta
@@ -519,6 +541,8 @@ class Company:
     last_event: Optional[LastEvent]
     days_since_last_event: Optional[int]
     outcome: Optional[CompanyOutcome]
+    delta_30d_basis: Optional[str] = None
+    explanation: Optional[Explanation] = None
     raw: JSON = _raw()
 
     @property
@@ -937,6 +961,7 @@ class ExportCompany:
     last_event: Optional[LastEvent]
     days_since_last_event: Optional[int]
     outcome: Optional[CompanyOutcome]
+    delta_30d_basis: Optional[str] = None
     raw: JSON = _raw()
 
 
@@ -1217,6 +1242,22 @@ class InForce:
 
 
 @dataclasses.dataclass(frozen=True)
+class IndexScorecardSummary:
+    """An index on its last day: its published ``level`` (weights capped) and the
+    ``uncapped_level`` plain value weights would have reached from the same 100, with the
+    largest constituent's share of the day's value before capping."""
+
+    index: str
+    name: str
+    date: date
+    constituents: int
+    level: float
+    uncapped_level: float
+    largest_share_uncapped: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
 class Scorecard:
     """The methodology's scorecard: three numbers on three scores, so that a reader sees which
     number wins which score and why.
@@ -1226,7 +1267,9 @@ class Scorecard:
     (``event_day``, by kind of target), and every month-end against the next reported value and
     against the value on the day (``month_end``). Beside them the bootstrap ``comparisons``, the
     latest private marks against their last prints (``latest_private``), what is ``in_force``,
-    the ``findings`` in words and the constants (``params``).
+    the ``findings`` in words and the constants (``params``). ``indices`` shows each index as
+    published (no constituent weighs more than ``index_weight_cap``) beside where plain value
+    weights would have taken it.
 
     The figures are aggregates, the same for every caller; ``disclosure`` names the form of
     ``scorecard_targets()`` the caller gets (``"public"`` without a key or below pro, ``"full"``
@@ -1244,6 +1287,8 @@ class Scorecard:
     latest_private: Optional[LatestPrivateSummary]
     in_force: Optional[InForce]
     findings: tuple[str, ...]
+    index_weight_cap: Optional[float] = None
+    indices: tuple[IndexScorecardSummary, ...] = ()
     raw: JSON = _raw()
 
     def number(self, name: str) -> ScorecardNumber:
@@ -1501,8 +1546,11 @@ class IndexSeries:
 
 @dataclasses.dataclass(frozen=True)
 class IndexConstituent:
-    """A company in an index on one day: its published mark and band of that day, and its
-    ``weight`` (its mark over the sum of the day's marks, rounded to 6 decimals)."""
+    """A company in an index on one day: its published mark and band of that day, its ``weight``
+    in the index (its mark's share of the day's value, capped at 10% with ten constituents or
+    more, what a capped company gives up shared by value among the others; 1/n each with fewer)
+    and its ``value_weight`` (its mark over the sum of the day's marks, before capping), both
+    rounded to 6 decimals."""
 
     slug: str
     name: str
@@ -1510,6 +1558,7 @@ class IndexConstituent:
     mark_usd: float
     lower_usd: float
     upper_usd: float
+    value_weight: Optional[float] = None
     raw: JSON = _raw()
 
 
@@ -1534,7 +1583,7 @@ class IndexConstituents:
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per company, largest first, indexed by slug: name, weight, mark_usd,
-        lower_usd, upper_usd. ``.attrs`` carries ``meta``, ``index``, ``date``, ``coverage``
+        lower_usd, upper_usd, value_weight. ``.attrs`` carries ``meta``, ``index``, ``date``, ``coverage``
         and ``level``."""
         return constituents_frame(
             self.raw.get("constituents", ()),
