@@ -41,8 +41,8 @@ loop is here.
 # Whole lines whose sync form is not a token-wise rewrite: the imports, kept sorted.
 LINES = [
     (
-        "import asyncio\nimport io\nimport os\nimport tempfile\n",
-        "import io\nimport os\nimport tempfile\nimport time\n",
+        "import asyncio\nimport dataclasses\nimport io\nimport os\nimport tempfile\n",
+        "import dataclasses\nimport io\nimport os\nimport tempfile\nimport time\n",
     ),
     (
         "from collections.abc import AsyncIterator, Awaitable, Generator, Iterable\n",

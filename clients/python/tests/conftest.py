@@ -48,6 +48,7 @@ KEYS: dict[str, tuple[str, int | None]] = {
     "free_backtest": ("free", None),
     "free_find": ("free", None),
     "free_indices": ("free", None),
+    "free_log": ("free", None),
     "slow_sync": ("research", 30),  # one request every 2 s once spent: Retry-After 2
     "slow_async": ("research", 30),
     "cap_sync": ("research", 2),  # a refill every 30 s: spent in two requests
@@ -155,7 +156,7 @@ def retraction_target(rows: list[dict[str, str]]) -> dict[str, str]:
 
 def _next_version(sample: Path, into: Path) -> tuple[str, str]:
     """Writes the sample's successor (a day later, a Stripe tender offer and a retraction) into
-    ``into``."""
+    ``into``, with the publication log the sample carries."""
     toml = (sample / "dataset.toml").read_text(encoding="utf-8")
     found = re.search(r'^dataset_version = "(\d{4}-\d{2}-\d{2})"', toml, re.M)
     assert found, "dataset.toml has no dataset_version"
@@ -163,6 +164,9 @@ def _next_version(sample: Path, into: Path) -> tuple[str, str]:
     following = (datetime.date.fromisoformat(previous) + datetime.timedelta(days=1)).isoformat()
     into.mkdir()
     shutil.copy(sample / "companies.csv", into / "companies.csv")
+    log = re.search(r'^publication_log = "(.+)"', toml, re.M)
+    if log:  # the log the sample carries: the build checks it agrees with the previous snapshot's
+        shutil.copy(sample / log.group(1), into / log.group(1))
     toml = re.sub(r'^dataset_version = ".*"', f'dataset_version = "{following}"', toml, flags=re.M)
     toml = re.sub(r'^as_of = ".*"', f'as_of = "{following}"', toml, flags=re.M)
     (into / "dataset.toml").write_text(toml, encoding="utf-8")

@@ -1,13 +1,18 @@
-"""A tiny TCP relay in front of the real server that breaks connections on purpose.
+"""Relays in front of the real server that misbehave on purpose.
 
-Not a mock: every byte comes from the live server. The first ``cuts`` connections are closed
-after ``cut_after`` bytes of the answer (0: before any), as a lost connection would; the rest
-are relayed whole. The request heads are kept so tests can show what the client sent.
+Not mocks: every answer comes from the live server. ``CuttingProxy`` is a tiny TCP relay: the
+first ``cuts`` connections are closed after ``cut_after`` bytes of the answer (0: before any),
+as a lost connection would; the rest are relayed whole. The request heads are kept so tests can
+show what the client sent. ``RewritingProxy`` is an HTTP relay that hands each answer's body
+to a function of the test's before sending it on: a man in the middle that changes what the
+server said.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
+import http.server
 import socket
 import threading
 from types import TracebackType
@@ -106,6 +111,81 @@ class CuttingProxy:
         self._listener.close()
 
     def __enter__(self) -> CuttingProxy:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+
+#: ``rewrite(path, body)``: the body to send instead (``path`` with its query string).
+Rewrite = Callable[[str, bytes], bytes]
+
+# Hop-by-hop headers, and those a changed body makes wrong.
+_DROPPED = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "etag"}
+
+
+class RewritingProxy:
+    """An HTTP relay to the server on ``upstream_port``: each GET is sent on (its headers as
+    they came, but ``Accept-Encoding``: the body is rewritten as text), and the answer's body
+    goes through ``rewrite`` (set or changed at any time) before it is sent back, with its
+    status and headers (less its ETag and length). ``paths`` keeps what was asked."""
+
+    def __init__(self, upstream_port: int, rewrite: Optional[Rewrite] = None) -> None:
+        self.upstream_port = upstream_port
+        self.rewrite = rewrite
+        self.paths: list[str] = []
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    owner._relay(self)
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _relay(self, handler: http.server.BaseHTTPRequestHandler) -> None:
+        self.paths.append(handler.path)
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("accept-encoding", "host")}
+        upstream = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=60)
+        try:
+            upstream.request("GET", handler.path, headers=headers)
+            answer = upstream.getresponse()
+            body = answer.read()
+            rewrite = self.rewrite
+            if rewrite is not None and answer.status == 200:
+                body = rewrite(handler.path, body)
+            handler.send_response(answer.status)
+            for name, value in answer.getheaders():
+                if name.lower() not in _DROPPED:
+                    handler.send_header(name, value)
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+        finally:
+            upstream.close()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> RewritingProxy:
         return self
 
     def __exit__(

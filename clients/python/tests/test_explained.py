@@ -20,6 +20,7 @@ from valuation_marks import (
     Client,
     CompanyListItem,
     CompanyOutcome,
+    InvalidParameter,
     InvalidSlug,
     InvalidSort,
     LastEvent,
@@ -57,25 +58,33 @@ def source_events(server: Server) -> dict[str, list[Row]]:
 
 
 def expected_outcome(events: list[Row]) -> Optional[tuple[str, Row]]:
-    """The first listing, closed sale, bankruptcy or wind-down; else the last acquisition that
-    no later acquisition_terminated undid (sale_agreed); else none."""
+    """The first listing, closed sale, bankruptcy or wind-down; else the last acquisition, if no
+    later acquisition_terminated undid it and no value was reported after it (sale_agreed: a
+    company that raised again after an agreement, as Flipkart after Walmart's, is no longer
+    waiting on it); else none."""
     ending = next((e for e in events if e["event_type"] in OUTCOME_KINDS), None)
     if ending is not None:
         return OUTCOME_KINDS[ending["event_type"]], ending
-    deals = [e for e in events if e["event_type"] in ("acquisition", "acquisition_terminated")]
+    deals = [
+        e
+        for e in events
+        if e["event_type"] in ("acquisition", "acquisition_terminated")
+        or (e["event_type"] in ANCHOR_TYPES and int(e["valuation_usd"]) > 0)
+    ]
     if deals and deals[-1]["event_type"] == "acquisition":
         return "sale_agreed", deals[-1]
     return None
 
 
 def expected_last_event(events: list[Row]) -> Optional[Row]:
-    """The last observation of value before the outcome: a terminated sale removes the agreed
-    sale (unless nothing else is left), a value of 0 observes nothing (a fund's mark of 0
-    after an earlier value excepted)."""
+    """The last observation of value before the outcome's day (a sale agreed on its closing day
+    is no part of it): a terminated sale removes the agreed sale (unless nothing else is left),
+    a value of 0 observes nothing (a fund's mark of 0 after an earlier value excepted)."""
+    ending = next((e["occurred_on"] for e in events if e["event_type"] in OUTCOME_KINDS), None)
     anchors: list[Row] = []
     for event in events:
         kind = event["event_type"]
-        if kind in OUTCOME_KINDS:
+        if kind in OUTCOME_KINDS or (ending is not None and event["occurred_on"] >= ending):
             break
         if kind == "acquisition_terminated":
             if any(a["event_type"] != "acquisition" for a in anchors):
@@ -195,6 +204,33 @@ def test_the_profile_and_the_export_carry_what_the_list_does(
             assert starting.source_grade == profile.last_event.source_grade
         if kind == "sale_agreed":
             assert profile.drift.drift_pct == 0.0 and "agreed" in profile.drift.explanation
+
+
+def test_what_a_mark_is_and_the_outcome_filter(client: Client, items: list[CompanyListItem]) -> None:
+    """latest_mark.current, delta_30d_basis, the profile's explanation, and outcome= on the list."""
+    cases = {None: {"recently_priced", "quiet"}, "sale_agreed": {"sale_agreed"}}
+    for item in items:
+        kind = item.outcome.kind if item.outcome else None
+        assert item.latest_mark.current == (kind in (None, "sale_agreed")), item.slug
+        assert item.delta_30d_basis in ("events", "profile", None)
+        assert (item.delta_30d_basis is None) == (item.delta_30d_pct is None), item.slug
+    one_of_each: dict[Optional[str], CompanyListItem] = {}
+    for item in items:
+        one_of_each.setdefault(item.outcome.kind if item.outcome else None, item)
+    for kind, item in one_of_each.items():
+        profile = client.company(item.slug)
+        assert profile.delta_30d_basis == item.delta_30d_basis and profile.explanation is not None
+        assert profile.explanation.case in cases.get(kind, {kind}) and profile.explanation.summary, kind
+    current = client.companies(outcome=["none", "sale_agreed"], limit=200).to_list()
+    assert [i.slug for i in current] == [i.slug for i in items if i.latest_mark.current]
+    for kind in {item.outcome.kind for item in items if item.outcome}:
+        chosen = client.companies_page(outcome=kind, limit=200).companies
+        assert [i.slug for i in chosen] == [i.slug for i in items if i.outcome and i.outcome.kind == kind]
+    both = client.companies_csv(outcome="listed,sold")
+    listed_or_sold = [i.slug for i in items if i.outcome and i.outcome.kind in ("listed", "sold")]
+    assert [row.split(",")[0].strip('"') for row in both.splitlines()[1:]] == listed_or_sold
+    with pytest.raises(InvalidParameter):
+        client.companies_page(outcome="private")
 
 
 def test_companies_frame_has_the_explained_columns(
@@ -325,13 +361,13 @@ def test_backtest_in_the_research_and_full_forms(
             assert hidden.band_95 is None and hidden.last_print_usd is None
             assert not {"band_95", "last_print_usd"} & set(hidden.raw)
             assert shown.band_95 is not None and shown.event_id and shown.observed_usd is not None
-            assert shown.scored_usd and (shown.scored_usd == shown.observed_usd or shown.kind == "failure")
+            # Scored as reported, but a failure and a fund's mark of 0 at 1% of the last value.
+            floored = shown.kind == "failure" or (shown.event_type == "fund_mark" and shown.observed_usd == 0)
+            assert shown.scored_usd and (shown.scored_usd == shown.observed_usd or floored)
             assert shown.last_print_usd is not None and shown.last_print_usd > 0 and shown.next_print_usd > 0
             assert shown.band_95.lower <= shown.band_80.lower <= shown.band_80.upper <= shown.band_95.upper
             # The value as scored (a failure's floored) is never 0: every target has its error.
-            assert shown.error_pct == pytest.approx(
-                (shown.mark_usd / shown.scored_usd - 1) * 100, abs=0.051
-            )
+            assert shown.error_pct == pytest.approx((shown.mark_usd / shown.scored_usd - 1) * 100, abs=0.051)
             ratio = shown.scored_usd / shown.mark_usd  # a hit: within +/-20% of the mark
             if min(abs(ratio - 0.8), abs(ratio - 1.2)) > 1e-6:  # not on the edge, where rounding decides
                 assert shown.hit == (0.8 < ratio < 1.2), (slug, shown.occurred_on, ratio)

@@ -38,6 +38,7 @@ COMPANY_COLUMNS = [
     "upper_80_usd", "confidence", "vs_last_event_pct", "delta_30d_pct", "last_event_id",
     "last_event_on", "last_event_type", "last_event_usd", "days_since_last_event", "outcome_type",
     "outcome_on", "outcome_usd", "outcome_kind", "last_event_source_grade", "next_reported_usd",
+    "mark_is_current", "delta_30d_basis",
 ]  # fmt: skip
 EXPORT_COLUMNS = [*COMPANY_COLUMNS[:9], "lower_95_usd", "upper_95_usd", *COMPANY_COLUMNS[9:]]
 SERIES_COLUMNS = ["slug", "date", "mark_usd", "lower_usd", "upper_usd"]
@@ -65,6 +66,7 @@ COMPANY_FIELDS = {
     "outcome_kind": ("outcome", "kind"),
     "last_event_source_grade": ("last_event", "source_grade"),
     "next_reported_usd": ("latest_mark", "next_reported", "value_usd"),
+    "mark_is_current": ("latest_mark", "current"),
 }
 
 

@@ -32,7 +32,10 @@ from .conftest import Server
 from .test_sync import check_frame_meta, check_meta
 
 INDEX_COLUMNS = ["index", "date", "level", "lower", "upper", "constituents"]
-CONSTITUENT_COLUMNS = ["index", "date", "slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd"]
+CONSTITUENT_COLUMNS = [
+    "index", "date", "slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd", "value_weight",
+]  # fmt: skip
+MEMBER_FIELDS = ("slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd", "value_weight")
 
 
 @pytest.fixture(scope="module")
@@ -138,14 +141,15 @@ def test_constituents_equal_the_apis_and_make_the_days_level(client: Client, ser
         assert (members.index, members.date.isoformat(), members.coverage, members.level) == (
             raw["index"], raw["date"], raw["coverage"], raw["level"],
         )  # fmt: skip
-        assert [
-            {k: getattr(m, k) for k in ("slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd")}
-            for m in members
-        ] == raw["constituents"]
-        # Largest first, weighted by the marks, each one the company's own mark of that day.
+        assert [{k: getattr(m, k) for k in MEMBER_FIELDS} for m in members] == raw["constituents"]
+        # Largest first, weighted by the marks (no weight above 10% with ten companies or more),
+        # each one the company's own mark of that day.
         marks = [m.mark_usd for m in members]
         assert marks == sorted(marks, reverse=True)
         assert sum(m.weight for m in members) == pytest.approx(1, abs=1e-5)
+        assert sum(m.value_weight or 0 for m in members) == pytest.approx(1, abs=1e-5)
+        if len(members) >= 10:
+            assert max(m.weight for m in members) <= 0.1 + 1e-6
         stripe = next(m for m in members if m.slug == "stripe")
         own = client.series("stripe", coverage, start=day, end=day).points[0]
         assert [stripe.mark_usd, stripe.lower_usd, stripe.upper_usd] == [
@@ -157,7 +161,7 @@ def test_constituents_equal_the_apis_and_make_the_days_level(client: Client, ser
         assert members.level == level.level and len(members) == level.constituents
         frame = members.to_pandas()
         assert list(frame.index) == [m.slug for m in members]
-        assert list(frame.columns) == ["name", "weight", "mark_usd", "lower_usd", "upper_usd"]
+        assert list(frame.columns) == ["name", "weight", "mark_usd", "lower_usd", "upper_usd", "value_weight"]
         assert frame.attrs["date"] == day.isoformat() and frame.attrs["coverage"] == coverage
         text = client.index_constituents_csv("fintech", date=day, coverage=coverage)
         assert text.meta == members.meta

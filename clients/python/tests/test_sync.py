@@ -435,7 +435,10 @@ def test_scorecard_targets_with_a_pro_key_are_the_full_form(server: Server) -> N
                 month_end.next_log - month_end.mark_log, abs=1e-9
             )
     frame = full.to_pandas()
-    assert frame["slug"].notna().all() and (frame["observed_usd"] > 0).all()
+    # observed_usd as reported (0 for a write-off), scored_usd as scored: never 0.
+    assert (
+        frame["slug"].notna().all() and (frame["observed_usd"] >= 0).all() and (frame["scored_usd"] > 0).all()
+    )
     assert frame["mark_usd"].notna().all() and len(frame) == len(public.to_pandas())
     assert full.month_ends_to_pandas()["bridged_log"].notna().all()
 
@@ -449,6 +452,15 @@ def test_the_scorecard_is_the_same_for_everyone_and_recomputes_from_its_rows(ser
     assert (public.disclosure, full.disclosure) == ("public", "full")
     assert dataclasses.replace(public, disclosure="full") == full  # the same figures
     assert public.methodology_version == public.meta.methodology_version
+    # Each index as published (weights capped) beside its value-weighted twin, on its last day.
+    with Client(api_key=server.keys["research"], base_url=server.base_url) as research:
+        indices = research.indices()
+    assert public.index_weight_cap == 0.1 and [i.index for i in public.indices] == [i.index for i in indices]
+    for summary in public.indices:
+        latest = indices[summary.index]
+        assert (summary.date, summary.level) == (latest.last_date, latest.latest.level), summary.index
+        assert summary.constituents == latest.latest.constituents and summary.uncapped_level > 0
+        assert 0 < summary.largest_share_uncapped <= 1
     # The event-day score of each kind is its rows'.
     for kind in ("event", "listing", "failure", "sale"):
         of_kind = [t for t in rows if t.kind == kind]

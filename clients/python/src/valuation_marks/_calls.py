@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -38,6 +38,18 @@ def _slug(slug: str) -> str:
     return slug
 
 
+#: ``outcome=``: one outcome (``"listed"``), several comma-separated (``"none,sale_agreed"``), or
+#: an iterable of them.
+Outcomes = Union[str, Iterable[str]]
+
+
+def outcomes(outcome: Optional[Outcomes]) -> Optional[str]:
+    """``outcome`` as the API's comma-separated list (None: no filter)."""
+    if outcome is None or isinstance(outcome, str):
+        return outcome
+    return ",".join(outcome)
+
+
 def list_companies(
     *,
     limit: Optional[int],
@@ -46,8 +58,17 @@ def list_companies(
     sector: Optional[str],
     status: Optional[str],
     sort: Optional[str],
+    outcome: Optional[Outcomes] = None,
 ) -> Call:
-    params = {"limit": limit, "cursor": cursor, "q": q, "sector": sector, "status": status, "sort": sort}
+    params = {
+        "limit": limit,
+        "cursor": cursor,
+        "q": q,
+        "sector": sector,
+        "status": status,
+        "sort": sort,
+        "outcome": outcomes(outcome),
+    }
     return Call("/v1/companies", params)
 
 
@@ -57,6 +78,13 @@ def list_sectors() -> Call:
 
 def get_company(slug: str) -> Call:
     return Call(f"/v1/companies/{_slug(slug)}")
+
+
+def as_date(value: Optional[DateLike]) -> Optional[date]:
+    """A ``DateLike`` as a date (None stays None)."""
+    if value is None or isinstance(value, date):
+        return value
+    return date.fromisoformat(value)
 
 
 def date_range(start: Optional[DateLike], end: Optional[DateLike]) -> dict[str, Any]:
@@ -131,8 +159,31 @@ def get_openapi() -> Call:
     return Call("/v1/openapi.json")
 
 
+def get_published(slug: str, start: Optional[DateLike] = None, end: Optional[DateLike] = None) -> Call:
+    return Call(f"/v1/companies/{_slug(slug)}/published", date_range(start, end))
+
+
+#: What a call for a text/plain answer (a signed checkpoint) sends.
+TEXT_ACCEPT = "text/plain, application/problem+json"
+
+
+def get_log_checkpoint() -> Call:
+    return Call("/v1/log/checkpoint", headers={"Accept": TEXT_ACCEPT}, text=True, text_type="text/plain")
+
+
+def get_log_consistency(from_size: int) -> Call:
+    """``from_size``: the tree size of a published checkpoint (a whole number from 1), checked
+    before any request."""
+    if isinstance(from_size, bool) or not isinstance(from_size, int) or from_size < 1:
+        raise ValueError(
+            f"from_size is the tree size of a published checkpoint (1 or more), not {from_size!r}"
+        )
+    return Call("/v1/log/consistency", {"from": from_size})
+
+
 EXPORT_PATH = "/v1/export"
 SERIES_EXPORT_PATH = "/v1/export/series"
+LOG_EXPORT_PATH = "/v1/export/log"
 
 
 def series_export_params(
@@ -175,8 +226,15 @@ class CompaniesCsvBuilder:
         status: Optional[str],
         sort: Optional[str],
         limit: int,
+        outcome: Optional[Outcomes] = None,
     ) -> None:
-        self.filters = {"q": q, "sector": sector, "status": status, "sort": sort}
+        self.filters = {
+            "q": q,
+            "sector": sector,
+            "status": status,
+            "sort": sort,
+            "outcome": outcomes(outcome),
+        }
         self.limit = limit
         self.cursor: Optional[str] = None
         self.header: Optional[str] = None
@@ -216,8 +274,15 @@ class CompaniesFrameBuilder:
         status: Optional[str],
         sort: Optional[str],
         limit: int,
+        outcome: Optional[Outcomes] = None,
     ) -> None:
-        self.filters = {"q": q, "sector": sector, "status": status, "sort": sort}
+        self.filters = {
+            "q": q,
+            "sector": sector,
+            "status": status,
+            "sort": sort,
+            "outcome": outcomes(outcome),
+        }
         self.limit = limit
         self.cursor: Optional[str] = None
         self.rows: list[tuple[Any, ...]] = []

@@ -264,7 +264,8 @@ class Call:
     method: str = "GET"
     stream: bool = False  # hand back the open response (exports) instead of decoded JSON
     cache: bool = True  # may use the ETag cache (when the client has one)
-    text: bool = False  # the body is CSV text (Accept: text/csv), handed back as a str
+    text: bool = False  # the body is text (CSV, unless text_type says otherwise), handed back as a str
+    text_type: str = "text/csv"  # the media type a text answer must have
 
 
 @dataclasses.dataclass(frozen=True)
@@ -394,16 +395,19 @@ class BodyReader:
 CSV_ACCEPT = "text/csv, application/problem+json"
 
 
-def decode_csv(body: bytes, content_type: Optional[str], what: str) -> str:
-    """A CSV answer as text; ``ResponseError`` if the server sent something else (a server older
-    than the CSV forms answers JSON whatever Accept says) or it is not UTF-8."""
+def decode_csv(body: bytes, content_type: Optional[str], what: str, media_type: str = "text/csv") -> str:
+    """A CSV answer (or another text answer, of ``media_type``) as text; ``ResponseError`` if
+    the server sent something else (a server older than the CSV forms answers JSON whatever
+    Accept says) or it is not UTF-8."""
     media = (content_type or "").split(";")[0].strip().lower()
-    if media != "text/csv":
-        raise ResponseError(f"{what}: asked for text/csv, the server answered {content_type or 'no type'}")
+    if media != media_type:
+        raise ResponseError(
+            f"{what}: asked for {media_type}, the server answered {content_type or 'no type'}"
+        )
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ResponseError(f"{what}: the CSV is not UTF-8") from exc
+        raise ResponseError(f"{what}: the {media_type} answer is not UTF-8") from exc
 
 
 def decode_json(body: bytes, what: str) -> Any:
@@ -587,7 +591,7 @@ class ClientCore:
         """One call with its retries; see the module docstring for the protocol."""
         url = self.url(call.path, call.params)
         deadline = None if self.deadline is None else time.monotonic() + self.deadline
-        cache_key = (self._cache_scope, f"csv {url}" if call.text else url)
+        cache_key = (self._cache_scope, f"{call.text_type} {url}" if call.text else url)
         use_cache = self.cache is not None and call.cache and call.method == "GET" and not call.stream
         target = url
         attempt = redirects = 0
@@ -635,7 +639,7 @@ class ClientCore:
                 return Reply(None, response)
             what = f"{call.method} {target} ({status})"
             if call.text:
-                decoded: Any = decode_csv(body, response.headers.get("Content-Type"), what)
+                decoded: Any = decode_csv(body, response.headers.get("Content-Type"), what, call.text_type)
             else:
                 decoded = decode_json(body, what)
             etag = response.headers.get("ETag")

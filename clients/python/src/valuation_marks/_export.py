@@ -38,20 +38,33 @@ from .errors import (
     DeadlineExceeded,
     ExportChanged,
     ExportCorrupt,
+    LogVerificationError,
     RangeNotSatisfiable,
     ResponseError,
     ResponseTooLarge,
 )
-from .models import ExportCompany, ExportHeader, ExportSeries, Meta, from_json, meta_from_headers
+from .models import (
+    ExportCompany,
+    ExportHeader,
+    ExportSeries,
+    LogFileEntry,
+    Meta,
+    PublicationLog,
+    from_json,
+    meta_from_headers,
+)
+from .transparency import Checkpoint
 
 __all__ = [
     "Download",
     "ExportParser",
     "ExportReader",
     "FileTransfer",
+    "LogParser",
     "StreamTransfer",
     "read_export",
     "read_export_series",
+    "read_publication_log",
 ]
 
 T = TypeVar("T")
@@ -168,6 +181,51 @@ class ExportParser(Generic[T]):
             raise ExportCorrupt(
                 f"the header announces {self.header.companies} companies, the export holds {self.count}"
             )
+
+
+class LogParser:
+    """The lines of the publication log's file (``getLogExport``, NDJSON) into a
+    ``PublicationLog``: the header line ``{"origin": .., "format": 1}``, then entry lines
+    (``leaf`` and ``band_95``) and a ``checkpoint`` line after each version's entries. Read, not
+    verified: ``PublicationLog.verify`` replays it."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def parse(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        number = len(self.lines) + 1
+        try:
+            data = json.loads(line)
+        except RecursionError:
+            raise ExportCorrupt(f"line {number} of the log is nested too deeply") from None
+        except ValueError as exc:
+            raise ExportCorrupt(f"line {number} of the log is not JSON") from exc
+        if not isinstance(data, dict):
+            raise ExportCorrupt(f"line {number} of the log is not a JSON object")
+        self.lines.append(data)
+
+    def finish(self) -> PublicationLog:
+        if not self.lines:
+            raise ExportCorrupt("the log is empty: no header line")
+        header = self.lines[0]
+        origin, version = header.get("origin"), header.get("format")
+        if not isinstance(origin, str) or not isinstance(version, int):
+            raise ExportCorrupt('the log\'s first line is not its header {"origin": .., "format": ..}')
+        entries: list[LogFileEntry] = []
+        checkpoints: list[Checkpoint] = []
+        for number, data in enumerate(self.lines[1:], start=2):
+            try:
+                if "leaf" in data:
+                    entries.append(from_json(LogFileEntry, data))
+                elif isinstance(data.get("checkpoint"), dict):
+                    checkpoints.append(Checkpoint.parse(data["checkpoint"].get("note")))
+                else:
+                    raise ExportCorrupt("neither an entry nor a checkpoint")
+            except (ResponseError, LogVerificationError, ExportCorrupt) as exc:
+                raise ExportCorrupt(f"line {number} of the log: {exc}") from None
+        return PublicationLog(origin, version, tuple(entries), tuple(checkpoints), tuple(self.lines))
 
 
 class _Transfer:
@@ -513,3 +571,16 @@ def read_export(path: Union[str, os.PathLike[str]]) -> ExportReader[ExportCompan
 def read_export_series(path: Union[str, os.PathLike[str]]) -> ExportReader[ExportSeries]:
     """Reads a series export file (``download_export_series``) line by line."""
     return ExportReader(path, ExportSeries)
+
+
+def read_publication_log(path: Union[str, os.PathLike[str]]) -> PublicationLog:
+    """Reads a log file (``download_export_log``, gzip or plain NDJSON, or a publisher's
+    ``publication-log.jsonl``) into a ``PublicationLog``; ``.verify(trusted)`` replays it."""
+    parser = LogParser()
+    with open(path, "rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+    opened = gzip.open(path, "rb") if gzipped else open(path, "rb")  # noqa: SIM115 - closed below
+    with cast(IO[bytes], opened) as lines:
+        for line in lines:
+            parser.parse(line)
+    return parser.finish()

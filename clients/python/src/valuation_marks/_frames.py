@@ -74,7 +74,7 @@ EVENT_COLUMNS = (
 )
 INDEX_COLUMNS = ("date", "level", "lower", "upper", "constituents")
 INDICES_COLUMNS = ("index", "name", "sector", "first_date", "last_date", *INDEX_COLUMNS)
-CONSTITUENT_COLUMNS = ("slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd")
+CONSTITUENT_COLUMNS = ("slug", "name", "weight", "mark_usd", "lower_usd", "upper_usd", "value_weight")
 NUMBER_NAMES = ("mark", "next_print", "last_print")
 OFFSET_NAMES = ("q10", "q90", "q025", "q975")
 TARGET_COLUMNS = (
@@ -323,6 +323,7 @@ def constituents_frame(members: Iterable[Mapping[str, Any]], meta: MetaDict, **a
     pd = require_pandas()
     frame = pd.DataFrame.from_records(list(members), columns=CONSTITUENT_COLUMNS)
     frame["weight"] = frame["weight"].astype("float64")
+    frame["value_weight"] = frame["value_weight"].astype("float64")
     frame = frame.set_index("slug")
     return _attrs(frame, meta, **attrs)
 

@@ -9,6 +9,7 @@ loop is here.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import tempfile
@@ -41,9 +42,15 @@ from ._core import (
     operation,
 )
 from ._deadline import DEADLINE, install
-from ._export import Download, ExportParser, FileTransfer, StreamTransfer
+from ._export import Download, ExportParser, FileTransfer, LogParser, StreamTransfer
 from ._frames import index_csv_frame, series_csv_frame
-from .errors import RangeNotSatisfiable
+from .errors import (
+    InvalidRequest,
+    LogVerificationError,
+    RangeNotSatisfiable,
+    ResponseError,
+    UnknownSigningKey,
+)
 from .models import (
     Backtest,
     Change,
@@ -58,7 +65,10 @@ from .models import (
     IndexConstituents,
     IndexSeries,
     Indices,
+    LogConsistency,
     Meta,
+    PublicationLog,
+    Published,
     Resolution,
     Scorecard,
     ScorecardTargets,
@@ -68,6 +78,8 @@ from .models import (
     Usage,
     from_json,
 )
+from .signing import KeysLike
+from .transparency import Checkpoint, HistoryVerification, PinnedLike, log_keys
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -333,6 +345,7 @@ class Client:
         status: Optional[str] = None,
         sort: Optional[str] = None,
         limit: Optional[int] = None,
+        outcome: Optional[calls.Outcomes] = None,
     ) -> Paginator[CompaniesPage, CompanyListItem]:
         """Every company matching the filters, fetched lazily page by page (``limit`` per page).
 
@@ -343,7 +356,10 @@ class Client:
         of ``q`` first, then the larger marks. ``sector`` is read in any case (``"Developer
         Tools"``; ``sectors()`` names them). ``sort`` is ``slug``, ``name``, ``value_usd``,
         ``delta_30d_pct``, ``last_event_on`` or ``outcome_on``, with a leading ``-`` for
-        descending (nulls last either way).
+        descending (nulls last either way). ``outcome`` keeps the companies with these outcomes:
+        ``none`` (private, no sale agreed), ``listed``, ``sold``, ``sale_agreed``, ``bankrupt``,
+        ``wound_down``, one or several (a list, or a comma-separated ``str``);
+        ``["none", "sale_agreed"]`` lists the companies whose marks are current.
         """
 
         def fetch(cursor: Optional[str]) -> CompaniesPage:
@@ -354,6 +370,7 @@ class Client:
                 sector=sector,
                 status=status,
                 sort=sort,
+                outcome=outcome,
             )
 
         return Paginator(fetch, lambda page: page.companies)
@@ -368,10 +385,13 @@ class Client:
         sector: Optional[str] = None,
         status: Optional[str] = None,
         sort: Optional[str] = None,
+        outcome: Optional[calls.Outcomes] = None,
     ) -> CompaniesPage:
         """One page of the company list; pass ``page.next_cursor`` as ``cursor`` for the next
         (with the same ``q``, filters and sort)."""
-        call = calls.list_companies(limit=limit, cursor=cursor, q=q, sector=sector, status=status, sort=sort)
+        call = calls.list_companies(
+            limit=limit, cursor=cursor, q=q, sector=sector, status=status, sort=sort, outcome=outcome
+        )
         return from_json(CompaniesPage, self._json(call))
 
     @operation("listCompanies")
@@ -383,6 +403,7 @@ class Client:
         status: Optional[str] = None,
         sort: Optional[str] = None,
         limit: int = 200,
+        outcome: Optional[calls.Outcomes] = None,
     ) -> pd.DataFrame:
         """Every company matching ``q`` and the filters as a DataFrame, one row each, indexed by slug.
 
@@ -393,7 +414,9 @@ class Client:
         and vs_last_event_pct. ``.attrs["meta"]`` holds the meta. Needs the
         ``pandas`` extra.
         """
-        builder = calls.CompaniesFrameBuilder(q=q, sector=sector, status=status, sort=sort, limit=limit)
+        builder = calls.CompaniesFrameBuilder(
+            q=q, sector=sector, status=status, sort=sort, limit=limit, outcome=outcome
+        )
         while not builder.done:
             builder.add(self._json(builder.call()))
         return builder.frame()
@@ -407,6 +430,7 @@ class Client:
         status: Optional[str] = None,
         sort: Optional[str] = None,
         limit: int = 200,
+        outcome: Optional[calls.Outcomes] = None,
     ) -> calls.CsvText:
         """Every company matching ``q`` and the filters as one CSV table (the API's
         ``Accept: text/csv``: every page fetched by ``X-Next-Cursor``, one header row).
@@ -415,7 +439,9 @@ class Client:
         start a spreadsheet formula (``=``, ``+``, ``-``, ``@``, a tab or CR) with a ``'`` before
         it. A ``str`` whose ``.meta`` is the answer's meta (from its X-* headers).
         """
-        builder = calls.CompaniesCsvBuilder(q=q, sector=sector, status=status, sort=sort, limit=limit)
+        builder = calls.CompaniesCsvBuilder(
+            q=q, sector=sector, status=status, sort=sort, limit=limit, outcome=outcome
+        )
         while not builder.done:
             reply = self._drive(self._core.exchange(builder.call()))
             builder.add(reply.body, reply.response.headers)
@@ -635,6 +661,109 @@ class Client:
         return document
 
     # ---------------------------------------------------------------------------------------
+    # The publication log
+
+    @operation("getPublished")
+    def published(
+        self,
+        slug: str,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+    ) -> Published:
+        """A company's marks as first published, in the publication log (research and above):
+        each entry with its leaf hash and inclusion proof in the tree of today's signed
+        checkpoint (``.log``), and every published version (``.versions``). Pro and above also
+        get each entry's 95% bounds (``band_95``), which the entry commits to by a digest.
+
+        ``start`` and ``end`` keep the entries whose ``as_of`` is between them, both included.
+        Check the answer with ``.verify(trusted)`` or ``verify_history``: nothing in it is to be
+        trusted before.
+        """
+        found = from_json(Published, self._json(calls.get_published(slug, start, end)))
+        if start is None and end is None:
+            return found
+        as_date = calls.as_date
+        return dataclasses.replace(found, start=as_date(start), end=as_date(end))
+
+    @operation("getPublished")
+    def published_csv(
+        self,
+        slug: str,
+        *,
+        start: Optional[calls.DateLike] = None,
+        end: Optional[calls.DateLike] = None,
+    ) -> calls.CsvText:
+        """The published entries as CSV, one row each (the inclusion proof's hashes joined by
+        spaces; the 95% bounds and salt for pro and above): a ``str`` with ``.meta``."""
+        return self._csv(calls.get_published(slug, start, end))
+
+    @operation("getLogCheckpoint")
+    def log_checkpoint(self) -> Checkpoint:
+        """Today's signed checkpoint of the publication log (research and above), parsed: its
+        origin, tree size and root hash, and the signed note whole (``.note``: keep it, and pass
+        it as ``kept=`` to ``verify_history`` later). Not verified: ``.verify(trusted)`` does."""
+        note = self._json(calls.get_log_checkpoint())
+        try:
+            return Checkpoint.parse(note)
+        except LogVerificationError as exc:
+            raise ResponseError(f"GET /v1/log/checkpoint: not a signed checkpoint ({exc.detail})") from None
+
+    @operation("getLogConsistency")
+    def log_consistency(self, from_size: int) -> LogConsistency:
+        """The consistency proof from the tree of a published checkpoint (``from_size`` entries,
+        one of ``published(...).versions``) to today's (research and above). A size that is no
+        published checkpoint's, or today's own, is ``InvalidParameter``."""
+        return from_json(LogConsistency, self._json(calls.get_log_consistency(from_size)))
+
+    def verify_history(
+        self,
+        slug: str,
+        trusted: PinnedLike,
+        *,
+        keys: Optional[KeysLike] = None,
+        kept: Union[str, Checkpoint, None] = None,
+        origin: Optional[str] = None,
+    ) -> HistoryVerification:
+        """Fetches a company's published history and checks it against the key you pinned (see
+        ``verify_history``); given ``kept``, a checkpoint you kept from before (its note), also
+        fetches the consistency proof from it and checks that today's log extends it.
+
+        ``trusted`` is a PEM public key (or its file), a JWKS file or document, or RFC 7638
+        thumbprints; with thumbprints and no ``keys``, the public keys come from
+        ``signing_keys()``, used only if their thumbprint is pinned. Returns a
+        ``HistoryVerification``; raises ``LogVerificationError``.
+        """
+        if keys is None:
+            try:
+                log_keys(trusted)
+            except UnknownSigningKey:
+                keys = self.signing_keys()
+        published = self.published(slug)
+        consistency: Optional[LogConsistency] = None
+        kept_checkpoint = Checkpoint.parse(kept) if kept is not None else None
+        for _ in range(2):
+            if kept_checkpoint is None:
+                break
+            size, sizes = published.log.tree_size, {version.tree_size for version in published.versions}
+            if not (kept_checkpoint.tree_size < size and kept_checkpoint.tree_size in sizes):
+                break  # nothing to fetch: equal sizes, or a refusal the check words
+            try:
+                consistency = self.log_consistency(kept_checkpoint.tree_size)
+            except InvalidRequest as refused:
+                raise LogVerificationError(
+                    "consistency",
+                    f"the server proves no consistency from {kept_checkpoint.tree_size} entries: "
+                    f"{refused.detail}",
+                ) from None
+            if consistency.to.tree_size == size:
+                break
+            published = self.published(slug)  # the log moved between the two answers
+        return published.verify(
+            trusted, keys=keys, kept=kept_checkpoint, consistency=consistency, origin=origin
+        )
+
+    # ---------------------------------------------------------------------------------------
     # Changes and exports
 
     @operation("getChanges")
@@ -769,6 +898,25 @@ class Client:
             meta = download.meta.to_dict() if download.meta is not None else None
             compression = "gzip" if download.encoding == "gzip" else None
             return series_csv_frame(path, meta, compression=compression, coverage=coverage or 80)
+
+    @operation("getLogExport")
+    def export_log(self) -> PublicationLog:
+        """The whole publication log (enterprise): every entry with its 95% bounds and every
+        version's checkpoint, read as ``export`` streams (gzip, resumed after a break).
+        ``.verify(trusted)`` replays it, checkpoint by checkpoint."""
+        transfer = self._stream_transfer(calls.LOG_EXPORT_PATH, {})
+        parser = LogParser()
+        for line in self._stream_lines(transfer):
+            parser.parse(line)
+        return parser.finish()
+
+    @operation("getLogExport")
+    def download_export_log(
+        self, path: Union[str, os.PathLike[str]], *, max_bytes: Optional[int] = None
+    ) -> Download:
+        """Stores the log file in ``path`` as ``download_export`` stores the export (resumed by
+        a later call); read it with ``read_publication_log(path)``."""
+        return self._download(path, calls.LOG_EXPORT_PATH, {}, max_bytes)
 
     def _stream_transfer(self, url_path: str, params: dict[str, Any]) -> StreamTransfer:
         limit, deadline = self._core.max_response_bytes, self._core.deadline

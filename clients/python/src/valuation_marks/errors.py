@@ -28,6 +28,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidSlug",
     "InvalidSort",
+    "LogVerificationError",
     "MarksError",
     "MethodNotAllowed",
     "MissingApiKey",
@@ -254,6 +255,37 @@ class UnknownSigningKey(SignatureError):
     Raised when the record names a key that is not among the keys trusted, and when a key
     published under that ``kid`` is not the key the thumbprint names (a forged key set).
     """
+
+
+class LogVerificationError(MarksError):
+    """The publication log does not verify: what the API says of a company's published marks,
+    of a checkpoint or of the whole log is not what the log, signed by a key you pinned, holds.
+
+    ``check`` names what failed: ``"signature"`` (no pinned key signed the checkpoint),
+    ``"origin"`` (another log), ``"checkpoint"`` (the answer's size or root is not what its
+    checkpoint says; in a log file, entries that do not make the checkpoint after them),
+    ``"leaf_hash"`` (an entry does not hash to its leaf hash: it was changed), ``"inclusion"``
+    (an entry is not where its proof says in the checkpoint's tree), ``"order"`` (entries out
+    of log order), ``"entry"`` (another company's entry, or a date that is not its own),
+    ``"versions"`` (the versions listed, or an entry's place among them), ``"completeness"``
+    (an entry missing between the company's first and its latest), ``"band_95"`` (a 95% band
+    that is not the one its entry commits to), ``"consistency"`` (today's log does not extend
+    the checkpoint you kept: a rewritten, cut or forked log) or ``"format"`` (not the form a
+    checkpoint, a proof or a log line has). ``slug`` and ``leaf_index`` say where, when the
+    failure is one entry's; ``detail`` says what, in words.
+    """
+
+    def __init__(
+        self, check: str, detail: str, slug: Optional[str] = None, leaf_index: Optional[int] = None
+    ) -> None:
+        super().__init__(check, detail)
+        self.check = check
+        self.detail = detail
+        self.slug = slug
+        self.leaf_index = leaf_index
+
+    def __str__(self) -> str:
+        return f"the publication log does not verify ({self.check}): {self.detail}"
 
 
 _BY_CODE: dict[str, type[ApiError]] = {

@@ -47,7 +47,24 @@ from ._frames import (
     targets_frame,
 )
 from .errors import ResponseError, SignatureError
-from .signing import KeysLike, TrustedKeys, TrustedLike, verify_record, verify_record_with_server_keys
+from .signing import (
+    KeysLike,
+    TrustedKeys,
+    TrustedLike,
+    canonical_json,
+    verify_record,
+    verify_record_with_server_keys,
+)
+from .transparency import (
+    Checkpoint,
+    HistoryVerification,
+    LogVerification,
+    PinnedLike,
+    band_95_digest,
+    leaf_hash,
+    verify_log,
+    verify_published,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,6 +97,7 @@ __all__ = [
     "EventDayScore",
     "EventDayScores",
     "Events",
+    "Explanation",
     "ExportCompany",
     "ExportHeader",
     "ExportMarkPoint",
@@ -89,12 +107,21 @@ __all__ = [
     "IndexConstituent",
     "IndexConstituents",
     "IndexPoint",
+    "IndexScorecardSummary",
     "IndexSeries",
     "IndexSummary",
     "Indices",
     "LastEvent",
     "LatestPrivateSummary",
+    "LogBand95",
+    "LogConsistency",
+    "LogEntry",
+    "LogEntryOutcome",
     "LogErrors",
+    "LogFileEntry",
+    "LogHead",
+    "LogTree",
+    "LogVersion",
     "MarkEvent",
     "MarkPoint",
     "MarkSeriesPoint",
@@ -107,6 +134,9 @@ __all__ = [
     "ObservationOutcome",
     "PageInfo",
     "ProfileKnot",
+    "PublicationLog",
+    "Published",
+    "PublishedEntry",
     "Resolution",
     "ScoreErrors",
     "Scorecard",
@@ -220,7 +250,9 @@ class MarkPoint:
     every company marked on the same day. ``next_reported`` is the next-print forecast beside
     the mark (``None`` once the company's private period ended: listed, sold, bankrupt, wound
     down). ``vs_last_event_pct`` is the mark against the company's last event's value, in
-    percent (``None`` when that value is 0).
+    percent (``None`` when that value is 0). ``current`` says whether the mark is a value today:
+    true while the company is private (a sale agreed and pending included), false for a listed,
+    sold, bankrupt or wound-down company, whose latest mark is its last private one.
     """
 
     as_of_date: date
@@ -231,6 +263,7 @@ class MarkPoint:
     coverage: Optional[int]
     vs_last_event_pct: Optional[float]
     next_reported: Optional[NextReported] = None
+    current: Optional[bool] = None
     raw: JSON = _raw()
 
 
@@ -255,6 +288,7 @@ class ExportMarkPoint:
     band_95: Band95
     vs_last_event_pct: Optional[float]
     next_reported: Optional[NextReported] = None
+    current: Optional[bool] = None
     raw: JSON = _raw()
 
 
@@ -345,7 +379,10 @@ class CompanyListItem:
     ``latest_mark.next_reported`` (the next-print forecast beside the mark), ``latest_mark.confidence``
     (a track record, the same for every company marked that day) and ``outcome`` with its ``kind``
     (``None`` while the company is private with no sale agreed). ``delta_30d_pct`` is ``None`` for
-    a series that ended before the as-of (a company whose private period ended).
+    a series that ended before the as-of (a company whose private period ended);
+    ``delta_30d_basis`` says what it rests on: ``"events"`` when a value was reported within the
+    30 days, ``"profile"`` when it is only the method's drift with the time since the last one
+    (``None`` with no ``delta_30d_pct``).
     """
 
     slug: str
@@ -359,6 +396,7 @@ class CompanyListItem:
     last_event: Optional[LastEvent]
     days_since_last_event: Optional[int]
     outcome: Optional[CompanyOutcome]
+    delta_30d_basis: Optional[str] = None
     raw: JSON = _raw()
 
 
@@ -467,6 +505,18 @@ Observation = Union[ObservationEvent, ObservationDrift, ObservationOutcome]
 
 
 @dataclasses.dataclass(frozen=True)
+class Explanation:
+    """The latest mark in words, built for its ``case``: ``recently_priced`` (last reported 90
+    days ago or less), ``quiet`` (longer ago), ``sale_agreed`` (a sale agreed and pending), or how
+    the private period ended (``listed``, ``sold``, ``bankrupt``, ``wound_down``). Every figure
+    in ``summary`` is one the profile carries, in three significant figures."""
+
+    case: str
+    summary: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
 class Company:
     """A company profile: latest mark and what it rests on.
 
@@ -475,8 +525,8 @@ class Company:
     for a company whose private period ended, what ended it (``ObservationOutcome``). Values and
     grades only, without sources or notes: ``events()`` has the whole history (pro and above).
     ``last_event``, ``days_since_last_event``, ``outcome`` and the latest mark's fields as on
-    every company item, and ``aliases`` (former and brand names); ``backtest()`` says how the
-    method did on the company.
+    every company item, and ``aliases`` (former and brand names); ``explanation`` says the mark
+    in words; ``backtest()`` says how the method did on the company.
     """
 
     meta: Meta
@@ -491,6 +541,8 @@ class Company:
     last_event: Optional[LastEvent]
     days_since_last_event: Optional[int]
     outcome: Optional[CompanyOutcome]
+    delta_30d_basis: Optional[str] = None
+    explanation: Optional[Explanation] = None
     raw: JSON = _raw()
 
     @property
@@ -909,6 +961,7 @@ class ExportCompany:
     last_event: Optional[LastEvent]
     days_since_last_event: Optional[int]
     outcome: Optional[CompanyOutcome]
+    delta_30d_basis: Optional[str] = None
     raw: JSON = _raw()
 
 
@@ -1189,6 +1242,22 @@ class InForce:
 
 
 @dataclasses.dataclass(frozen=True)
+class IndexScorecardSummary:
+    """An index on its last day: its published ``level`` (weights capped) and the
+    ``uncapped_level`` plain value weights would have reached from the same 100, with the
+    largest constituent's share of the day's value before capping."""
+
+    index: str
+    name: str
+    date: date
+    constituents: int
+    level: float
+    uncapped_level: float
+    largest_share_uncapped: float
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
 class Scorecard:
     """The methodology's scorecard: three numbers on three scores, so that a reader sees which
     number wins which score and why.
@@ -1198,7 +1267,9 @@ class Scorecard:
     (``event_day``, by kind of target), and every month-end against the next reported value and
     against the value on the day (``month_end``). Beside them the bootstrap ``comparisons``, the
     latest private marks against their last prints (``latest_private``), what is ``in_force``,
-    the ``findings`` in words and the constants (``params``).
+    the ``findings`` in words and the constants (``params``). ``indices`` shows each index as
+    published (no constituent weighs more than ``index_weight_cap``) beside where plain value
+    weights would have taken it.
 
     The figures are aggregates, the same for every caller; ``disclosure`` names the form of
     ``scorecard_targets()`` the caller gets (``"public"`` without a key or below pro, ``"full"``
@@ -1216,6 +1287,8 @@ class Scorecard:
     latest_private: Optional[LatestPrivateSummary]
     in_force: Optional[InForce]
     findings: tuple[str, ...]
+    index_weight_cap: Optional[float] = None
+    indices: tuple[IndexScorecardSummary, ...] = ()
     raw: JSON = _raw()
 
     def number(self, name: str) -> ScorecardNumber:
@@ -1473,8 +1546,11 @@ class IndexSeries:
 
 @dataclasses.dataclass(frozen=True)
 class IndexConstituent:
-    """A company in an index on one day: its published mark and band of that day, and its
-    ``weight`` (its mark over the sum of the day's marks, rounded to 6 decimals)."""
+    """A company in an index on one day: its published mark and band of that day, its ``weight``
+    in the index (its mark's share of the day's value, capped at 10% with ten constituents or
+    more, what a capped company gives up shared by value among the others; 1/n each with fewer)
+    and its ``value_weight`` (its mark over the sum of the day's marks, before capping), both
+    rounded to 6 decimals."""
 
     slug: str
     name: str
@@ -1482,6 +1558,7 @@ class IndexConstituent:
     mark_usd: float
     lower_usd: float
     upper_usd: float
+    value_weight: Optional[float] = None
     raw: JSON = _raw()
 
 
@@ -1506,7 +1583,7 @@ class IndexConstituents:
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per company, largest first, indexed by slug: name, weight, mark_usd,
-        lower_usd, upper_usd. ``.attrs`` carries ``meta``, ``index``, ``date``, ``coverage``
+        lower_usd, upper_usd, value_weight. ``.attrs`` carries ``meta``, ``index``, ``date``, ``coverage``
         and ``level``."""
         return constituents_frame(
             self.raw.get("constituents", ()),
@@ -1516,6 +1593,225 @@ class IndexConstituents:
             coverage=self.coverage,
             level=self.level,
         )
+
+
+# --------------------------------------------------------------------------------------------
+# The publication log
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEntryOutcome:
+    """What ended a company's private period, as its entry in the log states it."""
+
+    kind: str
+    event_id: str
+    occurred_on: date
+    valuation_usd: int
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEntry:
+    """A mark as first published: one leaf of the publication log.
+
+    The leaf is the RFC 8785 canonical JSON of the entry as sent (``raw``), and every number in
+    it is an integer: dollars, and the confidence in basis points (``confidence_bp``, 2041 for
+    0.2041; ``confidence`` has it as a fraction). ``band_95_digest`` commits to the 95% bounds
+    (``LogBand95``), which a research key does not read. ``marked_on`` is the day of the
+    mark: ``as_of``, or the day before the company's outcome.
+    """
+
+    slug: str
+    dataset_version: str
+    methodology_version: str
+    as_of: date
+    marked_on: date
+    value_usd: int
+    lower_80_usd: int
+    upper_80_usd: int
+    band_95_digest: str
+    confidence_bp: int
+    outcome: Optional[LogEntryOutcome]
+    raw: JSON = _raw()
+
+    @property
+    def confidence(self) -> float:
+        return self.confidence_bp / 10_000
+
+    @property
+    def leaf(self) -> bytes:
+        """The leaf's bytes: the canonical JSON of the entry as the API sent it."""
+        return canonical_json(self.raw)
+
+    @property
+    def leaf_hash(self) -> bytes:
+        """SHA-256(0x00 || leaf), computed here."""
+        return leaf_hash(self.leaf)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogBand95:
+    """The 95% bounds an entry commits to, with the publisher's salt (pro and above)."""
+
+    lower_usd: int
+    upper_usd: int
+    salt: str
+    raw: JSON = _raw()
+
+    @property
+    def digest(self) -> str:
+        """The digest an entry carries of these bounds (``band_95_digest``), computed here."""
+        return band_95_digest(self.raw)
+
+
+@dataclasses.dataclass(frozen=True)
+class PublishedEntry:
+    """A company's entry in the log, where it is: ``leaf_index``, the ``leaf_hash`` and the
+    ``inclusion_proof`` (base64 hashes) in the tree of the log's checkpoint; ``date`` is the
+    entry's ``as_of``. ``band_95`` for pro and above, else None."""
+
+    date: date
+    leaf_index: int
+    entry: LogEntry
+    leaf_hash: str
+    inclusion_proof: tuple[str, ...]
+    band_95: Optional[LogBand95] = None
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class LogHead:
+    """The tree the proofs of an answer are against: its origin, size, root hash (base64) and
+    its signed checkpoint (the note, as text: ``parse()`` reads it; None while the log has
+    none)."""
+
+    origin: str
+    tree_size: int
+    root_hash: str
+    checkpoint: Optional[str]
+    raw: JSON = _raw()
+
+    def parse(self) -> Checkpoint:
+        """The checkpoint the note states (not verified: ``.verify(trusted)`` on it does);
+        ``LogVerificationError`` (``check == "format"``) when there is none."""
+        return Checkpoint.parse(self.checkpoint)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogVersion:
+    """A published version of the log: its dataset version and the tree size its checkpoint
+    signs (what ``log_consistency`` takes)."""
+
+    dataset_version: str
+    tree_size: int
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Published:
+    """``getPublished``: a company's marks as first published, in log order, each with its
+    inclusion proof in the tree of ``log``, and every published version of the log.
+
+    Nothing here is trusted until checked: ``verify(trusted)`` checks it against a key you
+    pinned (``verify_history``). ``start`` and ``end`` are the dates the answer was cut to,
+    as asked (``None``: not cut).
+    """
+
+    meta: Meta
+    slug: str
+    log: LogHead
+    versions: tuple[LogVersion, ...]
+    series: tuple[PublishedEntry, ...]
+    start: Optional[date] = _json_name("from")
+    end: Optional[date] = _json_name("to")
+    raw: JSON = _raw()
+
+    def __iter__(self) -> Iterator[PublishedEntry]:
+        return iter(self.series)
+
+    def __len__(self) -> int:
+        return len(self.series)
+
+    def verify(
+        self,
+        trusted: PinnedLike,
+        *,
+        keys: Optional[KeysLike] = None,
+        kept: Union[str, Checkpoint, None] = None,
+        consistency: Optional[LogConsistency] = None,
+        origin: Optional[str] = None,
+    ) -> HistoryVerification:
+        """Checks the answer against keys you pinned, as ``verify_history`` does; ``kept`` (a
+        checkpoint you kept) needs ``consistency``, the answer of ``log_consistency(kept size)``
+        (unless its size is today's). Raises ``LogVerificationError``."""
+        return verify_published(
+            self.raw,
+            trusted,
+            keys=keys,
+            kept=kept,
+            consistency=consistency.raw if consistency is not None else None,
+            origin=origin,
+            cut=self.end is not None,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class LogTree:
+    """A tree of the log by its size and root hash (base64), as of a dataset version."""
+
+    dataset_version: str
+    tree_size: int
+    root_hash: str
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class LogConsistency:
+    """``getLogConsistency``: the RFC 6962 consistency proof (base64 hashes) that the tree of a
+    published checkpoint (``from_``, the JSON ``from``) is a prefix of today's (``to``).
+    ``verify_history(..., kept=...)`` checks it against the checkpoint you kept."""
+
+    meta: Meta
+    proof: tuple[str, ...]
+    to: LogHead
+    from_: LogTree = _json_name("from")
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class LogFileEntry:
+    """An entry line of the log file: the entry (the leaf) and the 95% bounds it commits to."""
+
+    leaf: LogEntry
+    band_95: LogBand95
+    raw: JSON = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicationLog:
+    """``getLogExport``: the whole publication log, every entry and every version's checkpoint,
+    in the order of the file. ``verify(trusted)`` replays it (``verify_log``)."""
+
+    origin: str
+    format: int
+    entries: tuple[LogFileEntry, ...]
+    checkpoints: tuple[Checkpoint, ...]
+    lines: tuple[JSON, ...] = dataclasses.field(default=(), repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def verify(
+        self,
+        trusted: PinnedLike,
+        *,
+        keys: Optional[KeysLike] = None,
+        kept: Union[str, Checkpoint, None] = None,
+        origin: Optional[str] = None,
+    ) -> LogVerification:
+        """Replays the log against keys you pinned (see ``verify_log``); ``kept``, a checkpoint
+        you kept, must be one of its prefixes. Raises ``LogVerificationError``."""
+        return verify_log(self.lines, trusted, keys=keys, kept=kept, origin=origin)
 
 
 # --------------------------------------------------------------------------------------------

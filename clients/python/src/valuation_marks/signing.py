@@ -292,6 +292,10 @@ class TrustedKeys:
     def __repr__(self) -> str:
         return f"TrustedKeys({sorted(self.pinned)!r}, with public keys for {sorted(self._keys)!r})"
 
+    def public_keys(self) -> list[Jwk]:
+        """The trusted keys whose public key is at hand (one per pinned thumbprint at most)."""
+        return list(self._keys.values())
+
     def key_for(self, key_id: str) -> Jwk:
         """The trusted key whose thumbprint is ``key_id``; ``UnknownSigningKey`` if there is none."""
         key = self._keys.get(key_id)
