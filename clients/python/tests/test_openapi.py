@@ -49,15 +49,6 @@ EXCLUDED_OPERATIONS = {
 }
 EXCLUDED_SCHEMAS = {"Health", "Readiness"}  # the probes' bodies
 
-# Operations the server routes (src/api/routes.rs) that this document does not describe yet:
-# the client has their methods already. Once the document has one, the test below asks for it
-# to be taken off this list, and the checks of this module hold it like any other.
-UNDOCUMENTED_OPERATIONS = {
-    "getPublished": "GET /v1/companies/{slug}/published, a company's entries in the publication log",
-    "getLogCheckpoint": "GET /v1/log/checkpoint, the log's latest signed checkpoint",
-    "getLogConsistency": "GET /v1/log/consistency?from=, a consistency proof",
-    "getLogExport": "GET /v1/export/log, the whole publication log",
-}
 
 # Query parameters whose API name is not a Python name: the date range's from (a keyword) and,
 # to keep the pair together, to. The methods take them as start and end, both inclusive. The
@@ -221,30 +212,10 @@ def test_every_operation_has_a_method(document: dict[str, Any], cls: ClientClass
     served = set(operations(document)) - set(EXCLUDED_OPERATIONS)
     implemented = set(methods(cls))
     assert served - implemented == set(), f"operations without a {cls.__name__} method"
-    assert implemented - served - set(UNDOCUMENTED_OPERATIONS) == set(), (
-        "methods for operations the API does not serve"
-    )
-    assert served & set(UNDOCUMENTED_OPERATIONS) == set(), (
-        "documented now: take them off UNDOCUMENTED_OPERATIONS"
-    )
-    assert set(UNDOCUMENTED_OPERATIONS) <= implemented
+    assert implemented - served == set(), "methods for operations the API does not serve"
     for op_id, (path, _) in operations(document).items():
         if op_id in EXCLUDED_OPERATIONS:
             assert not path.startswith("/v1/"), f"{op_id} is excluded but is an API operation"
-
-
-def test_the_undocumented_operations_are_routed(server: Server) -> None:
-    """Each operation the document does not describe yet is one the server answers."""
-    routes = REPO_DIR / "src" / "api" / "routes.rs"
-    if routes.is_file():
-        text = routes.read_text(encoding="utf-8")
-        for op_id in UNDOCUMENTED_OPERATIONS:
-            assert f'"{op_id}"' in text, f"{op_id} is no operation of src/api/routes.rs"
-    with Client(base_url=server.base_url, max_retries=0) as client:
-        for path in ("/v1/log/checkpoint", "/v1/companies/stripe/published", "/v1/export/log"):
-            with pytest.raises(ApiError) as refused:  # no key: refused, not unknown
-                client.request(path)
-            assert refused.value.status == 401, path
 
 
 @pytest.mark.parametrize("cls", [Client, AsyncClient], ids=["Client", "AsyncClient"])
