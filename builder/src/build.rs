@@ -147,10 +147,10 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
                 .collect();
             log.append(&version, &entries, &options.signing_key);
             format!(
-                "{carried}; {} marks of version {version} appended ({} entries, {} versions)",
+                "{carried}; {} marks of version {version} appended ({} entries, {})",
                 entries.len(),
                 log.leaves.len(),
-                log.checkpoints.len()
+                versions(log.checkpoints.len())
             )
         }
     };
@@ -236,11 +236,20 @@ fn carried_log(
         }));
     }
     let words = format!(
-        "carried the publication log ({origin}: {} versions, {} entries, every checkpoint verified)",
-        log.checkpoints.len(),
+        "carried the publication log ({origin}: {}, {} entries, every checkpoint verified)",
+        versions(log.checkpoints.len()),
         log.leaves.len()
     );
     Ok((log, words))
+}
+
+/// "1 version", "4 versions".
+pub fn versions(n: usize) -> String {
+    if n == 1 {
+        "1 version".into()
+    } else {
+        format!("{n} versions")
+    }
 }
 
 fn gunzip(bytes: &[u8]) -> Result<String, BuildError> {
