@@ -156,17 +156,15 @@ def retraction_target(rows: list[dict[str, str]]) -> dict[str, str]:
 
 def _next_version(sample: Path, into: Path) -> tuple[str, str]:
     """Writes the sample's successor (a day later, a Stripe tender offer and a retraction) into
-    ``into``, with the publication log the sample carries."""
+    ``into``, with every other file of the sample's dataset."""
     toml = (sample / "dataset.toml").read_text(encoding="utf-8")
     found = re.search(r'^dataset_version = "(\d{4}-\d{2}-\d{2})"', toml, re.M)
     assert found, "dataset.toml has no dataset_version"
     previous = found.group(1)
     following = (datetime.date.fromisoformat(previous) + datetime.timedelta(days=1)).isoformat()
-    into.mkdir()
-    shutil.copy(sample / "companies.csv", into / "companies.csv")
-    log = re.search(r'^publication_log = "(.+)"', toml, re.M)
-    if log:  # the log the sample carries: the build checks it agrees with the previous snapshot's
-        shutil.copy(sample / log.group(1), into / log.group(1))
+    # Every file of the dataset: the publication log it carries and the key that signed it with
+    # the rest (the build checks the log agrees with the previous snapshot's).
+    shutil.copytree(sample, into, ignore=shutil.ignore_patterns("*.py", "*.md", "__pycache__"))
     toml = re.sub(r'^dataset_version = ".*"', f'dataset_version = "{following}"', toml, flags=re.M)
     toml = re.sub(r'^as_of = ".*"', f'as_of = "{following}"', toml, flags=re.M)
     (into / "dataset.toml").write_text(toml, encoding="utf-8")

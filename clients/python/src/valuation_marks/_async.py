@@ -713,7 +713,7 @@ class AsyncClient:
     async def log_consistency(self, from_size: int) -> LogConsistency:
         """The consistency proof from the tree of a published checkpoint (``from_size`` entries,
         one of ``published(...).versions``) to today's (research and above). A size that is no
-        published checkpoint's, or today's own, is ``InvalidParameter``."""
+        published checkpoint's is ``InvalidParameter``; today's own gives the empty proof."""
         return from_json(LogConsistency, await self._json(calls.get_log_consistency(from_size)))
 
     async def verify_history(
