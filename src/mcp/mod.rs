@@ -416,8 +416,10 @@ impl MarksTools {
                        on its day, month-end marks against the next reported value, and against the value on the day), \
                        with the bands' coverage, the confidence judged as a forecast (no skill: it is published as a \
                        track record), bootstrap comparisons and findings in words on which number wins which score. \
+                       Also each index on its last day with weights capped and with plain value weights. \
                        Returns {meta, methodology_version, disclosure, params, numbers, event_day, month_end, \
-                       comparisons, latest_private, in_force, findings}; the figures are the same for every caller."
+                       comparisons, latest_private, in_force, findings, index_weight_cap, indices}; the figures are \
+                       the same for every caller."
     )]
     async fn get_scorecard(&self, context: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         self.get(&context, "/v1/scorecard").await
