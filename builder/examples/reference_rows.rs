@@ -136,7 +136,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .month_ends
         .iter()
         .map(|row: &MonthEnd| {
-            let s = scored(&fit, row);
+            let s = scored(fit, row);
             let q = s.band_offsets;
             let anchor = &companies[row.company].events[row.anchor.event];
             let (e1, e2) = (s.s1(Number::Mark), s.s2(Number::Mark));

@@ -208,7 +208,7 @@ fn an_agreed_sale_holds_its_price_and_a_terminated_one_anchors_nothing() {
     let fit = &method.fit;
     // The agreed price holds on every day after the agreement.
     for on in ["2024-01-01", "2024-09-30", "2025-06-30"] {
-        assert!(close(mark_on(&fit, &dataset, "held", on), 3.0e9, 1e-14), "{on}");
+        assert!(close(mark_on(fit, &dataset, "held", on), 3.0e9, 1e-14), "{on}");
     }
     let at = position(&dataset, "held");
     let held = fit.marks(at, &dataset.companies[at]);
@@ -222,7 +222,7 @@ fn an_agreed_sale_holds_its_price_and_a_terminated_one_anchors_nothing() {
     let at = position(&dataset, "failed");
     let history = &fit.histories[at];
     assert_eq!(history.anchors.len(), 1);
-    let on_day = mark_on(&fit, &dataset, "failed", "2024-03-01");
+    let on_day = mark_on(fit, &dataset, "failed", "2024-03-01");
     let round_based = fit.marked(history, day("2024-03-01"), true).unwrap();
     assert_eq!(round_based.anchor.log_value, 1.0e9f64.ln());
     assert!(close(on_day, round_based.x.exp(), 1e-15));

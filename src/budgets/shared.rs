@@ -572,17 +572,6 @@ fn redact(url: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn credentials_never_reach_the_shown_address() {
-        assert_eq!(redact("redis://user:secret@cache:6379/2"), "redis://cache:6379/2");
-        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
-    }
-}
-
 impl crate::metric::Report for SharedBudgets {
     fn metrics(&self) -> Vec<crate::metric::Metric> {
         use crate::metric::Metric;
@@ -625,5 +614,16 @@ impl crate::metric::Report for SharedBudgets {
                 u64::from(self.is_shared()),
             ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_never_reach_the_shown_address() {
+        assert_eq!(redact("redis://user:secret@cache:6379/2"), "redis://cache:6379/2");
+        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
     }
 }

@@ -579,6 +579,29 @@ impl hyper::body::Body for ResponseBody {
     }
 }
 
+impl crate::metric::Report for Decoders {
+    fn metrics(&self) -> Vec<crate::metric::Metric> {
+        use crate::metric::Metric;
+        vec![
+            Metric::counter(
+                "marks_export_decodes_refused_for_share_total",
+                "Decoded exports answered 429 because their key already held its share of the decoders.",
+                self.refused_for_share.load(Relaxed),
+            ),
+            Metric::counter(
+                "marks_export_decodes_cut_slow_total",
+                "Decoded exports cut because their reader took less than the floor rate; their place was freed.",
+                self.cut_slow.load(Relaxed),
+            ),
+            Metric::gauge(
+                "marks_export_decodes_active",
+                "Exports being decoded now for clients that do not accept gzip.",
+                self.active() as u64,
+            ),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -676,28 +699,5 @@ mod tests {
         assert!(decoders.try_acquire(&Arc::from("other")).is_ok());
         std::thread::sleep(Duration::from_millis(250));
         assert!(decoders.try_acquire(&key).is_ok(), "after the window");
-    }
-}
-
-impl crate::metric::Report for Decoders {
-    fn metrics(&self) -> Vec<crate::metric::Metric> {
-        use crate::metric::Metric;
-        vec![
-            Metric::counter(
-                "marks_export_decodes_refused_for_share_total",
-                "Decoded exports answered 429 because their key already held its share of the decoders.",
-                self.refused_for_share.load(Relaxed),
-            ),
-            Metric::counter(
-                "marks_export_decodes_cut_slow_total",
-                "Decoded exports cut because their reader took less than the floor rate; their place was freed.",
-                self.cut_slow.load(Relaxed),
-            ),
-            Metric::gauge(
-                "marks_export_decodes_active",
-                "Exports being decoded now for clients that do not accept gzip.",
-                self.active() as u64,
-            ),
-        ]
     }
 }

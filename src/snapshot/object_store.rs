@@ -505,6 +505,36 @@ pub async fn poll_forever(
     }
 }
 
+impl crate::metric::Report for SnapshotSource {
+    fn metrics(&self) -> Vec<crate::metric::Metric> {
+        use crate::metric::Metric;
+        let load = |counter: &AtomicU64| counter.load(Relaxed);
+        let c = &self.counters;
+        vec![
+            Metric::counter(
+                "marks_snapshot_source_polls_total",
+                "Looks at the published manifest (CURRENT) in object storage.",
+                load(&c.polls),
+            ),
+            Metric::counter(
+                "marks_snapshot_source_errors_total",
+                "Polls or downloads that could not reach the object store (retried at the next poll).",
+                load(&c.errors),
+            ),
+            Metric::counter(
+                "marks_snapshot_source_downloads_total",
+                "Published snapshots downloaded.",
+                load(&c.downloads),
+            ),
+            Metric::counter(
+                "marks_snapshot_source_refusals_total",
+                "Published manifests or snapshots refused (wrong hash or size, failed checks).",
+                load(&c.refusals),
+            ),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,35 +566,5 @@ mod tests {
         let bad = good.replace("0f0f", "../");
         assert!(Manifest::parse(bad.as_bytes()).is_err());
         assert!(Manifest::parse(b"not json").is_err());
-    }
-}
-
-impl crate::metric::Report for SnapshotSource {
-    fn metrics(&self) -> Vec<crate::metric::Metric> {
-        use crate::metric::Metric;
-        let load = |counter: &AtomicU64| counter.load(Relaxed);
-        let c = &self.counters;
-        vec![
-            Metric::counter(
-                "marks_snapshot_source_polls_total",
-                "Looks at the published manifest (CURRENT) in object storage.",
-                load(&c.polls),
-            ),
-            Metric::counter(
-                "marks_snapshot_source_errors_total",
-                "Polls or downloads that could not reach the object store (retried at the next poll).",
-                load(&c.errors),
-            ),
-            Metric::counter(
-                "marks_snapshot_source_downloads_total",
-                "Published snapshots downloaded.",
-                load(&c.downloads),
-            ),
-            Metric::counter(
-                "marks_snapshot_source_refusals_total",
-                "Published manifests or snapshots refused (wrong hash or size, failed checks).",
-                load(&c.refusals),
-            ),
-        ]
     }
 }
