@@ -91,7 +91,7 @@ fn series_rendering(c: &mut Criterion) {
     let dates = marks_builder::render::series_dates(&marks.series);
     #[derive(serde::Serialize)]
     struct Point {
-        date: marks_format::day::Day,
+        date: marks_format::rules::day::Day,
         mark_usd: u64,
         lower_usd: u64,
         upper_usd: u64,

@@ -41,7 +41,7 @@ pub struct App {
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
     #[error("--publisher-key")]
-    PublisherKey(#[source] marks_format::signatures::KeyError),
+    PublisherKey(#[source] marks_format::rules::signatures::KeyError),
     #[error("--cursor-key")]
     CursorKey(#[source] CursorKeyError),
     #[error("--tls-cert/--tls-key")]
@@ -74,7 +74,7 @@ pub fn resolve(settings: &Settings, bound: SocketAddr) -> Result<ResolvedFiles, 
     let publisher_key = data
         .publisher_key
         .as_deref()
-        .map(marks_format::signatures::read_verifying_key)
+        .map(marks_format::rules::signatures::read_verifying_key)
         .transpose()
         .map_err(ResolveError::PublisherKey)?;
     let (cursor_key, cursor_key_generated) = match &settings.access.cursor_key {
@@ -203,7 +203,7 @@ impl App {
                 "addr": server.addr.to_string(),
                 "pid": std::process::id(),
             });
-            marks_format::atomic_file::write(path, ready.to_string().as_bytes())
+            marks_format::file::atomic_file::write(path, ready.to_string().as_bytes())
                 .with_context(|| format!("--ready-file {}", path.display()))?;
         }
         let shutdown = server.shutdown_trigger().subscribe();

@@ -28,6 +28,12 @@
 //! - [`web`]: the pages' files compiled into the binary (the explorer, the API reference and
 //!   their assets).
 
+// The server reads files by offset, idles its loader thread with SCHED_IDLE, answers Unix
+// signals and links the sample into place: it is built for Unix (Linux, and macOS for
+// development) and nothing else, said here once rather than in branches that never compile.
+#[cfg(not(unix))]
+compile_error!("marks runs on Unix: Linux in production, macOS for development");
+
 pub mod api;
 pub mod app;
 pub mod budgets;

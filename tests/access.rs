@@ -446,8 +446,13 @@ async fn revocation_and_new_keys_apply_on_reload_without_failing_requests() {
             .status,
         200
     );
-    let (_, new_key) =
-        marks::keys::edit::issue(&server.keys_path, marks_format::tiers::Tier::Business, "acme", None).unwrap();
+    let (_, new_key) = marks::keys::edit::issue(
+        &server.keys_path,
+        marks_format::rules::tiers::Tier::Business,
+        "acme",
+        None,
+    )
+    .unwrap();
     marks::keys::edit::set_status(&server.keys_path, "demo-pro", marks::keys::file::KeyStatus::Revoked).unwrap();
     let mut applied = false;
     for _ in 0..100 {
@@ -508,7 +513,7 @@ async fn a_key_with_its_own_budget_reports_it() {
     let server = TestServer::start().await;
     let (_, key) = marks::keys::edit::issue(
         &server.keys_path,
-        marks_format::tiers::Tier::Pro,
+        marks_format::rules::tiers::Tier::Pro,
         "loadtest",
         Some(90_000),
     )

@@ -327,7 +327,7 @@ fn keygen_writes_a_private_key_only_its_owner_reads_and_prints_its_kid() {
     assert!(output.status.success());
     let kid = text(&output.stdout).trim().to_string();
     let key = marks_builder::render::signing::read_signing_key(&path).unwrap();
-    assert_eq!(kid, marks_format::signatures::kid(&key.verifying_key()));
+    assert_eq!(kid, marks_format::rules::signatures::kid(&key.verifying_key()));
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
     assert!(

@@ -146,7 +146,7 @@ async fn get_company_returns_the_profile_with_observations() {
 
 /// Days from one `YYYY-MM-DD` to another.
 fn days_between(from: &str, to: &str) -> i64 {
-    let day = |s: &str| marks_format::day::Day::parse(s).unwrap();
+    let day = |s: &str| marks_format::rules::day::Day::parse(s).unwrap();
     i64::from(day(to).days_since(day(from)))
 }
 

@@ -44,7 +44,7 @@ fn dollars_by_hand() {
 }
 
 fn days_between(from: &str, to: &str) -> i64 {
-    let day = |s: &str| marks_format::day::Day::parse(s).unwrap();
+    let day = |s: &str| marks_format::rules::day::Day::parse(s).unwrap();
     i64::from(day(to).days_since(day(from)))
 }
 

@@ -134,7 +134,7 @@ async fn the_scorecard_page_shows_the_served_figures() {
     assert!(checked > 40, "{checked} figures checked");
     // The findings, in words, as served.
     for finding in card["findings"].as_array().unwrap() {
-        let text = marks_format::frame::escape_html(finding.as_str().unwrap());
+        let text = marks::web::frame::escape_html(finding.as_str().unwrap());
         assert!(page.contains(&text), "finding missing: {text}");
     }
 }
@@ -154,7 +154,7 @@ async fn the_home_page_says_what_is_served() {
     // How fresh the data is, worked out from the source CSV: the newest event, and the median
     // (the lower middle) of the days from each company's last event to as_of.
     let as_of = ready["as_of"].as_str().unwrap();
-    let day = |s: &str| marks_format::day::Day::parse(s).unwrap();
+    let day = |s: &str| marks_format::rules::day::Day::parse(s).unwrap();
     let mut last: BTreeMap<String, String> = BTreeMap::new();
     for row in sample_effective_events() {
         let slot = last.entry(row["slug"].clone()).or_default();

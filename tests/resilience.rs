@@ -18,7 +18,7 @@ use crate::util::*;
 async fn unlimited_key(server: &TestServer) -> String {
     let (_, key) = marks::keys::edit::issue(
         &server.keys_path,
-        marks_format::tiers::Tier::Enterprise,
+        marks_format::rules::tiers::Tier::Enterprise,
         "load",
         Some(100_000_000),
     )

@@ -57,7 +57,7 @@ async fn the_export_is_every_company_with_its_mark_bands_events_and_signed_recor
     let exported: Vec<&str> = lines.iter().map(|l| l["slug"].as_str().unwrap()).collect();
     assert_eq!(exported, slugs, "one line per company, in slug order");
 
-    let keys = marks_format::signatures::parse_jwks(&server.get("/v1/signing-keys", None).await.body);
+    let keys = marks_format::rules::signatures::parse_jwks(&server.get("/v1/signing-keys", None).await.body);
     for line in &lines {
         let slug = line["slug"].as_str().unwrap();
         let profile = server
@@ -94,7 +94,7 @@ async fn the_export_is_every_company_with_its_mark_bands_events_and_signed_recor
         assert_eq!(line["resolution"], resolution.json(), "{slug}");
         let record = serde_json::to_vec(&line["resolution"]).unwrap();
         assert_eq!(
-            marks_format::signatures::verify_record(&record, &keys),
+            marks_format::rules::signatures::verify_record(&record, &keys),
             Ok(()),
             "{slug}"
         );
@@ -504,7 +504,7 @@ async fn start_unread_export(server: &TestServer, path: &str, key: &str) -> (u16
 fn second_enterprise_key(server: &TestServer) -> String {
     let (_, key) = marks::keys::edit::issue(
         &server.keys_path,
-        marks_format::tiers::Tier::Enterprise,
+        marks_format::rules::tiers::Tier::Enterprise,
         "another-tenant",
         None,
     )

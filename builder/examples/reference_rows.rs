@@ -16,7 +16,7 @@ use marks_builder::methodology::bands::MonthEnd;
 use marks_builder::methodology::history::{History, OutcomeKind};
 use marks_builder::methodology::scorecard::{scored, within_tolerance, Number};
 use marks_builder::methodology::Method;
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// Days since 1970-01-01, the day numbers of the reference implementation.
 fn unix_day(day: Day) -> i32 {

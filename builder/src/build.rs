@@ -25,15 +25,15 @@ use crate::render::indices::{IndexInfo, IndexSummary};
 use crate::render::publication_log::{Band95, Entry, EntryOutcome, LogError, PublicationLog, Published};
 use crate::render::signing::{self, KeyError};
 use crate::writer::{SnapshotWriter, WriteError};
-use marks_format::gzip::{self, Piece};
-use marks_format::layout::{
+use marks_format::file::gzip::{self, Piece};
+use marks_format::file::layout::{
     compare_rows, mark_is_current, ArchivedIndex, CompanyEntry, EventFingerprint, Exports, Index, IndexEntry,
     LatestBands, ListEntry, RowKey, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL,
     UNIVERSE_FREE,
 };
-use marks_format::reader::{OpenOptions, Snapshot, SnapshotError};
-use marks_format::tiers::Tier;
-use marks_format::weights::MIN_SECTOR_COMPANIES;
+use marks_format::file::reader::{OpenOptions, Snapshot, SnapshotError};
+use marks_format::rules::tiers::Tier;
+use marks_format::rules::weights::MIN_SECTOR_COMPANIES;
 
 const CHUNK: usize = 256;
 
@@ -110,7 +110,7 @@ pub fn build(options: &BuildOptions) -> Result<BuildReport, BuildError> {
         published_keys.extend(signing::parse_jwks(jwks).into_iter().map(|(_, key)| key));
     }
     for path in &dataset.info.publication_log_keys {
-        let key = marks_format::signatures::read_verifying_key(path).map_err(|e| LogError::Whole {
+        let key = marks_format::rules::signatures::read_verifying_key(path).map_err(|e| LogError::Whole {
             what: path.display().to_string(),
             reason: format!("not a public key for the publication log: {e}"),
         })?;
@@ -360,7 +360,7 @@ impl Deflating {
     fn new(meta: &[u8], gzip_level: u32) -> std::io::Result<Deflating> {
         let export_level = gzip_level.max(1);
         let prefix = render::series_prefix(meta);
-        let csv_header = marks_format::table::header(marks_format::table::SERIES_COLUMNS);
+        let csv_header = marks_format::rules::table::header(marks_format::rules::table::SERIES_COLUMNS);
         Ok(Deflating {
             gzip_level,
             export_level,
@@ -481,7 +481,7 @@ struct Spools([Spool; 6]);
 
 impl Spools {
     fn create(dir: &Path, meta: &[u8], companies: usize, level: u32) -> std::io::Result<Spools> {
-        use marks_format::table::{header, EXPORT_COMPANY_COLUMNS, SERIES_COLUMNS};
+        use marks_format::rules::table::{header, EXPORT_COMPANY_COLUMNS, SERIES_COLUMNS};
         let json = |export, coverage| render::export_header(meta, export, coverage, companies);
         Ok(Spools([
             Spool::create(dir, &json("companies", None), level)?,
@@ -647,12 +647,17 @@ fn write_snapshot(
             writer.append_body(&render::sectors(&meta, &counts), None)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let search_words = marks_format::search::word_index(companies.iter().map(|c| c.search_names.as_slice()));
+    let search_words = marks_format::rules::search::word_index(companies.iter().map(|c| c.search_names.as_slice()));
     let (indices, index_list, index_summaries) =
         write_indices(&mut writer, &meta, &sectors, index_builder.finish(), options.gzip_level)?;
     let usage = Tier::ALL
         .iter()
-        .map(|&tier| writer.append_body(&marks_format::tiers::usage_body(&meta, tier, tier.rate_per_min()), None))
+        .map(|&tier| {
+            writer.append_body(
+                &marks_format::rules::tiers::usage_body(&meta, tier, tier.rate_per_min()),
+                None,
+            )
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let signing_keys = writer.append_body(&signing::jwks_body(published_keys), None)?;
     let mut compressed = |body: Vec<u8>| writer.append_body(&body, gzip(&body, options.gzip_level).as_deref());
@@ -676,9 +681,15 @@ fn write_snapshot(
     let scorecard_targets = public?.finish(&mut writer, &options.out);
     let scorecard_targets_full = full?.finish(&mut writer, &options.out);
     let home = crate::present::home::home(dataset, &method.scorecard);
-    let home_page = writer.append_body(&home, gzip(&home, options.gzip_level).as_deref())?;
-    let scorecard_html = crate::present::scorecard_page::scorecard(dataset, &method.scorecard, &index_summaries);
-    let scorecard_page = writer.append_body(&scorecard_html, gzip(&scorecard_html, options.gzip_level).as_deref())?;
+    let home_page = marks_format::file::layout::PageContent {
+        title: home.title,
+        main: writer.append(home.main.as_bytes())?,
+    };
+    let scorecard_content = crate::present::scorecard_page::scorecard(dataset, &method.scorecard, &index_summaries);
+    let scorecard_page = marks_format::file::layout::PageContent {
+        title: scorecard_content.title,
+        main: writer.append(scorecard_content.main.as_bytes())?,
+    };
     let exports = spools.finish(&mut writer, &options.out)?;
     let changes = changes::change_log(dataset, &companies, previous);
     let log_index = write_log(&mut writer, &meta, log, out_dir, options)?;
@@ -733,14 +744,14 @@ fn write_log(
     log: &PublicationLog,
     out_dir: &Path,
     options: &BuildOptions,
-) -> Result<marks_format::layout::PublicationLog, BuildError> {
+) -> Result<marks_format::file::layout::PublicationLog, BuildError> {
     let note = log.checkpoints.last().map_or_else(String::new, |c| c.note.clone());
     let checkpoint = writer.append_body(note.as_bytes(), None)?;
     let mut versions = Vec::with_capacity(log.checkpoints.len());
     for version in &log.checkpoints {
         let body = log.consistency_json(meta, version);
         let consistency = writer.append_body(&body, gzip(&body, options.gzip_level).as_deref())?;
-        versions.push(marks_format::layout::LogVersion {
+        versions.push(marks_format::file::layout::LogVersion {
             dataset_version: version.dataset_version.clone(),
             tree_size: version.tree_size,
             consistency,
@@ -755,7 +766,7 @@ fn write_log(
     }
     let level = options.gzip_level.max(1);
     let file = Spool::create(out_dir, &text, level)?.finish(writer, &options.out)?;
-    Ok(marks_format::layout::PublicationLog {
+    Ok(marks_format::file::layout::PublicationLog {
         checkpoint,
         versions,
         file,
@@ -776,7 +787,7 @@ fn write_company(
     Ok(CompanyEntry {
         slug: company.slug.clone(),
         name: company.name.clone(),
-        search_names: marks_format::search::company_names(
+        search_names: marks_format::rules::search::company_names(
             &company.name,
             company.aliases.iter().map(String::as_str),
             &company.slug,
@@ -918,7 +929,7 @@ fn list_indexes(dataset: &Dataset, companies: &[CompanyEntry], sectors: &[&str])
 }
 
 /// The first day any company has an event: where the indices' days start.
-fn first_event_day(dataset: &Dataset) -> marks_format::day::Day {
+fn first_event_day(dataset: &Dataset) -> marks_format::rules::day::Day {
     dataset
         .companies
         .iter()
@@ -934,7 +945,7 @@ fn write_indices(
     sectors: &[&'static str],
     days: Vec<Vec<IndexDay>>,
     gzip_level: u32,
-) -> Result<(Vec<IndexEntry>, marks_format::layout::Body, Vec<IndexSummary>), WriteError> {
+) -> Result<(Vec<IndexEntry>, marks_format::file::layout::Body, Vec<IndexSummary>), WriteError> {
     let infos: Vec<(IndexInfo<'_>, u16)> = std::iter::once((
         IndexInfo {
             id: "all",

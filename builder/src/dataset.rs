@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use marks_format::day::Day;
-use marks_format::names::{is_valid_slug, MAX_NAME_BYTES};
+use marks_format::rules::day::Day;
+use marks_format::rules::names::{is_valid_slug, MAX_NAME_BYTES};
 
 macro_rules! string_enum {
     ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {

@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 use crate::dataset::{EventType, Sector};
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// How the synthetic world moves and reports.
 #[derive(Clone, Debug)]

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use ed25519_dalek::{Signer, SigningKey};
 use xxhash_rust::xxh3::Xxh3;
 
-use marks_format::atomic_file::AtomicFile;
-use marks_format::etag::{etag_of, quoted};
-use marks_format::layout::{
+use marks_format::file::atomic_file::AtomicFile;
+use marks_format::file::etag::{etag_of, quoted};
+use marks_format::file::layout::{
     Body, BodyRef, Encoded, Header, Index, FORMAT_VERSION, HEADER_LEN, INDEX_ALIGN, OLDEST_READABLE_VERSION,
     SIGNED_HEADER_LEN,
 };

@@ -14,7 +14,7 @@ use marks_builder::dataset::Dataset;
 use marks_builder::methodology::scorecard::{Number, TargetKind};
 use marks_builder::methodology::{Fit, Method};
 use marks_builder::synth::{self, SynthOptions};
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// Standard normal CDF by Simpson integration of the density: independent of the builder's erf.
 fn phi(z: f64) -> f64 {

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use marks_builder::render::signing;
 use marks_builder::{BuildError, BuildOptions};
-use marks_format::etag::etag_of;
-use marks_format::layout::{Header, HEADER_LEN};
-use marks_format::tiers::Tier;
+use marks_format::file::etag::etag_of;
+use marks_format::file::layout::{Header, HEADER_LEN};
+use marks_format::rules::tiers::Tier;
 use marks_format::{OpenOptions, Snapshot, SnapshotError};
 
 /// The bundled sample, as served.
@@ -827,7 +827,7 @@ fn corrections_are_appended_never_edited() {
 /// still opens, and each older one is refused with a message that says to rebuild.
 #[test]
 fn golden_snapshots_of_every_format_version_open_or_are_refused_as_too_old() {
-    use marks_format::layout::OLDEST_READABLE_VERSION;
+    use marks_format::file::layout::OLDEST_READABLE_VERSION;
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let (mut readable, mut too_old) = (0, 0);
     for entry in std::fs::read_dir(&golden).unwrap() {
@@ -896,7 +896,7 @@ fn the_published_test_vector_verifies() {
 #[test]
 fn the_change_log_keeps_the_last_versions_and_a_rebuild_adds_none() {
     use marks_builder::render::changes::LOG_DEPTH;
-    use marks_format::day::Day;
+    use marks_format::rules::day::Day;
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source");
     std::fs::create_dir_all(&source).unwrap();

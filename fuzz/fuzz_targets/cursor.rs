@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use marks::api::cursor::{Cursor, CursorKey, SortKey};
-use marks_format::names::{MAX_NAME_BYTES, MAX_SLUG_BYTES};
+use marks_format::rules::names::{MAX_NAME_BYTES, MAX_SLUG_BYTES};
 
 fn key() -> &'static CursorKey {
     static KEY: OnceLock<CursorKey> = OnceLock::new();

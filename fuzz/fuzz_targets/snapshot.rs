@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use marks_format::layout::{Header, HEADER_LEN};
+use marks_format::file::layout::{Header, HEADER_LEN};
 use marks_format::{OpenOptions, Snapshot};
 
 fuzz_target!(|data: &[u8]| {

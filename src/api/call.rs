@@ -2,7 +2,7 @@
 //! caller's tier must have, and the coverage it may read. Below `operations` and `indices`,
 //! which both answer calls.
 
-use marks_format::tiers::{Scope, Tier};
+use marks_format::rules::tiers::{Scope, Tier};
 
 use crate::api::query::{self, Params};
 use crate::api::state::State;

@@ -7,8 +7,8 @@
 //! slug order), bound to the `since` they came from, so a cursor keeps working after a swap.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use marks_format::day::Day;
-use marks_format::layout::{ArchivedChangeRow, CHANGE_KINDS};
+use marks_format::file::layout::{ArchivedChangeRow, CHANGE_KINDS};
+use marks_format::rules::day::Day;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::cursor::{Cursor, CursorKey, SortKey};

@@ -19,8 +19,14 @@ const VERSION: u8 = 1;
 const TAG_LEN: usize = 32;
 /// The longest payload a cursor can have: a sort key of the longest name a dataset allows and
 /// the longest slug.
-const MAX_PAYLOAD_LEN: usize =
-    1 + 8 + 1 + 2 + marks_format::names::MAX_NAME_BYTES + 1 + marks_format::names::MAX_SLUG_BYTES + TAG_LEN;
+const MAX_PAYLOAD_LEN: usize = 1
+    + 8
+    + 1
+    + 2
+    + marks_format::rules::names::MAX_NAME_BYTES
+    + 1
+    + marks_format::rules::names::MAX_SLUG_BYTES
+    + TAG_LEN;
 /// Cursors longer than this are not ours; refused before any decoding work.
 pub const MAX_CURSOR_LEN: usize = MAX_PAYLOAD_LEN.div_ceil(3) * 4;
 
@@ -54,7 +60,7 @@ impl CursorKey {
 
     /// Derives the key from a file's whole contents (any secret of at least 16 bytes).
     pub fn from_file(path: &Path) -> Result<CursorKey, CursorKeyError> {
-        let secret = marks_format::regular_file::read(path).map_err(|source| CursorKeyError::Read {
+        let secret = marks_format::file::regular_file::read(path).map_err(|source| CursorKeyError::Read {
             path: path.to_owned(),
             source,
         })?;

@@ -3,11 +3,11 @@
 //! stored series of the index and of its companies (one binary search each, no other index).
 
 use bytes::Bytes;
-use marks_format::dated::{self, DateRange};
-use marks_format::day::Day;
-use marks_format::layout::{ArchivedBody, ArchivedIndexEntry};
-use marks_format::table::{self, put_row, Cell, CONSTITUENT_COLUMNS};
-use marks_format::tiers::Scope;
+use marks_format::file::layout::{ArchivedBody, ArchivedIndexEntry};
+use marks_format::rules::dated::{self, DateRange};
+use marks_format::rules::day::Day;
+use marks_format::rules::table::{self, put_row, Cell, CONSTITUENT_COLUMNS};
+use marks_format::rules::tiers::Scope;
 use serde::Serialize;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -100,7 +100,7 @@ fn last_day(stored: &[u8], id: &str) -> Option<[u8; 10]> {
 struct Constituent<'a> {
     slug: &'a str,
     name: &'a str,
-    /// Its weight in the index: by value, capped (`marks_format::weights`).
+    /// Its weight in the index: by value, capped (`marks_format::rules::weights`).
     weight: f64,
     /// Its share of the day's value, before capping.
     value_weight: f64,
@@ -203,7 +203,7 @@ fn render(
     let values: Vec<f64> = members.iter().map(|m| m.mark_usd as f64).collect();
     let total: f64 = values.iter().sum();
     let round = |w: f64| (w * 1e6).round() / 1e6;
-    for (member, weight) in members.iter_mut().zip(marks_format::weights::weights(&values)) {
+    for (member, weight) in members.iter_mut().zip(marks_format::rules::weights::weights(&values)) {
         member.weight = round(weight);
         member.value_weight = if total > 0.0 {
             round(member.mark_usd as f64 / total)

@@ -7,8 +7,8 @@ use std::cmp::Ordering;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue};
-use marks_format::layout::{compare_rows, ArchivedCompanyEntry, ArchivedIndex, RowKey, UNIVERSE_FREE};
-use marks_format::search;
+use marks_format::file::layout::{compare_rows, ArchivedCompanyEntry, ArchivedIndex, RowKey, UNIVERSE_FREE};
+use marks_format::rules::search;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::cursor::{Cursor, CursorKey, SortKey};
@@ -259,7 +259,7 @@ impl<'a> Page<'a> {
     pub fn render_csv(&self) -> Bytes {
         let loaded = self.loaded;
         let companies = loaded.snapshot.index().companies.as_slice();
-        let header = marks_format::table::header(marks_format::table::COMPANY_COLUMNS);
+        let header = marks_format::rules::table::header(marks_format::rules::table::COMPANY_COLUMNS);
         let rows: usize = self
             .rows
             .iter()

@@ -13,9 +13,9 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use http::header::HeaderValue;
 use http::StatusCode;
-use marks_format::etag::etag_of;
-use marks_format::layout::{ArchivedCompanyEntry, UNIVERSE_ALL, UNIVERSE_FREE};
-use marks_format::tiers::{Scope, Tier};
+use marks_format::file::etag::etag_of;
+use marks_format::file::layout::{ArchivedCompanyEntry, UNIVERSE_ALL, UNIVERSE_FREE};
+use marks_format::rules::tiers::{Scope, Tier};
 
 use crate::api::call::{coverage, require, Call};
 use crate::api::changes::{self, ChangesQuery, CHANGES_PARAMS};
@@ -26,7 +26,7 @@ use crate::api::query::{ListQuery, Params, LIST_PARAMS};
 use crate::api::routes::Operation;
 use crate::api::rows::{self, Form};
 use crate::api::state::State;
-use crate::response::headers::{DOCS_CSP, HTML, JSON, PAGE_CSP};
+use crate::response::headers::{DOCS_CSP, JSON, PAGE_CSP};
 use crate::response::problem::ApiError;
 use crate::response::{header_value, Cache, Negotiation, Representation};
 use crate::snapshot::{epoch_seconds, LoadedSnapshot, Refusal};
@@ -318,7 +318,7 @@ fn usage(call: &Call<'_>) -> Result<Representation, ApiError> {
         Some(body) if !caller.custom_rate => Ok(call.negotiation.stored(call.loaded, body, Cache::Private)),
         _ => {
             // A key with its own budget: its usage body is not in the snapshot.
-            let body = marks_format::tiers::usage_body(&call.loaded.meta, caller.tier, caller.rate_per_min);
+            let body = marks_format::rules::tiers::usage_body(&call.loaded.meta, caller.tier, caller.rate_per_min);
             let etag = etag_of(&body);
             Ok(call
                 .negotiation
@@ -400,16 +400,15 @@ pub fn openapi(query: Option<&str>, negotiation: &Negotiation<'_>) -> Result<Rep
     Ok(negotiation.web_file(document, Cache::Public))
 }
 
-/// `/` and `/scorecard`: pages the builder rendered into the snapshot.
+/// `/` and `/scorecard`: the pages whose content the snapshot carries, drawn in the frame
+/// when it was put in force.
 pub fn snapshot_page(operation: Operation, loaded: &LoadedSnapshot, negotiation: &Negotiation<'_>) -> Representation {
-    let index = loaded.snapshot.index();
-    let body = if operation == Operation::HomePage {
-        &index.home_page
+    let page = if operation == Operation::HomePage {
+        &loaded.pages.home
     } else {
-        &index.scorecard_page
+        &loaded.pages.scorecard
     };
-    let mut representation = negotiation.stored(loaded, body, Cache::Public);
-    representation.content_type = HTML;
+    let mut representation = negotiation.web_file(page, Cache::Public);
     representation.page_policy = Some(PAGE_CSP);
     representation
 }

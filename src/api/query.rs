@@ -6,9 +6,9 @@
 
 use std::borrow::Cow;
 
-use marks_format::layout::{OUTCOME_NAMES, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE};
-use marks_format::search::{search_form, MAX_QUERY_CHARS};
-use marks_format::tiers::{PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX};
+use marks_format::file::layout::{OUTCOME_NAMES, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE};
+use marks_format::rules::search::{search_form, MAX_QUERY_CHARS};
+use marks_format::rules::tiers::{PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX};
 
 use crate::response::problem::ApiError;
 
@@ -80,7 +80,7 @@ pub struct ListQuery<'a> {
     pub status: u8,
     /// Index into `SORTS`, or `None` when not given: slug ascending, or with `q` relevance.
     pub sort: Option<u8>,
-    /// The search, in `marks_format::search::search_form`: never empty when given.
+    /// The search, in `marks_format::rules::search::search_form`: never empty when given.
     pub search: Option<String>,
     /// The outcomes asked for, one bit per `OUTCOME_*` code; 0: any.
     pub outcomes: u8,

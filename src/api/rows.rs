@@ -3,13 +3,13 @@
 //!
 //! Every CSV body but a list page is stored in the snapshot like its JSON; a list page is
 //! assembled from stored rows. A range is cut out of the stored body by binary search over its
-//! bytes (`marks_format::dated`), and a ranged series export is the ranges of every company's
+//! bytes (`marks_format::rules::dated`), and a ranged series export is the ranges of every company's
 //! stored series sent one after the other, with no copy and no decoding.
 
 use bytes::Bytes;
-use marks_format::dated::{self, DateRange, JSON_POINT};
-use marks_format::day::Day;
-use marks_format::layout::ArchivedBody;
+use marks_format::file::layout::ArchivedBody;
+use marks_format::rules::dated::{self, DateRange, JSON_POINT};
+use marks_format::rules::day::Day;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::query::Params;
@@ -191,7 +191,9 @@ pub fn series_export_range(
                 line.push(b'\n');
                 Bytes::from(line)
             }
-            Form::Csv => Bytes::from(marks_format::table::header(marks_format::table::SERIES_COLUMNS)),
+            Form::Csv => Bytes::from(marks_format::rules::table::header(
+                marks_format::rules::table::SERIES_COLUMNS,
+            )),
         });
         let prefix = loaded.meta.len() + b"{\"meta\":,".len();
         for company in index.companies.iter() {

@@ -10,8 +10,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use marks_builder::render::signing;
 use marks_builder::synth::{self, SynthOptions};
-use marks_format::day::Day;
-use marks_format::tiers::Tier;
+use marks_format::rules::day::Day;
+use marks_format::rules::tiers::Tier;
 
 use crate::keys::file::{self as keys_file, KeyStatus};
 use marks_builder::BuildOptions;
@@ -248,7 +248,7 @@ pub fn install(snapshot: &Path, live: &Path, publisher_key: Option<&Path>) -> Re
     let header = checked.header().clone();
     drop(checked);
     let started = Instant::now();
-    let bytes = marks_format::atomic_file::copy(snapshot, live)
+    let bytes = marks_format::file::atomic_file::copy(snapshot, live)
         .with_context(|| format!("cannot install {} as {}", snapshot.display(), live.display()))?;
     eprintln!(
         "installed {} as {} (dataset {}, methodology {}, {bytes} bytes) in {:.2}s; a server watching it swaps to it at its next look",
@@ -284,12 +284,12 @@ pub fn ensure_sample_snapshot(path: &Path) -> Result<()> {
     let built = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     // A sample built by an older version of this program is rebuilt too, not refused.
     let current_format = || {
-        let mut header = [0u8; marks_format::layout::HEADER_LEN];
+        let mut header = [0u8; marks_format::file::layout::HEADER_LEN];
         std::fs::File::open(path)
             .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut header))
             .ok()
-            .and_then(|()| marks_format::layout::Header::decode(&header).ok())
-            .is_some_and(|h| h.format_version == marks_format::layout::FORMAT_VERSION)
+            .and_then(|()| marks_format::file::layout::Header::decode(&header).ok())
+            .is_some_and(|h| h.format_version == marks_format::file::layout::FORMAT_VERSION)
     };
     if matches!((built, newest_source), (Some(built), Some(source)) if built >= source) && current_format() {
         return Ok(());

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use marks_format::tiers::Tier;
+use marks_format::rules::tiers::Tier;
 
 use crate::keys::file::KeyStatus;
 use crate::settings::Settings;

@@ -133,7 +133,6 @@ fn point_at_sample(current: &Path) -> Result<()> {
 /// SIGUSR1 reopens the access log's file (after logrotate has renamed it).
 /// Installed before the server says it is listening, so that a SIGHUP sent as soon as the
 /// address is announced reloads rather than ends the process (SIGHUP's default action).
-#[cfg(unix)]
 struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
@@ -141,7 +140,6 @@ struct Signals {
     usr1: tokio::signal::unix::Signal,
 }
 
-#[cfg(unix)]
 impl Signals {
     fn install() -> Result<Signals> {
         use tokio::signal::unix::{signal, SignalKind};
@@ -173,19 +171,5 @@ impl Signals {
                 }
             }
         }
-    }
-}
-
-#[cfg(not(unix))]
-struct Signals;
-
-#[cfg(not(unix))]
-impl Signals {
-    fn install() -> Result<Signals> {
-        Ok(Signals)
-    }
-
-    async fn wait(self, _state: Arc<State>, _access_log: Option<AccessLog>) {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }

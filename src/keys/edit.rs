@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use marks_format::tiers::Tier;
+use marks_format::rules::tiers::Tier;
 use rand::Rng;
 
 use crate::keys::file::{read_file_or, write_file, KeyEntry, KeyStatus, KeysError, KeysFile, Missing};

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use marks_format::atomic_file;
+use marks_format::file::atomic_file;
 use serde::{Deserialize, Serialize};
 
 /// Every key starts with this, so leaked keys are recognisable.
@@ -71,7 +71,7 @@ pub(crate) fn read_file_or(path: &Path, missing: Missing) -> Result<KeysFile, Ke
         path: path.to_owned(),
         reason,
     };
-    let text = match marks_format::regular_file::read_to_string(path) {
+    let text = match marks_format::file::regular_file::read_to_string(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound && missing == Missing::Empty => {
             return Ok(KeysFile::default())

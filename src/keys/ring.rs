@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
-use marks_format::tiers::Tier;
+use marks_format::rules::tiers::Tier;
 
 use crate::keys::file::{self as keys_file, KeyStatus, KeysError, KeysFile};
 use crate::keys::hash::{hash_key, parse_hash};

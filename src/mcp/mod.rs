@@ -629,12 +629,12 @@ fn invalid(code: &str, detail: String) -> CallToolResult {
 /// URL is built: a slug such as `.` would otherwise become a dot segment that URL parsers
 /// resolve (`/v1/companies/./marks` is `/v1/companies/marks`), calling another operation.
 fn company_path(slug: &str, tail: &str) -> Result<String, CallToolResult> {
-    if !marks_format::names::is_valid_slug(slug) {
+    if !marks_format::rules::names::is_valid_slug(slug) {
         return Err(invalid(
             "invalid_slug",
             format!(
                 "{slug:?} is not a company slug: 1 to {} lowercase letters, digits and '-', starting with a letter or digit (search_companies gives them)",
-                marks_format::names::MAX_SLUG_BYTES
+                marks_format::rules::names::MAX_SLUG_BYTES
             ),
         ));
     }
@@ -644,7 +644,7 @@ fn company_path(slug: &str, tail: &str) -> Result<String, CallToolResult> {
 /// `/v1/indices/{id}{tail}`, or a tool error when `id` is not an index id (`all` or a sector
 /// name, which have the grammar of a slug).
 fn index_path(id: &str, tail: &str) -> Result<String, CallToolResult> {
-    if !marks_format::names::is_valid_slug(id) {
+    if !marks_format::rules::names::is_valid_slug(id) {
         return Err(invalid(
             "not_found",
             format!("{id:?} is not an index: all, or a sector as list_indices gives them"),

@@ -45,7 +45,6 @@ pub const PUBLIC_MAX_AGE_60: HeaderValue = HeaderValue::from_static("public, max
 pub const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 pub const PUBLIC_NO_CACHE: HeaderValue = HeaderValue::from_static("public, no-cache");
 pub const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=31536000, immutable");
-pub const HTML: HeaderValue = HeaderValue::from_static("text/html; charset=utf-8");
 pub const NOSNIFF: HeaderValue = HeaderValue::from_static("nosniff");
 pub const NO_REFERRER: HeaderValue = HeaderValue::from_static("no-referrer");
 /// The pages' policy: everything from this origin only, no inline script, no eval, no frames.
@@ -66,7 +65,7 @@ pub const VARY_KEY_ENCODING: HeaderValue = HeaderValue::from_static("X-API-Key, 
 pub const VARY_ENCODING: HeaderValue = HeaderValue::from_static("Accept-Encoding");
 pub const VARY_KEY_ACCEPT: HeaderValue = HeaderValue::from_static("X-API-Key, Accept");
 pub const VARY_KEY_ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("X-API-Key, Accept, Accept-Encoding");
-pub const CSV: HeaderValue = HeaderValue::from_static(marks_format::table::MEDIA_TYPE);
+pub const CSV: HeaderValue = HeaderValue::from_static(marks_format::rules::table::MEDIA_TYPE);
 /// A checkpoint of the publication log: a C2SP signed note.
 pub const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 pub const LINK: HeaderName = header::LINK;

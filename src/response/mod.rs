@@ -18,7 +18,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, StatusCode};
-use marks_format::layout::{ArchivedBody, ArchivedExport};
+use marks_format::file::layout::{ArchivedBody, ArchivedExport};
 
 use crate::response::body::{DecodeRefused, Decoders, Payload, ResponseBody};
 use crate::response::headers::{

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::path::Path;
 use std::time::SystemTime;
 
-use marks_format::regular_file;
+use marks_format::file::regular_file;
 
 /// Identifies a file's content cheaply, to notice a file replaced (by rename or a re-pointed
 /// symlink) or rewritten in place.
@@ -50,13 +50,8 @@ impl FileIdentity {
     }
 
     fn of_metadata(meta: &std::fs::Metadata, ends: u64) -> Option<FileIdentity> {
-        #[cfg(unix)]
-        let (device, inode) = {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        };
-        #[cfg(not(unix))]
-        let (device, inode) = (0, 0);
+        use std::os::unix::fs::MetadataExt;
+        let (device, inode) = (meta.dev(), meta.ino());
         Some(FileIdentity {
             device,
             inode,
@@ -78,13 +73,7 @@ fn ends_hash(file: &File, len: u64) -> u64 {
     hasher.digest()
 }
 
-#[cfg(unix)]
 fn read_at(file: &File, buf: &mut [u8], offset: u64) -> usize {
     use std::os::unix::fs::FileExt;
     file.read_at(buf, offset).unwrap_or(0)
-}
-
-#[cfg(not(unix))]
-fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> usize {
-    0
 }

@@ -12,7 +12,8 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwapOption;
 use ed25519_dalek::VerifyingKey;
-use marks_format::{regular_file, OpenOptions, Snapshot, SnapshotError};
+use marks_format::file::regular_file;
+use marks_format::{OpenOptions, Snapshot, SnapshotError};
 
 use crate::snapshot::identity::FileIdentity;
 use crate::snapshot::{with_causes, LoadError, LoadedSnapshot, Refusal, SlugIndex};
@@ -94,6 +95,7 @@ impl SnapshotInForce {
                     loaded_at: SystemTime::now(),
                     csv_meta: crate::snapshot::csv_meta(&meta),
                     slugs: SlugIndex::new(&snapshot),
+                    pages: crate::snapshot::SnapshotPages::of(&snapshot),
                     snapshot,
                     meta,
                     etag_seed,

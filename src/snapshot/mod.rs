@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use marks_format::layout::ArchivedCompanyEntry;
+use marks_format::file::layout::ArchivedCompanyEntry;
 use marks_format::{Snapshot, SnapshotError};
 
 use crate::snapshot::identity::FileIdentity;
@@ -31,6 +31,29 @@ pub struct LoadedSnapshot {
     pub csv_meta: Vec<(http::HeaderName, http::HeaderValue)>,
     /// The companies' positions by slug.
     pub slugs: SlugIndex,
+    /// `/` and `/scorecard`, their content the snapshot's, drawn in this binary's frame.
+    pub pages: SnapshotPages,
+}
+
+/// The pages whose content a snapshot carries, framed and prepared when it is put in force.
+#[derive(Debug)]
+pub struct SnapshotPages {
+    pub home: crate::web::WebFile,
+    pub scorecard: crate::web::WebFile,
+}
+
+impl SnapshotPages {
+    pub fn of(snapshot: &Snapshot) -> SnapshotPages {
+        let index = snapshot.index();
+        let page = |content: &marks_format::file::layout::ArchivedPageContent, current: &str| {
+            let main = String::from_utf8_lossy(snapshot.body_slice(&content.main));
+            crate::web::snapshot_page(content.title.as_str(), current, &main)
+        };
+        SnapshotPages {
+            home: page(&index.home_page, "/"),
+            scorecard: page(&index.scorecard_page, "/scorecard"),
+        }
+    }
 }
 
 impl LoadedSnapshot {

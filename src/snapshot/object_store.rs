@@ -193,7 +193,8 @@ async fn upload(store: &dyn ObjectStore, object: &StorePath, file: &FsPath) -> R
 }
 
 fn sha256_of_file(path: &FsPath) -> Result<(String, u64)> {
-    let mut file = marks_format::regular_file::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut file =
+        marks_format::file::regular_file::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut hasher = Sha256::new();
     let size = std::io::copy(&mut file, &mut hasher)?;
     Ok((hex(&hasher.finalize()), size))
@@ -285,7 +286,7 @@ impl SnapshotSource {
 
     /// The manifest of the cached snapshot, after a restart.
     pub fn remember_cached(&self) {
-        let manifest = marks_format::regular_file::read(&self.cached_manifest_file())
+        let manifest = marks_format::file::regular_file::read(&self.cached_manifest_file())
             .ok()
             .and_then(|bytes| Manifest::parse(&bytes).ok());
         if let Ok(mut status) = self.status.lock() {
@@ -384,7 +385,7 @@ impl SnapshotSource {
         std::fs::rename(&part, &current)
             .with_context(|| format!("cannot rename {} to {}", part.display(), current.display()))?;
         drop(reloading);
-        marks_format::atomic_file::write(&self.cached_manifest_file(), &serde_json::to_vec_pretty(&manifest)?)
+        marks_format::file::atomic_file::write(&self.cached_manifest_file(), &serde_json::to_vec_pretty(&manifest)?)
             .with_context(|| format!("cannot write {}", self.cached_manifest_file().display()))?;
         tracing::info!(
             source = %self.location,

@@ -1,7 +1,7 @@
 //! The pages' files compiled into the binary: the shells of the explorer, the comparison, the
 //! indices and the API reference (the content of `web/explore.html`, `web/compare.html`,
 //! `web/indices.html` and `web/docs.html`, drawn in the page frame every page shares,
-//! `marks_format::frame`) and every file under `web/assets/` (the stylesheets, the scripts, the
+//! [`frame`]) and every file under `web/assets/` (the stylesheets, the scripts, the
 //! vendored API-reference renderer with its licence).
 //!
 //! Each is prepared once, on first use, like a snapshot body: its bytes, a strong ETag, and a
@@ -10,8 +10,9 @@
 //! fingerprint is a hash of the content, so a new binary's asset has a new URL). In the shells,
 //! `{{asset:NAME}}` becomes the fingerprinted URL, and `{{include:NAME}}` the content of
 //! `web/NAME`: markup several shells share (the key panel, `web/key-panel.html`), written once.
-//! The pages that depend on the dataset (`/` and `/scorecard`) are the builder's, in the
-//! snapshot.
+//! The pages that depend on the dataset (`/` and `/scorecard`) are the builder's content, in
+//! the snapshot, drawn in the same frame when the snapshot is put in force
+//! ([`snapshot_page`]).
 //!
 //! For work on the pages, `MARKS_WEB_DIR=web` makes the server read the files from that folder
 //! (once, at first use) instead of the copy compiled in, so a page can be edited and tried
@@ -23,8 +24,10 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use http::HeaderValue;
 use include_dir::{include_dir, Dir};
-use marks_format::etag::etag_of;
-use marks_format::frame::{self, Page};
+use marks_format::file::etag::etag_of;
+pub mod frame;
+
+use frame::{without_first_comment, Page};
 
 static WEB: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/web");
 /// The docs, served as Markdown for readers and agents (`/llms.txt` links them).
@@ -107,21 +110,13 @@ impl Shell {
     }
 }
 
-/// A content file without the comment it opens with (for whoever edits it).
-fn without_leading_comment(text: &str) -> &str {
-    match text.strip_prefix("<!--").and_then(|rest| rest.split_once("-->")) {
-        Some((_, rest)) => rest.trim_start_matches('\n'),
-        None => text,
-    }
-}
-
 /// `main` with each `{{include:NAME}}` replaced by the file `web/NAME` among `files`, without
 /// its leading comment; the placeholder's indentation is the fragment's first line's.
 fn with_includes(main: &str, files: &[(String, Vec<u8>)]) -> String {
     frame::fill_placeholders(main, "include", &|name| {
         let (_, contents) = files.iter().find(|(path, _)| path == name)?;
         Some(
-            without_leading_comment(&String::from_utf8_lossy(contents))
+            without_first_comment(&String::from_utf8_lossy(contents))
                 .trim()
                 .to_string(),
         )
@@ -205,7 +200,7 @@ fn web() -> &'static Web {
             let (file, page) = shell.page();
             files.iter().find(|(path, _)| path == file).map(|(_, contents)| {
                 let text = String::from_utf8_lossy(contents);
-                let main = with_includes(without_leading_comment(&text), &files);
+                let main = with_includes(&without_first_comment(&text), &files);
                 let html = frame::render(&Page { main: &main, ..page }, &asset_url);
                 prepare(html.into_bytes(), "html")
             })
@@ -239,10 +234,10 @@ fn content_type(extension: &str) -> HeaderValue {
 /// `extension` gives its content type. Also how `/v1/openapi.json` is prepared.
 pub fn prepare(bytes: Vec<u8>, extension: &str) -> WebFile {
     let compressible = !matches!(extension, "png" | "woff2");
-    let gzip = (compressible && bytes.len() >= marks_format::gzip::MIN_BYTES)
-        .then(|| marks_format::gzip::Piece::of(&bytes, 9).ok())
+    let gzip = (compressible && bytes.len() >= marks_format::file::gzip::MIN_BYTES)
+        .then(|| marks_format::file::gzip::Piece::of(&bytes, 9).ok())
         .flatten()
-        .map(|piece| marks_format::gzip::member(&[&piece]))
+        .map(|piece| marks_format::file::gzip::member(&[&piece]))
         .filter(|gzip| gzip.len() < bytes.len())
         .map(|gzip| {
             let etag = etag_of(&gzip);
@@ -284,6 +279,29 @@ pub fn document(path: &str) -> Option<&'static WebFile> {
         documents
     });
     documents.get(path)
+}
+
+/// A page whose content a snapshot carries (`/`, `/scorecard`: the builder's `<main>`), drawn
+/// in the frame with the charts' stylesheet and this binary's asset URLs, ready to serve. Made
+/// when the snapshot is put in force, so the navigation is this binary's, whatever built it.
+pub fn snapshot_page(title: &str, current: &str, main: &str) -> WebFile {
+    let assets = &web().assets;
+    let asset_url = |name: &str| {
+        assets
+            .get(name)
+            .map(|(fingerprint, _)| format!("/assets/{fingerprint}/{name}"))
+    };
+    let html = frame::render(
+        &Page {
+            title,
+            current,
+            head: "<link rel=\"stylesheet\" href=\"{{asset:pages.css}}\">\n",
+            body: "",
+            main,
+        },
+        &asset_url,
+    );
+    prepare(html.into_bytes(), "html")
 }
 
 /// A shell page, if the binary was built with it.
@@ -331,7 +349,8 @@ mod tests {
     #[test]
     fn every_page_that_reads_the_api_has_the_one_key_panel_and_no_placeholder_is_left() {
         let panel = String::from_utf8_lossy(WEB.get_file("key-panel.html").expect("web/key-panel.html").contents());
-        let panel = without_leading_comment(&panel).trim();
+        let panel = without_first_comment(&panel);
+        let panel = panel.trim();
         for page in [Shell::Explore, Shell::Compare, Shell::Indices] {
             let html = String::from_utf8_lossy(&shell(page).expect("the shell is built in").bytes).into_owned();
             assert_eq!(html.matches(panel).count(), 1, "{page:?} has the key panel once");

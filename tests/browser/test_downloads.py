@@ -138,7 +138,7 @@ def test_the_backtest_downloads_as_the_apis_rows(open_page, server, key):
 def test_csv_cells_follow_the_apis_rules(open_page):
     """Text quoted with quotes doubled, numbers and booleans bare, a missing value empty, and a
     text a spreadsheet would run as a formula neutralised with a leading apostrophe (as the API
-    does, format/src/table.rs), CRLF line ends."""
+    does, format/src/rules/table.rs), CRLF line ends."""
     page, _ = open_page()
     page.goto("/explore")
     text = page.evaluate(

@@ -17,7 +17,7 @@
 use crate::methodology::history::{Anchor, NextValue};
 use crate::methodology::params::{interpolate, BUCKETS, PARAMS};
 use crate::methodology::timeline::StepTimeline;
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// The band quantiles' levels, in the order every quantile array keeps them.
 pub const LEVELS: [Level; 4] = [Level::P10, Level::P90, Level::P025, Level::P975];

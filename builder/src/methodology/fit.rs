@@ -12,7 +12,7 @@ use crate::methodology::bands::{month_ends, BandTimeline, Bands, MonthEnd};
 use crate::methodology::history::{years_between, Anchor, History};
 use crate::methodology::profile::{ProfileTable, Profiles};
 use crate::methodology::round_to;
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// One day of a company's marks, in USD.
 #[derive(Clone, Copy, Debug, PartialEq)]

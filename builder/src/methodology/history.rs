@@ -15,7 +15,7 @@
 use crate::dataset::{Company, EventType};
 use crate::methodology::params::PARAMS;
 use crate::methodology::DAYS_PER_YEAR;
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// An observation of value a mark may start from.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -4,7 +4,7 @@
 //! - **Constituents.** A company is in an index from the first day it has a mark (its first
 //!   event) until its outcome (a listing, an agreed sale that holds its mark, a bankruptcy),
 //!   which it is no longer in: `[first, until)`. A company with no outcome stays to `as_of`.
-//! - **Weights.** By value, each capped at 10% (`marks_format::weights`): a capped company's
+//! - **Weights.** By value, each capped at 10% (`marks_format::rules::weights`): a capped company's
 //!   excess is shared by value among the others; below ten constituents the cap is 1/n. So no
 //!   one company (Anthropic, OpenAI) is a quarter of "All companies".
 //! - **Chain-linking.** The level moves from one day to the next by the weighted change in value
@@ -23,10 +23,10 @@
 
 use crate::methodology::fit::MarkDay;
 use crate::methodology::usd;
-use marks_format::day::Day;
-use marks_format::weights::capped;
+use marks_format::rules::day::Day;
+use marks_format::rules::weights::capped;
 
-/// At most this many constituents can be held at the cap (1 / `marks_format::weights::WEIGHT_CAP`):
+/// At most this many constituents can be held at the cap (1 / `marks_format::rules::weights::WEIGHT_CAP`):
 /// the largest this many are all the capping ever needs to see.
 const LARGEST: usize = 10;
 

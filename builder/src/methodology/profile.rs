@@ -18,7 +18,7 @@
 use crate::methodology::history::{Anchor, Spell};
 use crate::methodology::params::{interpolate, Params, BRIDGE_KNOTS, BUCKETS, PARAMS};
 use crate::methodology::DAYS_PER_YEAR;
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// The pooled sums of one day.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

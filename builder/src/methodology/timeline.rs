@@ -1,7 +1,7 @@
 //! A value that changes on given days, read by day: the bands and confidence in force on each
 //! day, set by the month-end residuals known by then.
 
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// `values[i]` holds from `starts[i]` until the next start; before the first, `before`.
 #[derive(Clone, Debug)]

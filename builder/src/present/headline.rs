@@ -5,7 +5,7 @@
 
 use crate::methodology::round_to;
 use crate::methodology::scorecard::{CoverageScore, Number, Scorecard, TargetKind};
-use marks_format::frame::escape_html as esc;
+use crate::present::esc;
 
 /// One piece of a headline line.
 #[derive(Clone, Debug, PartialEq)]

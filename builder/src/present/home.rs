@@ -3,16 +3,16 @@
 
 use std::fmt::Write;
 
-use marks_format::frame::escape_html as esc;
+use crate::present::esc;
 
 use crate::dataset::Dataset;
 use crate::methodology::scorecard::Scorecard;
 use crate::methodology::METHODOLOGY_VERSION;
-use crate::present::{headline, page};
-use marks_format::day::Day;
+use crate::present::{headline, page, PageContent};
+use marks_format::rules::day::Day;
 
 /// The home page.
-pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
+pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> PageContent {
     let info = &dataset.info;
     let events: usize = dataset.companies.iter().map(|c| c.effective().count()).sum();
     let fresh = Freshness::of(dataset);
@@ -62,7 +62,7 @@ pub fn home(dataset: &Dataset, scorecard: &Scorecard) -> Vec<u8> {
          <a href=\"/explore\">explorer</a> with your key.</p>\n",
         key = esc(key),
     );
-    page("Valuation Marks", "/", &main)
+    page("Valuation Marks", &main)
 }
 
 /// How fresh a dataset is: its newest event, and the median number of days from a company's last

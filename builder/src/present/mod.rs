@@ -8,8 +8,6 @@ pub mod text;
 
 use std::fmt::Write;
 
-use marks_format::frame::{self, escape_html as esc, Page};
-
 use crate::methodology::scorecard::Scorecard;
 use crate::present::headline::number;
 
@@ -22,20 +20,24 @@ pub(crate) fn figure(name: &str, value: Option<f64>) -> String {
     format!("<span data-figure=\"{}\">{}</span>", esc(name), opt(value))
 }
 
-/// A page in the frame every page shares (`marks_format::frame`), with the charts' stylesheet.
-pub(crate) fn page(title: &str, current: &str, main: &str) -> Vec<u8> {
-    let main = format!("<main id=\"main\">\n{main}</main>");
-    frame::render(
-        &Page {
-            title,
-            current,
-            head: "<link rel=\"stylesheet\" href=\"{{asset:pages.css}}\">\n",
-            body: "",
-            main: &main,
-        },
-        &frame::plain_asset_url,
-    )
-    .into_bytes()
+/// Text made safe for HTML element content and attribute values (`&`, `<`, `>`, `"`, `'`).
+pub(crate) fn esc(text: &str) -> String {
+    html_escape::encode_quoted_attribute(text).into_owned()
+}
+
+/// A page's content: its title and its `<main>`. The snapshot carries it; the server draws it
+/// in the frame every page shares (`src/web/frame.rs`) when it puts the snapshot in force.
+#[derive(Debug)]
+pub struct PageContent {
+    pub title: String,
+    pub main: String,
+}
+
+pub(crate) fn page(title: &str, main: &str) -> PageContent {
+    PageContent {
+        title: title.to_string(),
+        main: format!("<main id=\"main\">\n{main}</main>"),
+    }
 }
 
 /// The headline as a list, each figure tagged.

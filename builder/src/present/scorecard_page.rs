@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use marks_format::frame::escape_html as esc;
+use crate::present::esc;
 
 use crate::dataset::Dataset;
 use crate::methodology::round_to;
@@ -13,11 +13,11 @@ use crate::methodology::scorecard::{
     ByNumber, Comparison, CoverageScore, Errors, Knot, Number, Scorecard, TargetKind, BUCKET_LABELS,
 };
 use crate::present::headline::{range_words, verdict_words};
-use crate::present::{figure, headline, opt, page, svg};
+use crate::present::{figure, headline, opt, page, svg, PageContent};
 use crate::render::indices::IndexSummary;
 
 /// The scorecard page.
-pub fn scorecard(dataset: &Dataset, card: &Scorecard, indices: &[IndexSummary]) -> Vec<u8> {
+pub fn scorecard(dataset: &Dataset, card: &Scorecard, indices: &[IndexSummary]) -> PageContent {
     let mut main = String::new();
     let month_ends = card.month_end.as_ref().map_or(0, |m| m.n);
     let events = card.event_day.get(TargetKind::Event).map_or(0, |e| e.n);
@@ -38,7 +38,7 @@ pub fn scorecard(dataset: &Dataset, card: &Scorecard, indices: &[IndexSummary]) 
     main.push_str(&profiles_section(card));
     main.push_str(&comparisons_section(card));
     main.push_str(&indices_section(indices));
-    page("Scorecard · Valuation Marks", "/scorecard", &main)
+    page("Scorecard · Valuation Marks", &main)
 }
 
 /// Every score against every number: the table the findings rest on.
@@ -480,7 +480,7 @@ fn indices_section(indices: &[IndexSummary]) -> String {
     if indices.is_empty() {
         return String::new();
     }
-    let cap = marks_format::weights::WEIGHT_CAP * 100.0;
+    let cap = marks_format::rules::weights::WEIGHT_CAP * 100.0;
     let mut out = format!(
         "<h2 id=\"indices\">The indices, capped and not</h2>\n<p>Each index weighs its companies by value with no \
          weight above {cap}% (below ten companies, equally), and a sector with fewer than {} companies counts in \
@@ -490,7 +490,7 @@ fn indices_section(indices: &[IndexSummary]) -> String {
          <caption>Levels on each index's last day</caption>\n<thead><tr><th scope=\"col\">index</th>\
          <th scope=\"col\">date</th><th scope=\"col\">companies</th><th scope=\"col\">capped (published)</th>\
          <th scope=\"col\">value-weighted</th><th scope=\"col\">largest company's share, uncapped</th></tr></thead>\n<tbody>\n",
-        marks_format::weights::MIN_SECTOR_COMPANIES
+        marks_format::rules::weights::MIN_SECTOR_COMPANIES
     );
     for (i, s) in indices.iter().enumerate() {
         let _ = writeln!(

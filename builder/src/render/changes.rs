@@ -9,7 +9,7 @@
 //! that moves, most companies show `mark`; a client refetches what it needs, or the export.
 
 use crate::dataset::Dataset;
-use marks_format::layout::{
+use marks_format::file::layout::{
     ArchivedIndex, ChangeLog, ChangeRow, CompanyEntry, CHANGE_ADDED, CHANGE_EVENTS, CHANGE_MARK, CHANGE_STATUS,
 };
 

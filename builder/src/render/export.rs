@@ -5,7 +5,7 @@
 //! Companies are rendered in parallel and written in slug order, interleaved with their own
 //! bodies, while each export must be contiguous in the file. So each document is spooled to an
 //! unnamed temporary file as the companies stream past (already compressed, a piece per line:
-//! see [`marks_format::gzip`]) and copied into the snapshot at the end.
+//! see [`marks_format::file::gzip`]) and copied into the snapshot at the end.
 //!
 //! A [`SpooledBody`] does the same for a single response body too large to hold whole in memory:
 //! the scorecard's scored targets, about 2.7 KB a target, so gigabytes for a million events.
@@ -17,9 +17,9 @@ use std::path::Path;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::writer::{SnapshotWriter, WriteError};
-use marks_format::etag::quoted;
-use marks_format::gzip::{Piece, Trailer, HEADER};
-use marks_format::layout::{Body, Encoded, Export};
+use marks_format::file::etag::quoted;
+use marks_format::file::gzip::{Piece, Trailer, HEADER};
+use marks_format::file::layout::{Body, Encoded, Export};
 
 /// One export document being written: the gzip member so far, and the length and hash of the
 /// text it stands for.
@@ -180,7 +180,7 @@ fn copy_into(
     file: BufWriter<File>,
     writer: &mut SnapshotWriter,
     target: &Path,
-) -> Result<(marks_format::layout::BodyRef, String), WriteError> {
+) -> Result<(marks_format::file::layout::BodyRef, String), WriteError> {
     let mut file = file.into_inner().map_err(|e| io_error(target, e.into_error()))?;
     file.seek(SeekFrom::Start(0))
         .map_err(|source| io_error(target, source))?;

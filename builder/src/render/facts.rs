@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::dataset::{Company, Event, EventType, SourceGrade};
 use crate::methodology::history::History;
 use crate::methodology::round_to;
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// The facts every company item carries beside its mark.
 #[derive(Debug, Serialize)]
@@ -58,9 +58,9 @@ impl OutcomeKind {
         }
     }
 
-    /// Its code in the snapshot's company entries (`marks_format::layout::OUTCOME_*`).
+    /// Its code in the snapshot's company entries (`marks_format::file::layout::OUTCOME_*`).
     pub fn code(kind: Option<OutcomeKind>) -> u8 {
-        use marks_format::layout as l;
+        use marks_format::file::layout as l;
         match kind {
             None => l::OUTCOME_NONE,
             Some(OutcomeKind::Listed) => l::OUTCOME_LISTED,

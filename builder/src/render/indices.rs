@@ -7,8 +7,8 @@ use serde_json::value::RawValue;
 use crate::methodology::indices::IndexDay;
 use crate::methodology::{round_to, Coverage};
 use crate::render::{raw, to_json};
-use marks_format::day::Day;
-use marks_format::table::{self, put_row, Cell, INDEX_COLUMNS};
+use marks_format::rules::day::Day;
+use marks_format::rules::table::{self, put_row, Cell, INDEX_COLUMNS};
 
 /// How an index is named and what it covers.
 #[derive(Debug)]
@@ -32,7 +32,7 @@ fn level(x: f64) -> f64 {
 }
 
 /// IndexSeriesResponse: `meta`, which index, and its days. Ends with its series (`]}`), so a
-/// date range is cut out of it like a company's series (`marks_format::dated`).
+/// date range is cut out of it like a company's series (`marks_format::rules::dated`).
 pub fn series(meta: &[u8], info: &IndexInfo<'_>, coverage: Coverage, days: &[IndexDay]) -> Vec<u8> {
     #[derive(Serialize)]
     struct Point {

@@ -22,7 +22,7 @@ use crate::methodology::scorecard::disclosure::{self, Disclosure};
 use crate::methodology::scorecard::{Number, Target, TargetKind};
 use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, MarkDay, Method, METHODOLOGY_VERSION};
 use crate::render::facts::{EventFacts, OutcomeKind};
-use marks_format::day::{iso_date, Day};
+use marks_format::rules::day::{iso_date, Day};
 
 #[derive(Serialize)]
 struct Meta<'a> {
@@ -618,7 +618,7 @@ pub fn scorecard(
         params: &'static crate::methodology::Params,
         #[serde(flatten)]
         scorecard: &'a crate::methodology::Scorecard,
-        /// The weight cap of the indices (`marks_format::weights`).
+        /// The weight cap of the indices (`marks_format::rules::weights`).
         index_weight_cap: f64,
         indices: &'a [indices::IndexSummary],
     }
@@ -628,7 +628,7 @@ pub fn scorecard(
         disclosure: disclosure.as_str(),
         params: &crate::methodology::PARAMS,
         scorecard,
-        index_weight_cap: marks_format::weights::WEIGHT_CAP,
+        index_weight_cap: marks_format::rules::weights::WEIGHT_CAP,
         indices,
     })
 }

@@ -495,7 +495,7 @@ impl PublicationLog {
     /// company's entries in publication order, each with its leaf hash and inclusion proof in
     /// today's tree; `full` (Pro and above) adds each entry's 95% bounds. The entries are the
     /// body's last member, each starting with its `as_of` as `date`, so that a date range is cut
-    /// out of the stored body like a series (`marks_format::dated`).
+    /// out of the stored body like a series (`marks_format::rules::dated`).
     pub fn published_json(&self, meta: &[u8], slug: &str, entries: &[Published], full: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(1024 + entries.len() * 1024);
         out.extend_from_slice(b"{\"meta\":");
@@ -540,7 +540,7 @@ impl PublicationLog {
 
     /// The same entries as CSV: one row each, the proof's hashes joined by spaces.
     pub fn published_csv(&self, slug: &str, entries: &[Published], full: bool) -> Vec<u8> {
-        use marks_format::table::{header, put_row, Cell, PUBLISHED_COLUMNS, PUBLISHED_FULL_COLUMNS};
+        use marks_format::rules::table::{header, put_row, Cell, PUBLISHED_COLUMNS, PUBLISHED_FULL_COLUMNS};
         let mut out = header(if full {
             PUBLISHED_FULL_COLUMNS
         } else {

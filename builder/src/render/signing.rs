@@ -17,7 +17,7 @@ use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey};
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde_json::{json, Map, Value};
 
-pub use marks_format::signatures::{
+pub use marks_format::rules::signatures::{
     jwk, kid, parse_jwks, read_verifying_key, signed_bytes, verify_record, KeyError, VerifyError,
 };
 
@@ -72,7 +72,7 @@ pub fn public_key_path(private: &Path) -> PathBuf {
 }
 
 pub fn read_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
-    let text = marks_format::regular_file::read_to_string(path).map_err(|e| KeyError::File {
+    let text = marks_format::file::regular_file::read_to_string(path).map_err(|e| KeyError::File {
         path: path.to_owned(),
         reason: format!("cannot read: {e}"),
     })?;

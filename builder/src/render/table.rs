@@ -1,11 +1,11 @@
-//! The CSV bodies of the data routes (`marks_format::table` defines their columns): a company's
+//! The CSV bodies of the data routes (`marks_format::rules::table` defines their columns): a company's
 //! list row and export row, its daily series at each coverage, its events. The same numbers as
 //! the JSON bodies, from the same inputs, so a CSV row equals its JSON row.
 
 use crate::dataset::Company;
 use crate::methodology::{round_to, usd, Band, CompanyMarks, Coverage, MarkDay};
 use crate::render::facts::EventFacts;
-use marks_format::table::{self, put_row, Cell, EVENT_COLUMNS, SERIES_COLUMNS};
+use marks_format::rules::table::{self, put_row, Cell, EVENT_COLUMNS, SERIES_COLUMNS};
 
 /// A company's row of the list (`with_95`: false) or of the companies export (true).
 pub fn company_row(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'_>, with_95: bool) -> Vec<u8> {

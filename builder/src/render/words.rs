@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::dataset::{Company, EventType, ReportedAs, SourceGrade};
 use crate::methodology::{round_to, usd, CompanyMarks, MarkBasis, PARAMS};
 use crate::render::facts::{EventFacts, OutcomeKind};
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// Up to this many days since its last reported value, a company is "recently priced".
 pub const RECENTLY_PRICED_DAYS: i32 = 90;

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::dataset::{Dataset, EventType};
 use crate::methodology::scorecard::{MonthEndScored, Number, Target, TargetKind};
 use crate::methodology::usd;
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// Which form a reader gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -33,7 +33,7 @@ use crate::methodology::params::{BUCKETS, PARAMS};
 use crate::methodology::stats::{binomial_central_range, mean, median};
 use crate::methodology::{round_to, METHODOLOGY_VERSION};
 use bootstrap::{ClusterErrors, Difference};
-use marks_format::day::Day;
+use marks_format::rules::day::Day;
 
 /// The probability mass of the coverage range reported beside each observed coverage.
 pub const COVERAGE_RANGE_MASS: f64 = 0.90;

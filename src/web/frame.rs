@@ -1,11 +1,14 @@
 //! The page frame every page is drawn in (`web/frame.html`: head, header and navigation,
-//! footer), filled here for the builder's pages (`/`, `/scorecard`) and the binary's shells
-//! (`/explore`, `/docs`) alike, so a change to the navigation is one edit.
+//! footer), filled here for the binary's shells (`/explore`, `/compare`, `/indices`, `/docs`)
+//! when the binary starts, and for the pages a snapshot carries (`/`, `/scorecard`: their
+//! content, which the builder renders) when the snapshot is put in force. So a change to the
+//! navigation is one edit, and needs no new snapshot.
 //!
-//! `{{asset:NAME}}` placeholders, in the frame and a page's head, become URLs the caller names:
-//! the binary's fingerprinted ones, or for the builder (which does not know the binary's
-//! fingerprints) plain `/assets/NAME` ([`plain_asset_url`]). [`fill_placeholders`] fills any
-//! kind of `{{KIND:NAME}}`: the binary also fills its shells' `{{include:NAME}}` with it.
+//! `{{asset:NAME}}` placeholders, in the frame and a page's head, become the URLs the caller
+//! names (the binary's fingerprinted ones). [`fill_placeholders`] fills any kind of
+//! `{{KIND:NAME}}`: the binary also fills its shells' `{{include:NAME}}` with it.
+
+use std::borrow::Cow;
 
 /// The frame, compiled in.
 pub const FRAME: &str = include_str!("../../web/frame.html");
@@ -28,8 +31,8 @@ pub struct Page<'a> {
 /// The whole page: the frame's placeholders filled, asset URLs by `asset_url`, the page's
 /// content placed as it is (its own text is never searched for placeholders).
 pub fn render(page: &Page<'_>, asset_url: &dyn Fn(&str) -> Option<String>) -> String {
-    let frame = without_comment(FRAME);
-    let (before, after) = frame.split_once("{{main}}").unwrap_or((frame.as_str(), ""));
+    let frame = without_first_comment(FRAME);
+    let (before, after) = frame.split_once("{{main}}").unwrap_or((&frame, ""));
     let fill = |text: &str| {
         let mut out = text
             .replace("{{title}}", &escape_html(page.title))
@@ -56,17 +59,26 @@ pub fn render(page: &Page<'_>, asset_url: &dyn Fn(&str) -> Option<String>) -> St
     out
 }
 
-/// The frame without its leading comment, which is for whoever edits it, not for every visitor.
-fn without_comment(frame: &str) -> String {
-    match (frame.find("<!--"), frame.find("-->\n")) {
-        (Some(start), Some(end)) if start < end => format!("{}{}", &frame[..start], &frame[end + 4..]),
-        _ => frame.to_string(),
+/// A file of the site without its first comment, which is for whoever edits it, not for every
+/// visitor: the frame's (after its doctype) and each content file's (its first lines) alike; a
+/// comment after content is the page's own and stays.
+pub fn without_first_comment(text: &str) -> Cow<'_, str> {
+    let Some(start) = text.find("<!--") else {
+        return Cow::Borrowed(text);
+    };
+    let before = text[..start].trim();
+    let Some(end) = text[start..].find("-->") else {
+        return Cow::Borrowed(text);
+    };
+    if !(before.is_empty() || before.eq_ignore_ascii_case("<!doctype html>")) {
+        return Cow::Borrowed(text);
     }
-}
-
-/// The URL of an asset for pages that do not know the binary's fingerprints.
-pub fn plain_asset_url(name: &str) -> Option<String> {
-    Some(format!("/assets/{name}"))
+    let rest = text[start + end + 3..].trim_start_matches('\n');
+    if start == 0 {
+        Cow::Borrowed(rest)
+    } else {
+        Cow::Owned(format!("{}{rest}", &text[..start]))
+    }
 }
 
 /// `{{asset:NAME}}` replaced by `asset_url(NAME)`; a name it does not know is left as it is (and
@@ -102,20 +114,9 @@ pub fn fill_placeholders(text: &str, kind: &str, value: &dyn Fn(&str) -> Option<
     out
 }
 
-/// Text made safe for HTML element content and attribute values.
+/// Text made safe for HTML element content and attribute values (`&`, `<`, `>`, `"`, `'`).
 pub fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    html_escape::encode_quoted_attribute(text).into_owned()
 }
 
 #[cfg(test)]
@@ -132,7 +133,7 @@ mod tests {
                 body: "",
                 main: "<main id=\"main\">{{title}} {{asset:x}} stay</main>",
             },
-            &plain_asset_url,
+            &|name: &str| Some(format!("/assets/{name}")),
         );
         assert!(html.contains("href=\"/assets/pages.css\"") && html.contains("href=\"/assets/app.css\""));
         assert!(
@@ -149,7 +150,7 @@ mod tests {
         assert!(html.starts_with("<!doctype html>\n<html lang=\"en\">"), "{html}");
         assert_eq!(
             escape_html("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#x27;"
         );
     }
 

@@ -1,5 +1,5 @@
-//! docs/design.md section 5: live swaps under load, refusal of bad snapshots, graceful shutdown,
-//! connection hygiene, TLS and HTTP/2, metrics.
+//! Serving (docs/design.md section 5): live swaps under load, refusal of bad snapshots, graceful
+//! shutdown, connection hygiene, TLS and HTTP/2, metrics.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -22,7 +22,7 @@ async fn snapshots_swap_under_load_without_a_failed_request() {
     .await;
     let (_, key) = marks::keys::edit::issue(
         &server.keys_path,
-        marks_format::tiers::Tier::Enterprise,
+        marks_format::rules::tiers::Tier::Enterprise,
         "load",
         Some(10_000_000),
     )
@@ -414,12 +414,12 @@ async fn a_forged_archive_is_refused_and_a_repointed_symlink_is_followed() {
     // Garbage in the index under a checksum recomputed to match: only archive validation can
     // tell, and it must.
     let mut bytes = std::fs::read(&versions[1].1).unwrap();
-    let header = marks_format::layout::Header::decode(&bytes).unwrap();
+    let header = marks_format::file::layout::Header::decode(&bytes).unwrap();
     let start = header.index_offset as usize;
     bytes[start..start + 64].fill(0xff);
     let mut forged_header = header.clone();
-    forged_header.checksum = xxhash_rust::xxh3::xxh3_128(&bytes[marks_format::layout::HEADER_LEN..]);
-    bytes[..marks_format::layout::HEADER_LEN].copy_from_slice(&forged_header.encode());
+    forged_header.checksum = xxhash_rust::xxh3::xxh3_128(&bytes[marks_format::file::layout::HEADER_LEN..]);
+    bytes[..marks_format::file::layout::HEADER_LEN].copy_from_slice(&forged_header.encode());
     let forged = dir.path().join("forged.snap");
     std::fs::write(&forged, &bytes).unwrap();
     server.publish(&forged);

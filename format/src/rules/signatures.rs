@@ -39,7 +39,7 @@ pub enum VerifyError {
 
 /// Reads a public key (SPKI PEM); a private key file is accepted too and its public half used.
 pub fn read_verifying_key(path: &Path) -> Result<VerifyingKey, KeyError> {
-    let text = crate::regular_file::read_to_string(path).map_err(|e| KeyError::File {
+    let text = crate::file::regular_file::read_to_string(path).map_err(|e| KeyError::File {
         path: path.to_owned(),
         reason: format!("cannot read: {e}"),
     })?;

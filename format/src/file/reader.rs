@@ -24,7 +24,7 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use memmap2::{Mmap, MmapOptions};
 use xxhash_rust::xxh3::xxh3_128;
 
-use crate::layout::{
+use crate::file::layout::{
     ArchivedBodyRef, ArchivedIndex, Header, HeaderError, FORMAT_VERSION, HEADER_LEN, INDEX_ALIGN,
     OLDEST_READABLE_VERSION, SIGNED_HEADER_LEN, SORTS,
 };
@@ -131,7 +131,7 @@ impl Snapshot {
             path: path.to_owned(),
             source,
         };
-        let file = crate::regular_file::open(path).map_err(io_error)?;
+        let file = crate::file::regular_file::open(path).map_err(io_error)?;
         Snapshot::from_file(&file, path, options)
     }
 
@@ -306,10 +306,9 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
     }
     let companies = index.companies.as_slice();
     // Cursors carry a slug and, for sort=name, a name: their bounds bound a cursor's length.
-    if companies
-        .iter()
-        .any(|c| c.slug.len() > crate::names::MAX_SLUG_BYTES || c.name.len() > crate::names::MAX_NAME_BYTES)
-    {
+    if companies.iter().any(|c| {
+        c.slug.len() > crate::rules::names::MAX_SLUG_BYTES || c.name.len() > crate::rules::names::MAX_NAME_BYTES
+    }) {
         return fail("a company slug or name is longer than a dataset allows".into());
     }
     if companies.windows(2).any(|w| w[0].slug.as_str() >= w[1].slug.as_str()) {
@@ -348,11 +347,11 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
     {
         return fail("a list row names no company".into());
     }
-    if index.usage.len() != crate::tiers::Tier::ALL.len() {
+    if index.usage.len() != crate::rules::tiers::Tier::ALL.len() {
         return fail(format!(
             "{} usage bodies for {} tiers",
             index.usage.len(),
-            crate::tiers::Tier::ALL.len()
+            crate::rules::tiers::Tier::ALL.len()
         ));
     }
     let tags = companies

@@ -15,7 +15,7 @@
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
-use crate::layout::{ArchivedIndex, SearchWord};
+use crate::file::layout::{ArchivedIndex, SearchWord};
 
 /// How much of a query is read: longer queries name no company better.
 pub const MAX_QUERY_CHARS: usize = 100;

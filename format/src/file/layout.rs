@@ -31,12 +31,13 @@ pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// change log and each company's latest bands; version 4 added the scorecard's scored targets
 /// and the home and scorecard pages; version 5 the scorecard's two disclosures; version 6 the
 /// search index, the sector lists and the CSV bodies; version 7 the corrections and grades of
-/// the append-only history in each event's fingerprint (methodology v0.5.0's dataset).
-pub const FORMAT_VERSION: u32 = 7;
-/// The oldest format this code still reads. Versions 3 to 7 changed the index's layout, so
+/// the append-only history in each event's fingerprint (methodology v0.5.0's dataset) and the
+/// publication log; version 8 the pages' content without the frame, which the server draws.
+pub const FORMAT_VERSION: u32 = 8;
+/// The oldest format this code still reads. Versions 3 to 8 changed the index's layout, so
 /// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
 /// proved nothing about its content anyway).
-pub const OLDEST_READABLE_VERSION: u32 = 7;
+pub const OLDEST_READABLE_VERSION: u32 = 8;
 /// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
 pub const HEADER_LEN: usize = 256;
 /// Alignment of the index archive within the file.
@@ -548,9 +549,10 @@ pub struct Index {
     pub scorecard_targets: Body,
     pub scorecard_full: Body,
     pub scorecard_targets_full: Body,
-    /// The pages that depend on the dataset: `/` and `/scorecard` (HTML).
-    pub home_page: Body,
-    pub scorecard_page: Body,
+    /// The pages that depend on the dataset, `/` and `/scorecard`: their content, which the
+    /// server draws in its frame when it puts the snapshot in force.
+    pub home_page: PageContent,
+    pub scorecard_page: PageContent,
     /// Sorted by event_id.
     pub events: Vec<EventFingerprint>,
     pub exports: Exports,
@@ -570,6 +572,15 @@ pub struct PublicationLog {
     /// The whole log in its file form (NDJSON), stored like an export: what the next build
     /// carries, and `GET /v1/export/log`.
     pub file: Export,
+}
+
+/// A page whose content the snapshot carries: its title (plain text) and its `<main>` element
+/// (HTML), without the frame every page shares: the server draws that, so a new navigation
+/// needs a new binary, never a new snapshot.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct PageContent {
+    pub title: String,
+    pub main: BodyRef,
 }
 
 /// One published version of the log.
@@ -665,8 +676,7 @@ impl ArchivedIndex {
             .chain(of(&self.scorecard_targets))
             .chain(of(&self.scorecard_full))
             .chain(of(&self.scorecard_targets_full))
-            .chain(of(&self.home_page))
-            .chain(of(&self.scorecard_page))
+            .chain([&self.home_page.main, &self.scorecard_page.main])
             .chain([
                 &exports.companies.gzip,
                 &exports.series_80.gzip,
