@@ -1,6 +1,8 @@
 //! Mirroring and syncing: the bulk export (`GET /v1/export`, `/v1/export/series`) against the
 //! per-company endpoints it stands for, its conditional and range requests, and the change log
-//! (`GET /v1/changes?since=`) against what a client sees change from one version to the next.
+//! (`GET /v1/changes?since=`) against what a client sees change from one version to the next;
+//! and the scored targets, stored as gzip only like the exports and decoded for a client
+//! without gzip within the same decoders.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -689,7 +691,13 @@ async fn start_unread_export_at(
 ) -> (u16, String, tokio::net::TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let head = format!("GET {path} HTTP/1.1\r\nhost: test\r\nx-api-key: {key}\r\naccept-encoding: identity\r\n\r\n");
+    // An empty key sends none: a keyless client.
+    let key_line = if key.is_empty() {
+        String::new()
+    } else {
+        format!("x-api-key: {key}\r\n")
+    };
+    let head = format!("GET {path} HTTP/1.1\r\nhost: test\r\n{key_line}accept-encoding: identity\r\n\r\n");
     stream.write_all(head.as_bytes()).await.unwrap();
     let mut first = vec![0u8; 4096];
     let mut read = 0;
@@ -700,4 +708,54 @@ async fn start_unread_export_at(
     }
     let text = String::from_utf8_lossy(&first[..read]).to_string();
     (raw_status(&text), text, stream)
+}
+
+/// The scored targets are stored as gzip only: a client that takes gzip gets the stored bytes,
+/// one that does not gets them decoded, the same JSON under its own ETag, both revalidating.
+/// Keyless clients that stop reading share one key's share of the decoders: a second keyless
+/// reader is refused while the first holds its place, and a keyed client is served meanwhile.
+#[tokio::test]
+async fn the_scored_targets_are_stored_as_gzip_and_decoded_within_the_shared_decoders() {
+    let server = TestServer::start().await;
+    let path = "/v1/scorecard/targets";
+    let text = server.get(path, None).await;
+    let gzip = server.get_with(path, &[("accept-encoding", "gzip")]).await;
+    assert_eq!((text.status, gzip.status), (200, 200));
+    assert_eq!(gzip.header("content-encoding"), Some("gzip"));
+    assert_eq!(text.header("content-encoding"), None);
+    for reply in [&text, &gzip] {
+        assert_eq!(reply.header("content-type"), Some("application/json"));
+        assert!(reply
+            .header("vary")
+            .unwrap()
+            .to_ascii_lowercase()
+            .contains("accept-encoding"));
+        assert_eq!(reply.header("cache-control"), Some("public, max-age=60"));
+    }
+    assert!(gzip.body.len() * 3 < text.body.len(), "stored compressed");
+    assert_eq!(gunzip(&gzip.body), text.body, "the same document in both encodings");
+    assert_ne!(gzip.header("etag"), text.header("etag"));
+    let targets: Value = serde_json::from_slice(&text.body).unwrap();
+    assert_eq!(targets["disclosure"], "public");
+    for (reply, encoding) in [(&text, "identity"), (&gzip, "gzip")] {
+        let etag = reply.header("etag").unwrap();
+        let again = server
+            .get_with(path, &[("accept-encoding", encoding), ("if-none-match", etag)])
+            .await;
+        assert_eq!((again.status, again.body.len()), (304, 0), "{encoding}");
+    }
+
+    let first = start_unread_export(&server, path, "").await;
+    assert_eq!(first.0, 200, "{}", first.1);
+    let second = start_unread_export(&server, path, "").await;
+    assert_eq!(second.0, 429, "{}", second.1);
+    assert!(second.1.to_ascii_lowercase().contains("retry-after"), "{}", second.1);
+    let keyed = server.get(path, Some(PRO)).await;
+    assert_eq!(
+        keyed.status, 200,
+        "a keyed client is served while keyless readers stall"
+    );
+    let whole: Value = keyed.json();
+    assert_eq!(whole["disclosure"], "full");
+    drop((first, second));
 }

@@ -669,11 +669,12 @@ fn write_snapshot(
             disclosure,
         ))
     });
-    // The scored targets are the largest bodies of all (a third of a synthetic snapshot), so they
-    // are written as they are serialised rather than built whole in memory, the two disclosures
-    // side by side (serialising and deflating them is one core's work each), then copied in.
+    // The scored targets are the largest documents of all (a third of a synthetic snapshot's
+    // text), so they are stored as gzip only, written as they are serialised rather than built
+    // whole in memory, the two disclosures side by side (serialising and deflating them is one
+    // core's work each), then copied in.
     let spooled = |disclosure| -> Result<SpooledBody, BuildError> {
-        let mut body = SpooledBody::create(out_dir, options.gzip_level, gzip::MIN_BYTES)?;
+        let mut body = SpooledBody::create(out_dir, options.gzip_level)?;
         render::scorecard_targets(&mut body, &meta, dataset, method, disclosure)?;
         Ok(body)
     };

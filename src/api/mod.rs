@@ -521,6 +521,7 @@ impl<'a, B> Exchange<'a, B> {
             {
                 Ok(operations::published(
                     route.operation,
+                    self.state,
                     &*self.loaded()?,
                     query,
                     &negotiation,

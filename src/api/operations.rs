@@ -8,13 +8,13 @@
 //! decoded as it is sent for a client that does not accept gzip).
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use bytes::Bytes;
 use http::header::HeaderValue;
 use http::StatusCode;
 use marks_format::file::etag::etag_of;
-use marks_format::file::layout::{ArchivedCompanyEntry, UNIVERSE_ALL, UNIVERSE_FREE};
+use marks_format::file::layout::{ArchivedCompanyEntry, ArchivedExport, UNIVERSE_ALL, UNIVERSE_FREE};
 use marks_format::rules::tiers::{Scope, Tier};
 
 use crate::api::call::{coverage, require, Call};
@@ -26,6 +26,7 @@ use crate::api::query::{ListQuery, Params, LIST_PARAMS};
 use crate::api::routes::Operation;
 use crate::api::rows::{self, Form};
 use crate::api::state::State;
+use crate::response::body::Decoders;
 use crate::response::headers::{DOCS_CSP, JSON, PAGE_CSP};
 use crate::response::problem::ApiError;
 use crate::response::{header_value, Cache, Negotiation, Representation};
@@ -120,12 +121,23 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
             let index = call.loaded.snapshot.index();
             // Dollars and companies' events only for a tier that may read every company's events.
             let full = call.caller.tier.allows(Scope::EventsRead);
-            let body = match (operation, full) {
-                (Operation::Scorecard, true) => &index.scorecard_full,
-                (Operation::Scorecard, false) => &index.scorecard,
-                (_, true) => &index.scorecard_targets_full,
-                (_, false) => &index.scorecard_targets,
-            };
+            if operation == Operation::ScorecardTargets {
+                let targets = if full {
+                    &index.scorecard_targets_full
+                } else {
+                    &index.scorecard_targets
+                };
+                let decoders = &call.state.budgets.decoders;
+                return scored_targets(
+                    call.loaded,
+                    call.negotiation,
+                    targets,
+                    decoders,
+                    &call.caller.key_id,
+                    Cache::Private,
+                );
+            }
+            let body = if full { &index.scorecard_full } else { &index.scorecard };
             Ok(call.negotiation.stored(call.loaded, body, Cache::Private))
         }
         Operation::GetChanges => changes(call),
@@ -459,6 +471,7 @@ pub fn binary_page(
 /// scored targets in their public form (what the builder's `methodology::disclosure` says each reader gets).
 pub fn published(
     operation: Operation,
+    state: &State,
     loaded: &LoadedSnapshot,
     query: Option<&str>,
     negotiation: &Negotiation<'_>,
@@ -467,10 +480,42 @@ pub fn published(
     let index = loaded.snapshot.index();
     let (body, cache) = match operation {
         Operation::SigningKeys => (&index.signing_keys, Cache::Public),
-        Operation::ScorecardTargets => (&index.scorecard_targets, Cache::Keyless),
+        Operation::ScorecardTargets => {
+            // Keyless clients that do not take gzip share one key's share of the decoders, so
+            // together they can never hold the places keyed clients' exports need.
+            let keyless: &Arc<str> = &KEYLESS_DECODER;
+            return scored_targets(
+                loaded,
+                negotiation,
+                &index.scorecard_targets,
+                &state.budgets.decoders,
+                keyless,
+                Cache::Keyless,
+            );
+        }
         _ => (&index.scorecard, Cache::Keyless),
     };
     Ok(negotiation.stored(loaded, body, cache))
+}
+
+/// The name under which keyless clients hold decoders (key ids are `key_` and letters).
+static KEYLESS_DECODER: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("keyless clients"));
+
+/// The scored targets, stored as gzip only like the exports: the stored bytes for a client
+/// that accepts gzip, else the JSON decoded as it is sent, in one of `decoders`' places held by
+/// `key`.
+fn scored_targets(
+    loaded: &LoadedSnapshot,
+    negotiation: &Negotiation<'_>,
+    targets: &ArchivedExport,
+    decoders: &Decoders,
+    key: &Arc<str>,
+    cache: Cache,
+) -> Result<Representation, ApiError> {
+    let mut representation = negotiation.gzip_document(loaded, targets, decoders, key, false)?;
+    representation.content_type = JSON;
+    representation.cache = cache;
+    Ok(representation)
 }
 
 /// `/readyz`: whether a snapshot is in force, which one, and the last refusals.

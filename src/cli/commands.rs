@@ -199,6 +199,7 @@ pub fn verify_snapshot(path: &Path, publisher_key: Option<&Path>) -> Result<()> 
             export.gzip.len, export.identity_len
         );
     }
+    print_bytes_by_part(index);
     let versions = index.changes.versions.as_slice();
     println!(
         "  change log: {}, {} to {}",
@@ -207,6 +208,68 @@ pub fn verify_snapshot(path: &Path, publisher_key: Option<&Path>) -> Result<()> 
         versions.last().map_or("", |v| v.as_str())
     );
     Ok(())
+}
+
+/// Where a snapshot's bytes are: each kind of body summed over the companies (its text and its
+/// gzip variant), and the scorecard's, largest first. The lever for a snapshot's size is the
+/// part that dominates, so the operator and the scale bench read it here.
+fn print_bytes_by_part(index: &marks_format::file::layout::ArchivedIndex) {
+    use marks_format::file::layout::ArchivedBody;
+    let sizes = |body: &ArchivedBody| {
+        let gzip = body.gzip.as_ref().map_or(0, |g| g.bytes.len.to_native());
+        (body.identity.len.to_native(), gzip)
+    };
+    type Part = fn(&marks_format::file::layout::ArchivedCompanyEntry) -> &ArchivedBody;
+    let company_parts: [(&str, Part); 14] = [
+        ("series JSON 80", |c| &c.marks_80),
+        ("series JSON 95", |c| &c.marks_95),
+        ("series CSV 80", |c| &c.marks_80_csv),
+        ("series CSV 95", |c| &c.marks_95_csv),
+        ("profile", |c| &c.profile),
+        ("events JSON", |c| &c.events),
+        ("events CSV", |c| &c.events_csv),
+        ("resolution record", |c| &c.resolution),
+        ("backtest", |c| &c.backtest),
+        ("backtest, whole", |c| &c.backtest_full),
+        ("published JSON", |c| &c.published),
+        ("published JSON, whole", |c| &c.published_full),
+        ("published CSV", |c| &c.published_csv),
+        ("published CSV, whole", |c| &c.published_full_csv),
+    ];
+    let mut rows: Vec<(String, u64, u64)> = company_parts
+        .iter()
+        .map(|(name, part)| {
+            let (text, gzip) = index
+                .companies
+                .iter()
+                .map(|c| sizes(part(c)))
+                .fold((0, 0), |(t, g), (a, b)| (t + a, g + b));
+            (format!("companies' {name}"), text, gzip)
+        })
+        .collect();
+    let list_rows = index
+        .companies
+        .iter()
+        .map(|c| c.list_item.len.to_native() + c.list_row_csv.len.to_native())
+        .sum();
+    rows.push(("companies' list rows (JSON, CSV)".to_owned(), list_rows, 0));
+    for (name, targets) in [
+        ("scorecard targets, public", &index.scorecard_targets),
+        ("scorecard targets, whole", &index.scorecard_targets_full),
+    ] {
+        rows.push((format!("{name} (gzip only)"), 0, targets.gzip.len.to_native()));
+    }
+    for (name, body) in [
+        ("scorecard, public", &index.scorecard),
+        ("scorecard, whole", &index.scorecard_full),
+    ] {
+        let (text, gzip) = sizes(body);
+        rows.push((name.to_owned(), text, gzip));
+    }
+    rows.sort_by_key(|(_, text, gzip)| std::cmp::Reverse(text + gzip));
+    for (name, text, gzip) in rows {
+        println!("  bytes, {name}: {text} text, {gzip} gzip");
+    }
 }
 
 /// `marks publish`: checks the snapshot and publishes it to object storage for replicas run

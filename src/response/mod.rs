@@ -309,6 +309,19 @@ impl Negotiation<'_> {
         decoders: &Decoders,
         key: &Arc<str>,
     ) -> Result<Representation, ApiError> {
+        self.gzip_document(loaded, export, decoders, key, true)
+    }
+
+    /// A document stored as gzip only ([`Negotiation::export`]), with byte ranges (`ranges`) or
+    /// always whole (the scored targets, a JSON document, not a download to resume).
+    pub fn gzip_document(
+        &self,
+        loaded: &LoadedSnapshot,
+        export: &ArchivedExport,
+        decoders: &Decoders,
+        key: &Arc<str>,
+        ranges: bool,
+    ) -> Result<Representation, ApiError> {
         let gzip = self.accepts_gzip();
         let (etag, len) = if gzip {
             (export.gzip_etag.as_str(), export.gzip.len.to_native())
@@ -320,11 +333,11 @@ impl Negotiation<'_> {
         representation.content_type = NDJSON;
         representation.vary_encoding = true;
         representation.gzip = gzip;
-        representation.ranges = true;
+        representation.ranges = ranges;
         if representation.status == StatusCode::NOT_MODIFIED {
             return Ok(representation);
         }
-        let asked = if self.head {
+        let asked = if self.head || !ranges {
             RangeRequest::Whole
         } else {
             ranges::asked(self.headers, etag, len)

@@ -7,8 +7,8 @@
 //! unnamed temporary file as the companies stream past (already compressed, a piece per line:
 //! see [`marks_format::file::gzip`]) and copied into the snapshot at the end.
 //!
-//! A [`SpooledBody`] does the same for a single response body too large to hold whole in memory:
-//! the scorecard's scored targets, about 2.7 KB a target, so gigabytes for a million events.
+//! A [`SpooledBody`] does the same for a single document too large to hold whole in memory: the
+//! scorecard's scored targets, stored as gzip only like the exports.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
@@ -19,7 +19,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::writer::{SnapshotWriter, WriteError};
 use marks_format::file::etag::quoted;
 use marks_format::file::gzip::{Piece, Trailer, HEADER};
-use marks_format::file::layout::{Body, Encoded, Export};
+use marks_format::file::layout::Export;
 
 /// One export document being written: the gzip member so far, and the length and hash of the
 /// text it stands for.
@@ -85,87 +85,58 @@ impl Spool {
 /// stream, small enough to hold.
 const PIECE_BYTES: usize = 1 << 20;
 
-/// One response body written as it is rendered ([`Write`]): its text spooled to a temporary
-/// file, and its gzip variant to another, deflated a mebibyte of text at a time (`PIECE_BYTES`).
+/// One document written as it is rendered ([`Write`]) and stored as gzip only, like an export:
+/// deflated a mebibyte of text at a time (`PIECE_BYTES`) into a spool, never whole in memory.
+/// The scorecard's scored targets, about 2.7 KB a target, so gigabytes for a million events.
 pub struct SpooledBody {
-    text: BufWriter<File>,
-    identity: Xxh3,
-    len: u64,
     /// Text written but not yet deflated.
     pending: Vec<u8>,
-    /// The gzip variant so far; none at level 0.
-    gzip: Option<Spool>,
+    gzip: Spool,
     level: u32,
-    /// A body shorter than this gets no gzip variant, as [`crate::build`]'s bodies.
-    gzip_min_bytes: u64,
 }
 
 impl std::fmt::Debug for SpooledBody {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpooledBody").field("len", &self.len).finish()
+        f.debug_struct("SpooledBody").field("spool", &self.gzip).finish()
     }
 }
 
 impl SpooledBody {
-    /// A body spooled in `dir`, its gzip variant deflated at `level` (0: none) if it reaches
-    /// `gzip_min_bytes`.
-    pub fn create(dir: &Path, level: u32, gzip_min_bytes: usize) -> io::Result<SpooledBody> {
+    /// A document spooled in `dir`, deflated at `level` (at least 1: it is stored as gzip only).
+    pub fn create(dir: &Path, level: u32) -> io::Result<SpooledBody> {
         Ok(SpooledBody {
-            text: BufWriter::with_capacity(1 << 20, temporary_file(dir)?),
-            identity: Xxh3::new(),
-            len: 0,
             pending: Vec::with_capacity(PIECE_BYTES),
-            gzip: if level == 0 { None } else { Some(Spool::empty(dir)?) },
-            level,
-            gzip_min_bytes: gzip_min_bytes as u64,
+            gzip: Spool::empty(dir)?,
+            level: level.max(1),
         })
     }
 
     fn deflate_pending(&mut self) -> io::Result<()> {
-        if let Some(gzip) = &mut self.gzip {
-            if !self.pending.is_empty() {
-                gzip.push(&self.pending, &Piece::of(&self.pending, self.level)?)?;
-            }
+        if !self.pending.is_empty() {
+            self.gzip.push(&self.pending, &Piece::of(&self.pending, self.level)?)?;
         }
         self.pending.clear();
         Ok(())
     }
 
-    /// Copies the text, and its gzip variant if it has one, into the snapshot's bodies region.
-    pub fn finish(mut self, writer: &mut SnapshotWriter, target: &Path) -> Result<Body, WriteError> {
+    /// Closes the gzip member and copies it into the snapshot's bodies region.
+    pub fn finish(mut self, writer: &mut SnapshotWriter, target: &Path) -> Result<Export, WriteError> {
         self.deflate_pending().map_err(|source| io_error(target, source))?;
-        let etag = quoted(self.identity.digest());
-        let (identity, _) = copy_into(self.text, writer, target)?;
-        let gzip = match self.gzip {
-            Some(gzip) if self.len >= self.gzip_min_bytes => {
-                let export = gzip.finish(writer, target)?;
-                Some(Encoded {
-                    bytes: export.gzip,
-                    etag: export.gzip_etag,
-                })
-            }
-            _ => None,
-        };
-        Ok(Body { identity, etag, gzip })
+        self.gzip.finish(writer, target)
     }
 }
 
 impl Write for SpooledBody {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.text.write_all(bytes)?;
-        self.identity.update(bytes);
-        self.len += bytes.len() as u64;
-        if self.gzip.is_some() {
-            self.pending.extend_from_slice(bytes);
-            if self.pending.len() >= PIECE_BYTES {
-                self.deflate_pending()?;
-            }
+        self.pending.extend_from_slice(bytes);
+        if self.pending.len() >= PIECE_BYTES {
+            self.deflate_pending()?;
         }
         Ok(bytes.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.text.flush()
+        Ok(())
     }
 }
 

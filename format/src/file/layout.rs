@@ -544,11 +544,13 @@ pub struct Index {
     /// The JWKS of every key that signed resolution records in this or earlier snapshots.
     pub signing_keys: Body,
     /// The scorecard and its scored targets as everyone may read them (relative quantities
-    /// only), and whole for Pro and above: `methodology::disclosure`.
+    /// only), and whole for Pro and above: `methodology::disclosure`. The scored targets are
+    /// the largest documents of all (about 2.7 KB a target, a target per event and month-end),
+    /// so, like the exports, they are stored as gzip only and decoded for a client without gzip.
     pub scorecard: Body,
-    pub scorecard_targets: Body,
+    pub scorecard_targets: Export,
     pub scorecard_full: Body,
-    pub scorecard_targets_full: Body,
+    pub scorecard_targets_full: Export,
     /// The pages that depend on the dataset, `/` and `/scorecard`: their content, which the
     /// server draws in its frame when it puts the snapshot in force.
     pub home_page: PageContent,
@@ -673,9 +675,8 @@ impl ArchivedIndex {
             .chain(of(&self.index_list))
             .chain(of(&self.signing_keys))
             .chain(of(&self.scorecard))
-            .chain(of(&self.scorecard_targets))
             .chain(of(&self.scorecard_full))
-            .chain(of(&self.scorecard_targets_full))
+            .chain([&self.scorecard_targets.gzip, &self.scorecard_targets_full.gzip])
             .chain([&self.home_page.main, &self.scorecard_page.main])
             .chain([
                 &exports.companies.gzip,

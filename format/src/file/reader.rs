@@ -372,7 +372,7 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
         })
         .chain(index.usage.iter())
         .chain(index.sector_lists.iter())
-        .chain([&index.signing_keys, &index.scorecard]);
+        .chain([&index.signing_keys, &index.scorecard, &index.scorecard_full]);
     let valid = |tag: &str| tag.len() >= 2 && tag.bytes().all(|b| (0x21..0x7f).contains(&b));
     for body in tags {
         if !valid(body.etag.as_str()) || body.gzip.as_ref().is_some_and(|g| !valid(g.etag.as_str())) {
@@ -381,6 +381,8 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
     }
     let exports = &index.exports;
     for export in [
+        &index.scorecard_targets,
+        &index.scorecard_targets_full,
         &exports.companies,
         &exports.series_80,
         &exports.series_95,
@@ -389,7 +391,7 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
         &exports.series_95_csv,
     ] {
         if !valid(export.gzip_etag.as_str()) || !valid(export.identity_etag.as_str()) {
-            return fail("an export's ETag is not a valid header value".into());
+            return fail("an export's or the scored targets' ETag is not a valid header value".into());
         }
     }
     check_change_log(index)
