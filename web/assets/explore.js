@@ -1323,7 +1323,9 @@ const publishedChart = { items: [], pts: [], width: 0 };
 async function renderPublished(result, wanted, s80) {
   const status = $('published-verify');
   if (!wanted) {
-    say($('published-note'), needsTier('marks:80', 'The published history (every mark as first published, verified in your browser)'));
+    say($('published-note'), allows('marks:80') === false
+      ? needsTier('marks:80', 'The published history (every mark as first published, verified in your browser)')
+      : 'The published history was not asked for: the daily marks could not be read (see above).');
     return;
   }
   if (result.status === 'rejected') {
