@@ -1,5 +1,7 @@
 """The company explorer (/explore, /explore/{slug}) with keys of each tier, against the real API."""
 
+import base64
+import hashlib
 import json
 import re
 
@@ -588,3 +590,290 @@ def test_the_list_shows_last_reported_and_outcome_and_sorts_by_them(open_page, s
     expect(page.locator("#company-rows tr").first).to_contain_text(
         re.compile(r"Listed|Sold|Bankrupt|Wound down|Sale agreed")
     )
+
+
+# The published history: every mark as first published, beside today's recomputed one, and its
+# publication log verified in the browser.
+
+
+def wait_published(page):
+    """Waits until the published history has its verdict, or says why it has none."""
+    page.wait_for_function(
+        "() => document.getElementById('published-verify').dataset.verdict"
+        " || document.getElementById('published-note').textContent.trim() !== ''"
+    )
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def canonical(value):
+    """RFC 8785 canonical JSON of an entry (sorted keys, no spaces, integers only)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def leaf_hash_b64(entry):
+    return base64.b64encode(hashlib.sha256(b"\x00" + canonical(entry)).digest()).decode()
+
+
+def log_signer(server, note):
+    """The RFC 7638 thumbprint of the published key whose C2SP key hash signs the note, found
+    here from /v1/signing-keys and the note's signature line."""
+    origin = note.split("\n", 1)[0]
+    signature = base64.b64decode(note.rstrip("\n").rsplit(" ", 1)[1])
+    for jwk in server.json("/v1/signing-keys")["keys"]:
+        raw = base64.urlsafe_b64decode(jwk["x"] + "=" * (-len(jwk["x"]) % 4))
+        if hashlib.sha256(origin.encode() + b"\n\x01" + raw).digest()[:4] == signature[:4]:
+            members = json.dumps({"crv": jwk["crv"], "kty": jwk["kty"], "x": jwk["x"]}, separators=(",", ":"))
+            return b64url(hashlib.sha256(members.encode()).digest())
+    raise AssertionError("no published key signs the checkpoint")
+
+
+def revision_words(entry, today):
+    """The page's revision column, from the API's figures."""
+    if today is None:
+        return "no recomputed mark of that day"
+    if today["mark_usd"] == entry["value_usd"]:
+        same = (today["lower_usd"], today["upper_usd"]) == (entry["lower_80_usd"], entry["upper_80_usd"])
+        return "unchanged" if same else "the same mark; its 80% band revised"
+    p = (today["mark_usd"] / entry["value_usd"] - 1) * 100
+    sign = "\u2212" if p < 0 else "+"
+    return f"revised by {sign}{'less than 0.1' if abs(p) < 0.05 else f'{abs(p):.1f}'}%"
+
+
+@pytest.mark.parametrize("key,viewport", [(RESEARCH, DESKTOP), (PRO, PHONE)], ids=["research-1280", "pro-390"])
+def test_published_history_is_shown_beside_the_recomputed_series_and_verified(open_page, server, key, viewport):
+    """Stripe's published marks (the sample's three earlier versions and the build's own), each
+    beside today's recomputed mark of its day, the revisions said on the chart and in the table,
+    and the log verified: leaf hashes, inclusion proofs, the checkpoint's signature."""
+    published = server.json("/v1/companies/stripe/published", key)
+    series = {p["date"]: p for p in server.json("/v1/companies/stripe/marks?coverage=80", key)["series"]}
+    note = server.get("/v1/log/checkpoint", key)[2]
+    entries = [item["entry"] for item in published["series"]]
+    assert len(published["versions"]) >= 2 and len(entries) == len(published["versions"]), "one entry a version"
+    todays = [series.get(e["marked_on"]) for e in entries]
+    words = [revision_words(e, t) for e, t in zip(entries, todays, strict=True)]
+    revised = [w for w in words if w.startswith("revised by")]
+    assert revised, f"stripe's published marks were revised since: {words}"
+
+    page, rec = open_page(viewport=viewport)
+    enter_key(page, key, "/explore/stripe")
+    wait_company_loaded(page)
+    wait_published(page)
+    status = page.locator("#published-verify")
+    expect(status).to_have_class("ok")
+    expect(status).to_have_text(re.compile(rf"^Verified in your browser: {len(entries)} published entries"))
+    tree_size = int(note.split("\n")[1])
+    expect(status).to_contain_text(f"({tree_size} entries, dataset {published['versions'][-1]['dataset_version']})")
+    expect(status).to_contain_text(f"published signing key {log_signer(server, note)}")
+    if key == PRO:
+        expect(status).to_contain_text(f"the {len(entries)} 95% bands match")
+    else:
+        expect(status).not_to_contain_text("95% band")
+
+    rows = page.locator("#published-table tbody tr")
+    expect(rows).to_have_count(len(entries))
+    for i, (item, entry, today, word) in enumerate(zip(published["series"], entries, todays, words, strict=True)):
+        row = rows.nth(i)
+        expect(row).to_have_attribute("data-leaf", str(item["leaf_index"]))
+        cells = row.locator("td")
+        expect(cells.nth(0)).to_contain_text(f"{entry['marked_on']}")
+        expect(cells.nth(0)).to_contain_text(f"in {entry['dataset_version']}")
+        expect(cells.nth(1)).to_contain_text(usd_words(entry["value_usd"]))
+        expect(cells.nth(3)).to_contain_text(usd_words(today["mark_usd"]) if today else "n/a")
+        # The revision: its own column on a wide screen, under today's mark on a phone.
+        expect(cells.nth(3 if viewport == PHONE else 4)).to_contain_text(word)
+
+    # The chart says where they differ: one mark a published entry, a revision line from each
+    # revised one to today's mark of its day, and the sentence in its label.
+    svg = page.locator("#published-svg")
+    expect(svg).to_have_attribute("data-entries", str(len(entries)))
+    expect(svg).to_have_attribute("data-revised", str(len(revised)))
+    expect(page.locator("#published-svg rect.published-marker")).to_have_count(len(entries))
+    expect(page.locator("#published-svg line.revision-link")).to_have_count(len(revised))
+    expect(page.locator("#legend-revision")).to_be_visible()
+    first = page.locator("#published-svg g.published-entry").first
+    expect(first).to_have_attribute(
+        "aria-label",
+        re.compile(
+            rf"^Published {re.escape(usd_words(entries[0]['value_usd']))} for {entries[0]['marked_on']} "
+            rf"\(version {entries[0]['dataset_version']}\); recomputed today .*: {re.escape(words[0])}\.$"
+        ),
+    )
+    first.focus()
+    expect(page.locator("#published-readout")).to_have_text(first.get_attribute("aria-label"))
+    assert_drawn_at_its_box_width(page, "#published-chart", "#published-svg")
+    if viewport == PHONE:
+        widths = page.locator("#published-wrap").evaluate("(box) => [box.scrollWidth, box.clientWidth]")
+        assert widths[0] <= widths[1], f"the published table is {widths[0]} wide in a box of {widths[1]}"
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    page.evaluate("window.scrollTo(0, 0)")  # the clip is measured from the page's top
+    top = page.locator("#published-heading").bounding_box()
+    bottom = page.locator("#published-facts").bounding_box()
+    page.screenshot(
+        path=str(SCREENSHOTS / f"explore-stripe-published-{viewport['width']}.png"),
+        full_page=True,
+        clip={
+            "x": 0,
+            "y": top["y"] - 8,
+            "width": viewport["width"],
+            "height": bottom["y"] + bottom["height"] - top["y"] + 16,
+        },
+    )
+    asked = {r.url.removeprefix(server.base) for r in rec.requests}
+    assert {"/v1/companies/stripe/published", "/v1/log/checkpoint"} <= asked
+    assert not rec.page_errors and not rec.console_errors, (rec.page_errors, rec.console_errors)
+
+
+def published_page(open_page, routes):
+    page, _ = open_page()
+    for pattern, handler in routes.items():
+        page.route(pattern, handler)
+    enter_key(page, PRO, "/explore/stripe")  # Pro: a budget of 600 a minute for the many pages
+    wait_published(page)
+    return page
+
+
+def tamper_published(change):
+    """A route handler that serves /published as the server sent it, less `change(body)`."""
+
+    def handler(route):
+        response = route.fetch()
+        body = response.json()
+        change(body)
+        route.fulfill(response=response, body=json.dumps(body))
+
+    return handler
+
+
+def middle(body):
+    return body["series"][len(body["series"]) // 2]
+
+
+def _value(body):
+    middle(body)["entry"]["value_usd"] += 1_000_000
+
+
+def _value_and_leaf_hash(body):
+    item = middle(body)
+    item["entry"]["value_usd"] += 1_000_000
+    item["leaf_hash"] = leaf_hash_b64(item["entry"])
+
+
+def _bounds(body):
+    middle(body)["entry"]["lower_80_usd"] -= 1
+
+
+def _proof(body):
+    proof = middle(body)["inclusion_proof"]
+    proof[0], proof[-1] = proof[-1], proof[0]
+
+
+def _moved(body):
+    middle(body)["leaf_index"] += 1
+
+
+def _dropped(body):
+    del body["series"][len(body["series"]) // 2]
+
+
+def _root(body):
+    body["log"]["root_hash"] = base64.b64encode(bytes(32)).decode()
+
+
+def _signed_root(body):
+    """The checkpoint's root changed in its note, its signature kept."""
+    origin, size, _root_hash, rest = body["log"]["checkpoint"].split("\n", 3)
+    body["log"]["checkpoint"] = "\n".join([origin, size, base64.b64encode(bytes(32)).decode(), rest])
+
+
+TAMPERED = {
+    "value": (_value, "leaf_hash", "does not hash to the leaf hash sent with it", True),
+    "value-with-its-leaf-hash": (_value_and_leaf_hash, "inclusion", "is not in the log of the signed checkpoint", True),
+    "bounds": (_bounds, "leaf_hash", "does not hash to the leaf hash sent with it", True),
+    "proof": (_proof, "inclusion", "is not in the log of the signed checkpoint", True),
+    "moved": (_moved, "inclusion", "is not in the log of the signed checkpoint", True),
+    "dropped": (_dropped, "completeness", "an entry was left out", False),
+    "root": (_root, "checkpoint", "is not what its signed checkpoint says", False),
+    "signed-root": (_signed_root, "signature", "does not verify with the published key", False),
+}
+
+
+@pytest.mark.parametrize("case", list(TAMPERED))
+def test_tampered_published_history_is_not_verified(open_page, case):
+    change, check, reason, one_entry = TAMPERED[case]
+    page = published_page(open_page, {"**/v1/companies/stripe/published": tamper_published(change)})
+    status = page.locator("#published-verify")
+    expect(status).to_have_text(re.compile(r"^NOT verified: "))
+    expect(status).to_contain_text(reason)
+    expect(status).to_contain_text("Do not rely on these published marks")
+    expect(status).to_have_class("error")
+    expect(status).to_have_attribute("data-check", check)
+    # The entry that failed is marked in the table.
+    expect(page.locator("#published-table tr.failed")).to_have_count(1 if one_entry else 0)
+    expect(page.locator("#published-facts")).to_be_empty()
+
+
+def test_a_checkpoint_with_a_broken_signature_is_not_verified(open_page):
+    """/v1/log/checkpoint with one bit of its signature flipped: its note no longer verifies."""
+
+    def flip(route):
+        response = route.fetch()
+        text, signature = response.text().rstrip("\n").rsplit(" ", 1)
+        raw = bytearray(base64.b64decode(signature))
+        raw[-1] ^= 1
+        route.fulfill(response=response, body=f"{text} {base64.b64encode(bytes(raw)).decode()}\n")
+
+    page = published_page(open_page, {"**/v1/log/checkpoint": flip})
+    status = page.locator("#published-verify")
+    expect(status).to_have_text(re.compile(r"^NOT verified: the signature of the log's checkpoint does not verify"))
+    expect(status).to_have_attribute("data-check", "signature")
+
+
+def test_a_log_resigned_by_a_key_that_is_not_published_is_not_verified(open_page, server):
+    """A whole log forged consistently (an entry changed, its leaf hash, its proof's root and
+    the checkpoint recomputed and signed) with a key of the forger's own: every hash checks out,
+    but no published key signed it."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    forger = Ed25519PrivateKey.generate()
+    raw = forger.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    note = server.get("/v1/log/checkpoint", PRO)[2]
+    origin = note.split("\n", 1)[0]
+    text = note.split("\n\n", 1)[0] + "\n"
+    key_hash = hashlib.sha256(origin.encode() + b"\n\x01" + raw).digest()[:4]
+    forged = f"{text}\n\u2014 {origin} {base64.b64encode(key_hash + forger.sign(text.encode())).decode()}\n"
+
+    def change(body):
+        body["log"]["checkpoint"] = forged
+
+    page = published_page(
+        open_page,
+        {
+            "**/v1/companies/stripe/published": tamper_published(change),
+            "**/v1/log/checkpoint": lambda route: route.fulfill(status=200, content_type="text/plain", body=forged),
+        },
+    )
+    status = page.locator("#published-verify")
+    expect(status).to_have_text(
+        re.compile(r"^NOT verified: the checkpoint of the history is signed by no published signing key")
+    )
+    expect(status).to_contain_text(key_hash.hex())
+
+
+def test_free_key_sees_that_the_published_history_needs_research(open_page, server):
+    key = server.issue_key("free")
+    page, rec = open_page()
+    enter_key(page, key, "/explore/anthropic")
+    wait_company_loaded(page)
+    wait_published(page)
+    expect(page.locator("#published-note")).to_have_text(
+        "The published history (every mark as first published, verified in your browser) needs a Research key"
+        " or above (scope marks:80); this key's tier is free."
+    )
+    expect(page.locator("#published-figure")).to_be_hidden()
+    expect(page.locator("#published-wrap")).to_be_hidden()
+    asked = [r.url.removeprefix(server.base) for r in rec.requests if "/v1/" in r.url]
+    assert not [u for u in asked if "/published" in u or u.startswith("/v1/log/")], asked

@@ -4,7 +4,7 @@ ten companies fit the free tier's ten requests a minute. Counted, not timed."""
 
 import re
 
-from conftest import FREE, PHONE, enter_key, wait_company_loaded, wait_settled
+from conftest import FREE, PHONE, enter_key, wait_company_loaded, wait_list_loaded, wait_settled
 from playwright.sync_api import expect
 
 
@@ -21,6 +21,7 @@ def test_a_free_company_page_costs_one_request(open_page, server):
     assert problem["code"] == "tier_forbidden" and "q=10" in headers["RateLimit-Policy"]
     page, rec = open_page(viewport=PHONE)
     enter_key(page, key)
+    wait_list_loaded(page)  # the key form closes before the list is asked for
     # The list: the key check, the sector menu and the list.
     assert api_paths(rec, server) == ["/v1/usage", "/v1/sectors", "/v1/companies"]
     expect(page.locator("#key-status")).to_have_text(re.compile(r"^Using a free key \(10 requests a minute\)"))

@@ -392,6 +392,12 @@ export async function api(path, { auth = true } = {}) {
   try { return await res.json(); } catch { return null; }
 }
 
+/** GET a text document (e.g. the log's signed checkpoint, text/plain), as sent. */
+export async function apiText(path) {
+  const res = await get(path, 'text/plain', true);
+  return res.text();
+}
+
 /** An API error in words: what failed, why (the problem's detail), and what to do. */
 export function problemWords(err, what) {
   const p = err.problem || {};

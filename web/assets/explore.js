@@ -16,8 +16,8 @@ import {
   usd, usdFull, band, an, pct, pctCell, displayName, money, moneyBand, initExactToggles,
   eventWords, GRADE_WORDS, REPORTED_WORDS, OUTCOME_WORDS, ended, outcomeParts, outcomeText,
   getKey, api, problemWords, showError, loadUsage, allows, needsTier, showKeyStatus, initKeyPanel, showMeta,
-  dayNumber, nearestIn, logTicks, timeTicks, chartWidth, redrawOnResize,
-  toCsv, fetchCsv, fileName, downloadButton, companySearch,
+  dayNumber, nearestIn, logTicks, timeTicks, chartWidth, redrawOnResize, DAY_MS, MONTHS,
+  apiText, toCsv, fetchCsv, fileName, downloadButton, companySearch,
 } from '/assets/common.js';
 
 const PAGE_SIZE = 50;
@@ -481,7 +481,16 @@ async function showCompany(slug) {
   const want95 = allows('marks:95') ?? (s80.status === 'fulfilled' && s80.value != null);
   const wantRes = allows('resolution:read') ?? (events.status === 'fulfilled' && events.value != null);
   const s95P = want95 ? api(`${base}/marks?coverage=95`) : null;
-  const resP = wantRes ? Promise.all([api(`${base}/resolution`), api('/v1/signing-keys', { auth: false })]) : null;
+  // The published history (Research and above): the company's entries of the publication log,
+  // the log's checkpoint, and the signing keys (asked once, for the resolution record too).
+  const wantLog = allows('marks:80') ?? (s80.status === 'fulfilled' && s80.value != null);
+  let keysP = null;
+  const signingKeys = () => {
+    keysP = keysP || api('/v1/signing-keys', { auth: false });
+    return keysP;
+  };
+  const resP = wantRes ? Promise.all([api(`${base}/resolution`), signingKeys()]) : null;
+  const logP = wantLog ? Promise.all([api(`${base}/published`), apiText('/v1/log/checkpoint'), signingKeys()]) : null;
 
   renderProfile(profile);
   const p = profile.status === 'fulfilled' ? profile.value : null;
@@ -489,9 +498,9 @@ async function showCompany(slug) {
   const backtestP = renderBacktest(slug, name);
   const evs = events.status === 'fulfilled' && events.value ? events.value.events || [] : null;
   renderEvents(events, evs);
-  const [s95, res] = await Promise.allSettled([s95P, resP]);
+  const [s95, res, pub] = await Promise.allSettled([s95P, resP, logP]);
   renderSeries(s80, s95, evs, p);
-  await Promise.all([renderResolution(res, wantRes), backtestP]);
+  await Promise.all([renderResolution(res, wantRes), renderPublished(pub, wantLog, s80), backtestP]);
 }
 
 function renderProfile(result) {
@@ -1023,6 +1032,491 @@ async function renderResolution(result, wanted) {
   say(status, v.ok
     ? `Signature verified with key ${v.kid}: this record is exactly what the holder of that key signed (Ed25519 over its RFC 8785 canonical JSON, checked in your browser, and ${v.kid} is the thumbprint of the key that verified it). That proves who signed only if ${v.kid} is a key the publisher states as its own: compare it with the publisher's published thumbprints (the bundled sample's demo key is listed in docs/publishing.md).`
     : `NOT verified: ${v.reason}. Do not rely on this record.`, v.ok ? 'ok' : 'error');
+}
+
+/* ---------- the published history: the publication log, verified in the browser ---------- */
+
+/* Every build appends each company's mark as of its day to an append-only log (an RFC 6962
+   Merkle tree) and signs a checkpoint of it (a C2SP signed note). The daily series is
+   recomputed by every version; the log keeps what each version published. The page checks,
+   with Web Crypto, what GET /v1/companies/{slug}/published says against the signed checkpoint,
+   as the Python SDK's verify_published does: each entry's leaf hash from its fields, each
+   inclusion proof (RFC 9162 section 2.1.3.2) to the checkpoint's root, the checkpoint's Ed25519
+   signature by a published signing key (found by its C2SP key hash), and the entries' places. */
+
+/** A check of the log that failed: `check` names which, `leaf` the entry's leaf index. */
+class LogCheck extends Error {
+  constructor(check, message, leaf = null) {
+    super(message);
+    this.check = check;
+    this.leaf = leaf;
+  }
+}
+
+const utf8 = (text) => new TextEncoder().encode(text);
+const toBase64 = (bytes) => btoa(String.fromCharCode(...bytes));
+const toBase64Url = (bytes) => toBase64(bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+const sameBytes = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
+const hex = (bytes) => [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('');
+
+/** Standard base64 with its padding, as the log's hashes are sent; `what` names it in the error. */
+function base64Bytes(text, what) {
+  if (typeof text !== 'string' || text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) {
+    throw new LogCheck('format', `${what} is not base64`);
+  }
+  return Uint8Array.from(atob(text), (ch) => ch.charCodeAt(0));
+}
+
+async function sha256(...parts) {
+  const joined = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    joined.set(p, at);
+    at += p.length;
+  }
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', joined));
+}
+
+const LEAF_PREFIX = Uint8Array.of(0);
+const NODE_PREFIX = Uint8Array.of(1);
+
+/** RFC 6962's hash of a leaf: SHA-256(0x00 || leaf). */
+const leafHash = (leaf) => sha256(LEAF_PREFIX, leaf);
+
+/**
+ * RFC 9162 section 2.1.3.2: the root an inclusion proof leads to from the leaf hash `leaf` at
+ * `index` of a tree of `size` leaves, or null when the proof cannot be one for that place.
+ * Halving by arithmetic: JavaScript's bitwise operators are 32-bit.
+ */
+async function rootFromInclusion(index, size, leaf, proof) {
+  if (!Number.isSafeInteger(index) || !Number.isSafeInteger(size) || index < 0 || index >= size) return null;
+  const odd = (n) => n % 2 === 1;
+  const half = (n) => Math.floor(n / 2);
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of proof) {
+    if (sn === 0 || p.length !== 32) return null;
+    if (odd(fn) || fn === sn) {
+      r = await sha256(NODE_PREFIX, p, r);
+      while (fn !== 0 && !odd(fn)) {
+        fn = half(fn);
+        sn = half(sn);
+      }
+    } else {
+      r = await sha256(NODE_PREFIX, r, p);
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0 ? r : null;
+}
+
+/** A C2SP tlog-checkpoint signed note: {origin, size, root, version, text, signatures}; its
+ * signature is not checked here. */
+function parseCheckpoint(note, what) {
+  if (typeof note !== 'string') throw new LogCheck('format', `${what} is not a signed note`);
+  const cut = note.indexOf('\n\n');
+  if (cut < 0 || !note.endsWith('\n')) {
+    throw new LogCheck('format', `${what} is not a signed note (text, a blank line, then signature lines)`);
+  }
+  if (/[\u0000-\u0009\u000b-\u001f]/.test(note)) throw new LogCheck('format', `${what} holds control characters`);
+  const lines = note.slice(0, cut).split('\n');
+  if (lines.length < 3) throw new LogCheck('format', `${what} lacks an origin, a tree size or a root hash`);
+  const [origin, size, root] = lines;
+  if (!origin) throw new LogCheck('format', `${what} has no origin`);
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(size) || !Number.isSafeInteger(Number(size))) {
+    throw new LogCheck('format', `the tree size of ${what} (${size}) is not a number`);
+  }
+  const rootBytes = base64Bytes(root, `the root hash of ${what}`);
+  if (rootBytes.length !== 32) throw new LogCheck('format', `the root hash of ${what} is not 32 bytes`);
+  const version = lines.slice(3).find((l) => l.startsWith('dataset_version '));
+  const signatures = note.slice(cut + 2, -1).split('\n').map((line) => {
+    const m = /^\u2014 (\S+) ([A-Za-z0-9+/]+={0,2})$/.exec(line);
+    if (!m) throw new LogCheck('format', `${what} has a signature line that is not one`);
+    return { name: m[1], bytes: base64Bytes(m[2], `a signature of ${what}`) };
+  });
+  return {
+    origin, size: Number(size), root: rootBytes, version: version ? version.slice(16) : null,
+    text: `${note.slice(0, cut)}\n`, signatures,
+  };
+}
+
+/** The C2SP signed-note key hash of an Ed25519 key: SHA-256(name || "\n" || 0x01 || key)[:4]. */
+async function noteKeyHash(name, raw) {
+  return (await sha256(utf8(name), Uint8Array.of(0x0a, 0x01), raw)).slice(0, 4);
+}
+
+/**
+ * Checks a checkpoint's signature: a signature line under its origin whose key hash is that of a
+ * published Ed25519 signing key (the keys the resolution record is checked with), verified with
+ * that key. {thumbprint, keyHash} of the key that verified it, or a LogCheck saying why not.
+ */
+async function verifyCheckpoint(cp, jwks, what) {
+  const keys = [];
+  for (const jwk of (jwks && Array.isArray(jwks.keys) ? jwks.keys : [])) {
+    if (!jwk || jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string') continue;
+    let raw;
+    try {
+      raw = base64UrlBytes(jwk.x);
+    } catch {
+      continue;
+    }
+    if (raw.length === 32) keys.push({ jwk, hash: await noteKeyHash(cp.origin, raw) });
+  }
+  const lines = cp.signatures.filter((s) => s.name === cp.origin && s.bytes.length === 68);
+  if (lines.length === 0) {
+    throw new LogCheck('signature', `${what} carries no Ed25519 signature under its origin ${cp.origin}`);
+  }
+  let named = null;
+  for (const line of lines) {
+    for (const { jwk, hash } of keys) {
+      if (!sameBytes(hash, line.bytes.slice(0, 4))) continue;
+      named = hash;
+      let key;
+      try {
+        key = await crypto.subtle.importKey('jwk', { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, { name: 'Ed25519' }, false, ['verify']);
+      } catch {
+        throw new LogCheck('browser', 'this browser cannot verify Ed25519 signatures with Web Crypto');
+      }
+      let ok = false;
+      try {
+        ok = await crypto.subtle.verify({ name: 'Ed25519' }, key, line.bytes.slice(4), utf8(cp.text));
+      } catch {
+        ok = false;
+      }
+      if (ok) return { thumbprint: await thumbprint(jwk), keyHash: hex(hash) };
+    }
+  }
+  throw new LogCheck('signature', named
+    ? `the signature of ${what} does not verify with the published key of key hash ${hex(named)}: the checkpoint was changed, or signed by another key`
+    : `${what} is signed by no published signing key (its key hash is ${lines.map((l) => hex(l.bytes.slice(0, 4))).join(', ')})`);
+}
+
+/** The published versions, in order, each [dataset_version, tree_size], the last that of the
+ * checkpoint. */
+function publishedVersions(body, cp) {
+  const listed = body.versions;
+  if (!Array.isArray(listed) || listed.length === 0) throw new LogCheck('versions', 'the answer lists no published version');
+  const versions = [];
+  for (const v of listed) {
+    if (!v || typeof v.dataset_version !== 'string' || !Number.isSafeInteger(v.tree_size) || v.tree_size <= 0) {
+      throw new LogCheck('format', 'a published version has no dataset version or tree size');
+    }
+    const last = versions[versions.length - 1];
+    if (last && !(v.dataset_version > last[0] && v.tree_size > last[1])) {
+      throw new LogCheck('versions', `the versions are not in publication order: ${v.dataset_version} (${v.tree_size} entries) follows ${last[0]} (${last[1]})`);
+    }
+    versions.push([v.dataset_version, v.tree_size]);
+  }
+  const [version, size] = versions[versions.length - 1];
+  if (size !== cp.size || (cp.version && version !== cp.version)) {
+    throw new LogCheck('versions', `the last version listed is ${version} with ${size} entries; the signed checkpoint says ${cp.version} with ${cp.size}`);
+  }
+  return versions;
+}
+
+/**
+ * Checks a company's published history (the JSON of /published) against its signed checkpoint,
+ * and that checkpoint against the one /v1/log/checkpoint serves (`headNote`). What was checked,
+ * or a LogCheck naming the first check that failed.
+ */
+async function verifyPublished(body, headNote, jwks) {
+  if (!globalThis.crypto || !crypto.subtle) {
+    throw new LogCheck('browser', 'this page is not a secure context (HTTPS), so the browser offers no Web Crypto');
+  }
+  const log = body && body.log;
+  const cp = parseCheckpoint(log && log.checkpoint, 'the checkpoint of the history');
+  const signer = await verifyCheckpoint(cp, jwks, 'the checkpoint of the history');
+  if (log.origin !== cp.origin) throw new LogCheck('origin', `the answer names the log ${log.origin}, its checkpoint ${cp.origin}`);
+  if (log.tree_size !== cp.size || log.root_hash !== toBase64(cp.root)) {
+    throw new LogCheck('checkpoint', 'the tree size or root hash of the answer is not what its signed checkpoint says');
+  }
+  const head = parseCheckpoint(headNote, 'the log\'s checkpoint');
+  await verifyCheckpoint(head, jwks, 'the log\'s checkpoint');
+  if (head.origin !== cp.origin || head.size !== cp.size || !sameBytes(head.root, cp.root)) {
+    throw new LogCheck('checkpoint', `the log's checkpoint (${head.size} entries, ${head.version}) is not the one the history is proved against (${cp.size} entries, ${cp.version}): the log changed between the two answers (reload the page), or the server shows two logs`);
+  }
+  const versions = publishedVersions(body, cp);
+  const starts = new Map(versions.map(([v, size], i) => [v, [i ? versions[i - 1][1] : 0, size]]));
+  const slug = body.slug;
+  if (!Array.isArray(body.series)) throw new LogCheck('format', 'the answer has no series of entries');
+  const seen = [];
+  let previous = -1;
+  let bands = 0;
+  for (const item of body.series) {
+    const entry = item && item.entry;
+    const index = item && item.leaf_index;
+    if (!entry || typeof entry !== 'object' || !Number.isSafeInteger(index)) {
+      throw new LogCheck('format', 'an entry of the series has no entry or leaf index');
+    }
+    const where = `the entry of ${entry.dataset_version} (leaf ${index})`;
+    let hashed;
+    try {
+      hashed = await leafHash(utf8(canonicalJson(entry)));
+    } catch (err) {
+      if (err instanceof LogCheck) throw err;
+      throw new LogCheck('leaf_hash', `${where} is not canonical JSON`, index);
+    }
+    if (item.leaf_hash != null && !sameBytes(base64Bytes(item.leaf_hash, `the leaf hash of ${where}`), hashed)) {
+      throw new LogCheck('leaf_hash', `${where} does not hash to the leaf hash sent with it: it was changed`, index);
+    }
+    if (!Array.isArray(item.inclusion_proof)) throw new LogCheck('format', `${where} has no inclusion proof`, index);
+    const proof = item.inclusion_proof.map((p) => base64Bytes(p, `the inclusion proof of ${where}`));
+    const root = await rootFromInclusion(index, cp.size, hashed, proof);
+    if (!root || !sameBytes(root, cp.root)) {
+      throw new LogCheck('inclusion', `${where} is not in the log of the signed checkpoint (${cp.size} entries): a changed or forged entry, or one moved to another place`, index);
+    }
+    if (index <= previous) throw new LogCheck('order', `${where} comes after leaf ${previous}: the entries are not in log order`, index);
+    previous = index;
+    if (entry.slug !== slug) throw new LogCheck('entry', `${where} is an entry of ${entry.slug}`, index);
+    if (item.date !== entry.as_of) throw new LogCheck('entry', `${where} is dated ${item.date}, its entry says ${entry.as_of}`, index);
+    const span = starts.get(entry.dataset_version);
+    if (!span) throw new LogCheck('versions', `${where}: ${entry.dataset_version} is not a published version`, index);
+    if (index < span[0] || index >= span[1]) {
+      throw new LogCheck('versions', `${where} lies outside the leaves ${span[0]} to ${span[1] - 1} of ${entry.dataset_version}`, index);
+    }
+    if (seen[seen.length - 1] === entry.dataset_version) throw new LogCheck('completeness', `${where} is a second entry of ${entry.dataset_version}`, index);
+    seen.push(entry.dataset_version);
+    if (item.band_95 != null) {
+      const digest = toBase64Url(await sha256(utf8(canonicalJson(item.band_95))));
+      if (digest !== entry.band_95_digest) throw new LogCheck('band_95', `the 95% band of ${where} is not the one its entry commits to`, index);
+      bands += 1;
+    }
+  }
+  if (seen.length) {
+    const order = versions.map(([v]) => v);
+    const missing = order.slice(order.indexOf(seen[0])).filter((v) => !seen.includes(v));
+    if (missing.length) {
+      throw new LogCheck('completeness', `the history has entries of ${seen[0]} and later, but none of ${missing.join(', ')}: an entry was left out (a company with a mark is published in every version)`);
+    }
+  }
+  return { cp, signer, entries: seen.length, versions: versions.length, bands };
+}
+
+/** A change in percent with one decimal: "−13.2%", "+0.4%", "less than 0.1%". */
+function revisedPct(from, to) {
+  const p = (to / from - 1) * 100;
+  if (Math.abs(p) < 0.05) return `${p < 0 ? '−' : '+'}less than 0.1%`;
+  return `${p < 0 ? '−' : '+'}${Math.abs(p).toFixed(1)}%`;
+}
+
+/** How today's recomputed mark of an entry's day stands to the published one. */
+function revisionOf(entry, today) {
+  if (!today) return { kind: 'none', words: 'no recomputed mark of that day' };
+  if (today.mark_usd === entry.value_usd) {
+    const same = today.lower_usd === entry.lower_80_usd && today.upper_usd === entry.upper_80_usd;
+    return { kind: same ? 'same' : 'bounds', words: same ? 'unchanged' : 'the same mark; its 80% band revised' };
+  }
+  const by = entry.value_usd > 0 ? revisedPct(entry.value_usd, today.mark_usd) : `from ${usd(0)}`;
+  return { kind: 'revised', words: `revised by ${by}`, by };
+}
+
+/** The sentence of one entry: what was published, what is recomputed today, the revision. */
+function publishedSentence(entry, today, rev) {
+  return `Published ${usd(entry.value_usd)} for ${entry.marked_on} (version ${entry.dataset_version}); `
+    + (today ? `recomputed today ${usd(today.mark_usd)}: ${rev.words}.` : `${rev.words}.`);
+}
+
+const publishedChart = { items: [], pts: [], width: 0 };
+
+async function renderPublished(result, wanted, s80) {
+  const status = $('published-verify');
+  if (!wanted) {
+    say($('published-note'), allows('marks:80') === false
+      ? needsTier('marks:80', 'The published history (every mark as first published, verified in your browser)')
+      : 'The published history was not asked for: the daily marks could not be read (see above).');
+    return;
+  }
+  if (result.status === 'rejected') {
+    showError(result.reason, 'The published history', $('published-note'));
+    return;
+  }
+  const [body, headNote, jwks] = result.value;
+  const series = body && Array.isArray(body.series) ? body.series : [];
+  $('published-intro').hidden = false;
+  const pts = s80.status === 'fulfilled' && s80.value ? s80.value.series || [] : [];
+  const byDate = new Map(pts.map((p) => [p.date, p]));
+  const items = series.filter((s) => s && s.entry).map((s) => {
+    const today = byDate.get(s.entry.marked_on);
+    const rev = revisionOf(s.entry, today);
+    return { ...s, today, rev, sentence: publishedSentence(s.entry, today, rev) };
+  });
+  if (items.length === 0) say($('published-note'), 'Nothing has been published for this company yet.');
+  $('published-table').tBodies[0].replaceChildren(...items.map((it) => {
+    const e = it.entry;
+    const cls = it.rev.kind === 'revised' ? (it.today.mark_usd > e.value_usd ? 'up' : 'down') : null;
+    // On a phone the bounds go under the published mark and the revision under today's mark.
+    return el('tr', { 'data-leaf': it.leaf_index, 'data-revision': it.rev.kind },
+      el('td', {}, el('span', { class: 'nowrap', text: e.marked_on }),
+        el('span', { class: 'sub', text: `${e.as_of !== e.marked_on ? `as of ${e.as_of}, ` : ''}published in ${e.dataset_version}` }),
+        el('span', { class: 'sub', text: `leaf ${it.leaf_index}` })),
+      el('td', { class: 'num' }, money(e.value_usd), el('span', { class: 'sub narrow-only', text: `80%: ${band(e.lower_80_usd, e.upper_80_usd)}` })),
+      el('td', { class: 'num wide-only' }, moneyBand(e.lower_80_usd, e.upper_80_usd)),
+      el('td', { class: 'num' }, it.today ? money(it.today.mark_usd) : 'n/a', el('span', { class: `sub narrow-only ${cls || ''}`.trim(), text: it.rev.words })),
+      el('td', { class: `wide-only ${cls || ''}`.trim() }, it.rev.words));
+  }));
+  $('published-wrap').hidden = items.length === 0;
+  publishedChart.items = items;
+  publishedChart.pts = pts;
+  if (items.length) {
+    $('published-figure').hidden = false;
+    $('legend-revision').hidden = !items.some((it) => it.rev.kind === 'revised');
+    drawPublished();
+    redrawOnResize($('published-chart'), () => publishedChart.width, drawPublished);
+    const last = items[items.length - 1];
+    $('published-readout').textContent = `Latest: ${last.sentence}`;
+  }
+
+  say(status, 'Verifying the published history in your browser…');
+  try {
+    const v = await verifyPublished(body, headNote, jwks);
+    const { cp, signer } = v;
+    say(status, `Verified in your browser: ${v.entries} published entr${v.entries === 1 ? 'y' : 'ies'} of this company. `
+      + 'Each one\'s leaf hash is recomputed from its fields and its inclusion proof leads to the root of the log\'s '
+      + `checkpoint (${cp.size} entries, dataset ${cp.version || 'n/a'}), signed (Ed25519) by the published signing key `
+      + `${signer.thumbprint}${v.bands ? `; the ${v.bands} 95% band${v.bands === 1 ? '' : 's'} match the digests their entries commit to` : ''}. `
+      + 'That proves who published them only if that key is one the publisher states as its own (the sample\'s demo key '
+      + 'is listed in docs/publishing.md).', 'ok');
+    status.dataset.verdict = 'verified';
+    facts($('published-facts'), [
+      ['Log', el('code', { text: cp.origin })],
+      ['Checkpoint', `${cp.size} entries, dataset ${cp.version || 'n/a'}`],
+      ['Root hash', el('code', { text: toBase64(cp.root) })],
+      ['Signed by', [el('code', { text: signer.thumbprint }), ` (key hash ${signer.keyHash})`]],
+    ]);
+  } catch (err) {
+    const check = err instanceof LogCheck ? err : new LogCheck('format', `the answer could not be read (${err.message})`);
+    say(status, `NOT verified: ${check.message}. Do not rely on these published marks.`, 'error');
+    status.dataset.verdict = 'failed';
+    status.dataset.check = check.check;
+    if (check.leaf != null) {
+      const row = document.querySelector(`#published-table tr[data-leaf="${check.leaf}"]`);
+      if (row) {
+        row.classList.add('failed');
+        row.cells[0].append(el('span', { class: 'flag flag-failed', text: 'fails the check' }));
+      }
+    }
+  }
+}
+
+/** Day ticks for a window of a few weeks (timeTicks' months for a longer one). */
+function dayTicks(d0, d1, plotWidth) {
+  if (d1 - d0 > 120) return timeTicks(d0, d1, plotWidth);
+  const step = [1, 2, 3, 7, 14, 28].find((s) => ((d1 - d0) / s) * 56 <= plotWidth) || 28;
+  const ticks = [];
+  for (let d = Math.ceil(d0); d <= d1; d += 1) {
+    if (d % step !== 0) continue;
+    const date = new Date(d * DAY_MS);
+    ticks.push([d, `${MONTHS[date.getUTCMonth()]} ${date.getUTCDate()}`]);
+  }
+  return ticks;
+}
+
+/** The published marks (squares, their 80% bounds as bars) over today's recomputed series of
+ * the days they cover (line and 80% band); a revision drawn from the one to the other. */
+function drawPublished() {
+  const { items, pts } = publishedChart;
+  const box = $('published-chart');
+  const W = chartWidth(box);
+  const H = Math.round(Math.min(320, Math.max(220, W * 0.36)));
+  const M = { l: 58, r: 14, t: 12, b: 28 };
+  publishedChart.width = W;
+  const marked = items.map((it) => dayNumber(it.entry.marked_on));
+  const lo = Math.min(...marked);
+  const hi = Math.max(...marked);
+  const pad = Math.max(2, Math.round((hi - lo) * 0.12));
+  const d0 = lo - pad;
+  const d1 = hi + pad;
+  const inWindow = pts.filter((p) => {
+    const d = dayNumber(p.date);
+    return d >= d0 && d <= d1;
+  });
+  const values = [];
+  for (const p of inWindow) values.push(p.mark_usd, p.lower_usd, p.upper_usd);
+  for (const it of items) values.push(it.entry.value_usd, it.entry.lower_80_usd, it.entry.upper_80_usd);
+  const positive = values.filter((v) => typeof v === 'number' && v > 0);
+  const vlo = positive.length ? Math.min(...positive) : 1;
+  const vhi = positive.length ? Math.max(...positive) : 10;
+  const vpad = Math.max(0.05, (Math.log10(vhi) - Math.log10(vlo)) * 0.06);
+  const l0 = Math.log10(vlo) - vpad;
+  const l1 = Math.log10(vhi) + vpad;
+  const pw = W - M.l - M.r;
+  const ph = H - M.t - M.b;
+  const x = (d) => Math.round((M.l + ((d - d0) / (d1 - d0)) * pw) * 10) / 10;
+  const y = (v) => {
+    const l = v > 0 ? Math.max(l0, Math.log10(v)) : l0;
+    return Math.round((M.t + (1 - (l - l0) / (l1 - l0)) * ph) * 10) / 10;
+  };
+  const grid = svgEl('g', { 'aria-hidden': 'true' });
+  for (const v of logTicks(l0, l1)) {
+    grid.append(
+      svgEl('line', { class: 'grid', x1: M.l, x2: W - M.r, y1: y(v), y2: y(v) }),
+      svgEl('text', { class: 'axis', x: M.l - 6, y: y(v) + 4, 'text-anchor': 'end', text: usd(v) }));
+  }
+  for (const [t, label] of dayTicks(d0, d1, pw)) {
+    if (x(t) < M.l + 20 || x(t) > W - 22) continue; // a label cut by the edge
+    grid.append(
+      svgEl('line', { class: 'grid', x1: x(t), x2: x(t), y1: M.t, y2: H - M.b }),
+      svgEl('text', { class: 'axis', x: x(t), y: H - M.b + 18, 'text-anchor': 'middle', text: label }));
+  }
+  grid.append(svgEl('line', { class: 'axis-line', x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }));
+  const wx = inWindow.map((p) => x(dayNumber(p.date)));
+  const recomputed = svgEl('g', { class: 'recomputed', 'aria-hidden': 'true' });
+  if (inWindow.length) {
+    const top = inWindow.map((p, i) => `${wx[i]},${y(p.upper_usd)}`);
+    const bottom = inWindow.map((p, i) => `${wx[i]},${y(p.lower_usd)}`).reverse();
+    recomputed.append(
+      svgEl('path', { class: 'recomputed-band', d: `M${top.join('L')}L${bottom.join('L')}Z` }),
+      svgEl('polyline', { class: 'recomputed-line', points: inWindow.map((p, i) => `${wx[i]},${y(p.mark_usd)}`).join(' ') }));
+  }
+  // Entries of one day (a company's last private mark, published again by each version) are
+  // drawn side by side around it, in publication order, 12 px apart.
+  const sameDay = marked.map((d, i) => [marked.filter((e) => e === d).length, marked.slice(0, i).filter((e) => e === d).length]);
+  const xAt = (i) => x(marked[i]) + (sameDay[i][1] - (sameDay[i][0] - 1) / 2) * 12;
+  const marks = svgEl('g', { class: 'published' });
+  const LABEL = 52; // room for a label such as "+193.7%" beside a mark
+  let taken = M.l; // where the last label ends
+  items.forEach((it, i) => {
+    const e = it.entry;
+    const cx = xAt(i);
+    const py = y(e.value_usd);
+    const g = svgEl('g', {
+      class: `published-entry ${it.rev.kind}`, tabindex: 0, role: 'img', 'aria-label': it.sentence,
+      'data-leaf': it.leaf_index, 'data-revision': it.rev.kind,
+    }, svgEl('title', { text: it.sentence }),
+    svgEl('line', { class: 'published-bounds', x1: cx, x2: cx, y1: y(e.lower_80_usd), y2: y(e.upper_80_usd) }));
+    if (it.rev.kind === 'revised') {
+      const ty = y(it.today.mark_usd);
+      g.append(svgEl('line', { class: 'revision-link', x1: cx, x2: cx, y1: py, y2: ty }),
+        svgEl('circle', { class: 'revision-dot', cx, cy: ty, r: 3 }));
+      // The revision in a few characters beside it: right of it where the next mark leaves room,
+      // else left where the last label does; else only in its label and the table.
+      const next = i + 1 < items.length ? xAt(i + 1) : W - M.r + 6;
+      const ly = Math.round(((py + ty) / 2 + 4) * 10) / 10;
+      if (next - cx >= LABEL + 6) {
+        g.append(svgEl('text', { class: 'revision-label', x: cx + 9, y: ly, text: it.rev.by }));
+        taken = cx + LABEL + 9;
+      } else if (cx - Math.max(taken, i ? xAt(i - 1) : M.l) >= LABEL + 6) {
+        g.append(svgEl('text', { class: 'revision-label', x: cx - 9, y: ly, 'text-anchor': 'end', text: it.rev.by }));
+        taken = cx;
+      }
+    }
+    g.append(svgEl('rect', { class: 'published-marker', x: cx - 5, y: py - 5, width: 10, height: 10 }));
+    const show = () => { $('published-readout').textContent = it.sentence; };
+    g.addEventListener('focus', show);
+    g.addEventListener('pointerenter', show);
+    marks.append(g);
+  });
+  const revised = items.filter((it) => it.rev.kind === 'revised').length;
+  box.replaceChildren(svgEl('svg', {
+    viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'group', id: 'published-svg',
+    'aria-label': `${items.length} published mark${items.length === 1 ? '' : 's'} from ${items[0].entry.marked_on} to `
+      + `${items[items.length - 1].entry.marked_on} against today's recomputed marks of those days; `
+      + `${revised ? `${revised} revised since` : 'none revised since'}. Tab to each published mark to read it.`,
+    'data-entries': items.length,
+    'data-revised': revised,
+  }, grid, recomputed, marks));
 }
 
 /* ---------- start ---------- */
