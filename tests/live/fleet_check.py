@@ -29,6 +29,12 @@ import urllib.request
 
 import boto3
 
+# The one way a harness starts the server: tests/harness/marks_server.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness"))
+from marks_server import NotStarted
+from marks_server import start as start_marks
+from marks_server import stop as stop_marks
+
 BUCKET = "marks-fleet"
 PREFIX = "prod"
 POLL_MS = 500
@@ -67,20 +73,22 @@ class Fleet:
 
     # --- processes -------------------------------------------------------------------------
 
-    def start(self, name, argv, env=None, port=None, ready=None):
-        """Starts `argv` as `name`; waits for its `ready` file if given (a marks server writes it
-        once it answers), else for its `port` to take connections."""
+    def start(self, name, argv, port, env=None):
+        """Starts `argv` as `name` and waits for its `port` to take connections (the daemons
+        other than marks, which write no ready file)."""
         # The child writes the log through its own copy of the descriptor.
-        with open(os.path.join(self.work, f"{name}.log"), "wb") as log:
+        with open(self.log_of(name), "wb") as log:
             process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.repo)
+        self.record(name, process)
+        wait_port(port, name, process, self.log_of(name))
+        return process
+
+    def record(self, name, process):
+        """`name` is stopped by stop_all; its PID is written where fleet-check.sh finds it if
+        this driver is killed."""
         self.processes[name] = process
         with open(os.path.join(self.work, "pids"), "a") as pids:
             pids.write(f"{process.pid}\n")
-        if ready is not None:
-            wait_ready(ready, name, process, self.log_of(name))
-        elif port is not None:
-            wait_port(port, name, process, self.log_of(name))
-        return process
 
     def stop(self, name, sig=signal.SIGTERM):
         process = self.processes.pop(name, None)
@@ -262,12 +270,7 @@ class Fleet:
 
     def start_replica(self, index, store=None):
         name = f"replica{index}"
-        port = self.ports.setdefault(name, free_port())
         argv = [
-            self.marks,
-            "serve",
-            "--addr",
-            f"127.0.0.1:{port}",
             "--snapshot-from",
             f"s3://{BUCKET}/{PREFIX}",
             "--snapshot-cache",
@@ -293,12 +296,12 @@ class Fleet:
             "--log-format",
             "json",
         ]
-        # The port takes connections as soon as it is bound, before the snapshot is loaded and
-        # requests are answered; the ready file is written once they are.
-        ready = os.path.join(self.work, f"{name}.ready.json")
-        if os.path.exists(ready):
-            os.remove(ready)
-        self.start(name, [*argv, "--ready-file", ready], env=self.env, ready=ready)
+        # Started as every harness starts the server (tests/harness/marks_server.py): on port 0,
+        # listening once the ready file names its address, written once requests are answered.
+        with open(self.log_of(name), "wb") as log:
+            running = start_marks(self.marks, *argv, stdout=log, stderr=log, env=self.env, cwd=self.repo)
+        self.record(name, running.process)
+        self.ports[name] = int(running.addr.rsplit(":", 1)[1])
 
     def start_nginx(self, name, round_robin):
         """Runs deploy/nginx.conf as shipped, with its addresses rewritten to this run's ports
@@ -387,28 +390,20 @@ def free_port():
 
 
 def wait_port(port, name, process, log, seconds=60):
+    """Until something listens on `port`; raises with `name`'s log if the process exits first."""
+
     def listening():
         with socket.socket() as s:
             return s.connect_ex(("127.0.0.1", port)) == 0
 
-    wait_started(name, process, log, listening, f"is not listening on {port}", seconds)
-
-
-def wait_ready(path, name, process, log, seconds=60):
-    wait_started(name, process, log, lambda: os.path.exists(path), "wrote no ready file", seconds)
-
-
-def wait_started(name, process, log, started, failing, seconds):
-    """Until `started()`; raises with `name`'s log if the process exits first, or saying it
-    `failing` once `seconds` have passed."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit(f"{name} exited with {process.returncode}:\n" + tail_of(log))
-        if started():
+        if listening():
             return
         time.sleep(0.05)
-    raise SystemExit(f"{name} {failing} after {seconds}s")
+    raise SystemExit(f"{name} is not listening on {port} after {seconds}s")
 
 
 def tail_of(log, chars=3000):
@@ -582,29 +577,25 @@ def run(fleet, args):
     leased_key = fleet.issue("business", rate=LEASED_PER_MIN)
 
     # A replica refuses to start with nothing published and nothing cached.
-    refused = subprocess.run(
-        [
+    try:
+        running = start_marks(
             fleet.marks,
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
             "--snapshot-from",
             f"s3://{BUCKET}/{PREFIX}",
             "--snapshot-cache",
             os.path.join(fleet.work, "cache-empty"),
             "--keys",
             fleet.keys,
-        ],
-        env=fleet.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert refused.returncode != 0 and "no cached snapshot" in refused.stderr, refused.stderr
-    ok(
-        "a replica with nothing published and nothing cached refuses to start: "
-        + refused.stderr.strip().splitlines()[-1]
-    )
+            env=fleet.env,
+            cwd=fleet.repo,
+        )
+    except NotStarted as error:
+        refused = str(error)
+    else:
+        stop_marks(running)
+        raise AssertionError("a replica with nothing published and nothing cached started")
+    assert "no cached snapshot" in refused, refused
+    ok("a replica with nothing published and nothing cached refuses to start: " + refused.strip().splitlines()[-1])
 
     first = fleet.build(version(0))
     fleet.publish(first)
