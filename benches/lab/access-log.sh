@@ -24,12 +24,11 @@ trap cleanup EXIT
 run() { # name extra-args...
   local name=$1; shift
   rm -f "$work/access.log"
-  taskset -c 0 "$marks" serve --addr 127.0.0.1:9700 --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
-    --threads 1 --log-level warn "$@" >"$work/serve-$name.log" 2>&1 &
-  pid=$!
-  wait_port 9700
+  marks_serve --via taskset -c 0 -- "$marks" "$work/serve-$name.log" --snapshot "$work/sample.snap" \
+    --keys "$work/keys.toml" --threads 1 --log-level warn "$@"
+  pid=$marks_pid
   taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H "X-API-Key: $key" \
-    http://127.0.0.1:9700/v1/companies/stripe >"$work/wrk.out" 2>&1
+    "$marks_url/v1/companies/stripe" >"$work/wrk.out" 2>&1
   refuse_errors "$work/wrk.out" "$name"
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   awk '/Requests\/sec/ { printf "%d\n", $2 }' "$work/wrk.out" >>"$work/$name.rps"

@@ -33,11 +33,32 @@ cleanup() {
 }
 trap cleanup EXIT
 
-taskset -c 1 redis-server --port 9711 --bind 127.0.0.1 --save '' --appendonly no >"$work/redis.log" 2>&1 &
+redis_port=$(free_port)
+taskset -c 1 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$work/redis.log" 2>&1 &
 redis_pid=$!
-wait_port 9711
-# Three masters and three replicas, as tests/live/fleet-check.sh makes them.
-cluster_ports=(9721 9722 9723 9724 9725 9726)
+wait_port "$redis_port"
+# Three masters and three replicas, as tests/live/fleet-check.sh makes them, on six ports free
+# now whose cluster bus ports (port + 10000) are free too.
+read -r -a cluster_ports < <(python3 -c '
+import socket
+
+def bindable(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+ports = []
+while len(ports) < 6:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    if port + 10000 < 65536 and port not in ports and bindable(port + 10000):
+        ports.append(port)
+print(*ports)
+')
 for port in "${cluster_ports[@]}"; do
   rm -rf "$work/cluster-$port"; mkdir -p "$work/cluster-$port"
   taskset -c 1 redis-server --port "$port" --bind 127.0.0.1 --dir "$work/cluster-$port" --cluster-enabled yes \
@@ -47,24 +68,23 @@ for port in "${cluster_ports[@]}"; do
   wait_port "$port"
 done
 redis-cli --cluster create "${cluster_ports[@]/#/127.0.0.1:}" --cluster-replicas 1 --cluster-yes >/dev/null
-until redis-cli -p 9721 cluster info | grep -q cluster_state:ok; do sleep 0.2; done
+until redis-cli -p "${cluster_ports[0]}" cluster info | grep -q cluster_state:ok; do sleep 0.2; done
 cluster_ticks() { local t=0 p; for p in "${cluster_pids[@]}"; do t=$((t + $(cpu_ticks "$p"))); done; echo "$t"; }
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-metric() { curl -s http://127.0.0.1:9710/metrics | awk -v n="$1" '$1 == n { print $2 }'; }
+metric() { curl -s "$marks_url/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
 
 run() { # name extra-args...
   local name=$1; shift
-  taskset -c 0 "$marks" serve --addr 127.0.0.1:9710 --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
-    --threads 1 --no-access-log --log-level warn "$@" >"$work/serve-$name.log" 2>&1 &
-  pid=$!
-  wait_port 9710
+  marks_serve --via taskset -c 0 -- "$marks" "$work/serve-$name.log" --snapshot "$work/sample.snap" \
+    --keys "$work/keys.toml" --threads 1 --no-access-log --log-level warn "$@"
+  pid=$marks_pid
   local calls_before ticks_before redis_before
   calls_before=$(metric marks_budget_store_calls_total); calls_before=${calls_before:-0}
   ticks_before=$(cpu_ticks "$pid")
   redis_before=$(( $(cpu_ticks "$redis_pid") + $(cluster_ticks) ))
   taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H "X-API-Key: $key" \
-    http://127.0.0.1:9710/v1/companies/stripe >"$work/wrk.out" 2>&1
+    "$marks_url/v1/companies/stripe" >"$work/wrk.out" 2>&1
   refuse_errors "$work/wrk.out" "$name"
   local requests calls ticks redis_ticks
   requests=$(awk '/requests in/ { print $1 }' "$work/wrk.out")
@@ -82,9 +102,9 @@ run() { # name extra-args...
 rm -f "$work"/*.rps "$work"/*.cpu "$work"/*.redis "$work"/*.trips
 for _ in $(seq 1 "$ROUNDS"); do
   run local
-  run shared --budget-store redis://127.0.0.1:9711
-  run shared-unleased --budget-store redis://127.0.0.1:9711 --budget-lease-window 0
-  run cluster --budget-store redis-cluster://127.0.0.1:9721,127.0.0.1:9722
+  run shared --budget-store "redis://127.0.0.1:$redis_port"
+  run shared-unleased --budget-store "redis://127.0.0.1:$redis_port" --budget-lease-window 0
+  run cluster --budget-store "redis-cluster://127.0.0.1:${cluster_ports[0]},127.0.0.1:${cluster_ports[1]}"
 done
 base=$(median "$work/local.rps")
 {

@@ -50,19 +50,31 @@ load() { # seconds url headers...
   fi
 }
 
-count() { # name url header-args -- server command...
-  local name=$1 url=$2; shift 2
+# marks is started through the harness (port 0, its ready file; valgrind is slow to start it, so
+# it is given two minutes); a reference on a port free now, asked until it answers.
+count() { # name path header-args -- marks ARGS... | -- reference ARGS...
+  local name=$1 path=$2; shift 2
   local headers=()
   while [ "$1" != "--" ]; do headers+=(-H "$1"); shift; done
   shift
+  local server=$1 url; shift
+  local callgrind=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/$name.callgrind")
   rm -f "$work/$name.callgrind"*
-  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/$name.callgrind" "$@" \
-    >"$work/$name.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 1 600); do
-    if curl -s -o /dev/null "${headers[@]}" "$url"; then break; fi
-    sleep 0.2
-  done
+  if [ "$server" = marks ]; then
+    MARKS_SERVE_TIMEOUT=120 marks_serve --via "${callgrind[@]}" -- "$marks" "$work/$name.log" "$@"
+    server_pid=$marks_pid
+    url=$marks_url$path
+  else
+    local port
+    port=$(free_port)
+    url=http://127.0.0.1:$port$path
+    "${callgrind[@]}" "$reference" --addr "127.0.0.1:$port" "$@" >"$work/$name.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 1 600); do
+      if curl -s -o /dev/null "${headers[@]}" "$url"; then break; fi
+      sleep 0.2
+    done
+  fi
   # Warm the code paths before counting.
   load 1 "$url" "${headers[@]}" >/dev/null
   callgrind_control -i on "$server_pid" >/dev/null 2>&1
@@ -76,7 +88,7 @@ count() { # name url header-args -- server command...
   echo "$requests $instructions $((instructions / requests))"
 }
 
-port=9400
+row=0  # names each row's files
 row() { # protocol(h1|h2) operation path [marks log flags, default --no-access-log]
   PROTOCOL=$1
   local operation=$2 path=$3
@@ -85,29 +97,29 @@ row() { # protocol(h1|h2) operation path [marks log flags, default --no-access-l
   if [ ${#log[@]} -eq 0 ]; then log=(--no-access-log); fi
   local http2=() reference_http2=off
   if [ "$PROTOCOL" = h2 ]; then http2=(--http2); reference_http2=on; fi
-  port=$((port + 1))
-  # Skipped rows keep their port, so each row's profiles keep their names.
+  row=$((row + 1))
+  # Skipped rows keep their number, so each row's profiles keep their names.
   if [[ "$operation" != *"${ONLY:-}"* ]]; then return; fi
-  local body="$work/body-$port.json" headers="$work/headers-$port.txt"
-  "$marks" serve --addr "127.0.0.1:$port" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
-    "${http2[@]}" --threads 1 --no-access-log --log-level warn >/dev/null 2>&1 &
-  server_pid=$!
-  for _ in $(seq 1 100); do curl -s -o "$body" -H "X-API-Key: $key" "http://127.0.0.1:$port$path" && break; sleep 0.1; done
-  curl -s -D - -o /dev/null -H "X-API-Key: $key" "http://127.0.0.1:$port$path" | tr -d '\r' | tail -n +2 \
+  local body="$work/body-$row.json" headers="$work/headers-$row.txt"
+  marks_serve "$marks" "$work/serve.log" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
+    "${http2[@]}" --threads 1 --no-access-log --log-level warn
+  server_pid=$marks_pid
+  curl -s -o "$body" -H "X-API-Key: $key" "$marks_url$path"
+  curl -s -D - -o /dev/null -H "X-API-Key: $key" "$marks_url$path" | tr -d '\r' | tail -n +2 \
     | grep -viE '^(date|content-length):' | grep ':' >"$headers"
   kill "$server_pid"; wait "$server_pid" 2>/dev/null || true
   server_pid=
 
   local m b s
-  # Each server's profile kept per row (target/bench-instructions/NAME-PORT.callgrind*), for
+  # Each server's profile kept per row (target/bench-instructions/NAME-ROW.callgrind*), for
   # callgrind_annotate.
-  read -r _ _ m < <(count "marks-$port" "http://127.0.0.1:$port$path" "X-API-Key: $key" -- \
-    "$marks" serve --addr "127.0.0.1:$port" --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
+  read -r _ _ m < <(count "marks-$row" "$path" "X-API-Key: $key" -- \
+    marks --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
     "${http2[@]}" --threads 1 "${log[@]}" --log-level warn)
-  read -r _ _ b < <(count "bare-$port" "http://127.0.0.1:$((port + 50))$path" "X-API-Key: $key" -- \
-    "$reference" --addr "127.0.0.1:$((port + 50))" --body "$body" --threads 1 --http2 "$reference_http2")
-  read -r _ _ s < <(count "same-headers-$port" "http://127.0.0.1:$((port + 60))$path" "X-API-Key: $key" -- \
-    "$reference" --addr "127.0.0.1:$((port + 60))" --body "$body" --headers "$headers" --threads 1 \
+  read -r _ _ b < <(count "bare-$row" "$path" "X-API-Key: $key" -- \
+    reference --body "$body" --threads 1 --http2 "$reference_http2")
+  read -r _ _ s < <(count "same-headers-$row" "$path" "X-API-Key: $key" -- \
+    reference --body "$body" --headers "$headers" --threads 1 \
     --http2 "$reference_http2" --h2-streams first-poll-inline)
   printf '| %s | %d | %d | %d | %d | %d |\n' "$operation" "$m" "$b" "$s" $((m - b)) $((m - s)) | tee -a "$work/results.md"
 }

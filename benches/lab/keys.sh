@@ -34,7 +34,7 @@ anon_mib() { awk '/^RssAnon/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 # wrk's "requests/s p99_ms", refusing a run with error answers or socket errors.
 run_wrk() {
   taskset -c "$LOAD_CPU" wrk -t1 -c16 -d"${DURATION}s" --latency -H "X-API-Key: $key" \
-    "http://127.0.0.1:9400/v1/companies/stripe" >"$work/wrk.out" 2>&1
+    "$marks_url/v1/companies/stripe" >"$work/wrk.out" 2>&1
   refuse_errors "$work/wrk.out" "getCompany"
   awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
        /Requests\/sec/ { rps = $2 } /^ +99%/ { p99 = ms($2) } END { printf "%d %.3f\n", rps, p99 }' "$work/wrk.out"
@@ -52,11 +52,10 @@ for count in 0 $COUNTS; do
   cp "$work/keys.toml" "$keys"
   if [ "$count" -gt 0 ]; then python3 benches/lab/gen-keys.py "$count" "$keys"; fi
   log="$work/marks-$count.log"
-  taskset -c "$SERVER_CPU" "$marks" serve --addr 127.0.0.1:9400 --snapshot "$work/sample.snap" --keys "$keys" \
-    --threads 1 --no-access-log --log-format json --watch-interval-ms 100 >"$log" 2>&1 &
-  pid=$!
-  wait_port 9400
-  taskset -c "$LOAD_CPU" wrk -t1 -c16 -d1s -H "X-API-Key: $key" "http://127.0.0.1:9400/v1/companies/stripe" >/dev/null
+  marks_serve --via taskset -c "$SERVER_CPU" -- "$marks" "$log" --snapshot "$work/sample.snap" --keys "$keys" \
+    --threads 1 --no-access-log --log-format json --watch-interval-ms 100
+  pid=$marks_pid
+  taskset -c "$LOAD_CPU" wrk -t1 -c16 -d1s -H "X-API-Key: $key" "$marks_url/v1/companies/stripe" >/dev/null
   anon=$(anon_mib "$pid")
   [ -n "$baseline" ] || baseline=$anon
   per_key="-"

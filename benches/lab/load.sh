@@ -40,14 +40,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_marks() { # snapshot port
-  taskset -c "$SERVER_CPU" "$marks" serve --addr "127.0.0.1:$2" --snapshot "$1" --keys "$work/keys.toml" \
-    --threads 1 --no-access-log --log-level warn >"$work/marks-$2.log" 2>&1 &
-  pids+=($!); marks_pid=$!
-  wait_port "$2"
+start_marks() { # snapshot row; sets marks_url and marks_pid
+  marks_serve --via taskset -c "$SERVER_CPU" -- "$marks" "$work/marks-$2.log" --snapshot "$1" \
+    --keys "$work/keys.toml" --threads 1 --no-access-log --log-level warn
+  pids+=("$marks_pid")
 }
 
-start_reference() { # body-file port status [headers-file] [runtime]
+start_reference() { # body-file port(free_port) status [headers-file] [runtime]
   local extra=()
   if [ -n "${4:-}" ]; then extra=(--headers "$4"); fi
   if [ -n "${5:-}" ]; then extra+=(--runtime "$5"); fi
@@ -59,6 +58,7 @@ start_reference() { # body-file port status [headers-file] [runtime]
 mkdir -p "$work/nginx/www" "$work/nginx/logs"
 affinity=1  # nginx's CPU mask: the rightmost digit is CPU 0
 for _ in $(seq 1 "$SERVER_CPU"); do affinity="${affinity}0"; done
+nginx_port=$(free_port)
 cat >"$work/nginx/nginx.conf" <<EOF
 worker_processes 1;
 worker_cpu_affinity $affinity;
@@ -74,13 +74,13 @@ http {
   keepalive_timeout 60s;
   default_type application/json;
   server {
-    listen 127.0.0.1:9300 reuseport;
+    listen 127.0.0.1:$nginx_port reuseport;
     root www;
   }
 }
 EOF
 nginx -p "$work/nginx" -c nginx.conf
-wait_port 9300
+wait_port "$nginx_port"
 
 # Prints wrk's last run as "requests/s p50_ms p99_ms".
 wrk_summary() {
@@ -150,14 +150,14 @@ results="$work/results.md"
 } >"$results"
 
 
-port=9100
+row=0  # names each row's files
 side_rows=()
 bench() { # name dataset-snapshot path [304]
   local name=$1 snapshot=$2 path=$3 mode=${4:-}
-  port=$((port + 1))
-  start_marks "$snapshot" "$port"
-  local url="http://127.0.0.1:$port$path"
-  local file="$work/nginx/www/body-$port.json"
+  row=$((row + 1))
+  start_marks "$snapshot" "$row"
+  local url="$marks_url$path"
+  local file="$work/nginx/www/body-$row.json"
   curl -s -H "X-API-Key: $key" "$url" -o "$file"
   local bytes
   bytes=$(stat -c %s "$file")
@@ -166,7 +166,7 @@ bench() { # name dataset-snapshot path [304]
     local etag nginx_etag
     etag=$(curl -s -D - -o /dev/null -H "X-API-Key: $key" "$url" | awk 'tolower($1)=="etag:" {print $2}' | tr -d '\r')
     marks_headers+=("If-None-Match: $etag")
-    nginx_etag=$(curl -s -D - -o /dev/null "http://127.0.0.1:9300/body-$port.json" | awk 'tolower($1)=="etag:" {print $2}' | tr -d '\r')
+    nginx_etag=$(curl -s -D - -o /dev/null "http://127.0.0.1:$nginx_port/body-$row.json" | awk 'tolower($1)=="etag:" {print $2}' | tr -d '\r')
     nginx_headers+=("If-None-Match: $nginx_etag")
     status=304
     bytes=0
@@ -176,12 +176,15 @@ bench() { # name dataset-snapshot path [304]
   local curl_headers=()
   for header in "${marks_headers[@]}"; do curl_headers+=(-H "$header"); done
   curl -s -D - -o /dev/null "${curl_headers[@]}" "$url" | tr -d '\r' | tail -n +2 \
-    | grep -viE '^(date|content-length):' | grep ':' >"$work/headers-$port.txt"
+    | grep -viE '^(date|content-length):' | grep ':' >"$work/headers-$row.txt"
   local body_file="$file"
   if [ "$mode" = "304" ]; then body_file=/dev/null; fi
-  start_reference "$body_file" $((port + 500)) "$status"
+  local bare_port same_port
+  bare_port=$(free_port)
+  start_reference "$body_file" "$bare_port" "$status"
   local bare_pid=$reference_pid
-  start_reference "$body_file" $((port + 600)) "$status" "$work/headers-$port.txt"
+  same_port=$(free_port)
+  start_reference "$body_file" "$same_port" "$status" "$work/headers-$row.txt"
   local same_pid=$reference_pid
 
   # Interleaved rounds, medians reported: this machine's throughput drifts between runs.
@@ -189,11 +192,11 @@ bench() { # name dataset-snapshot path [304]
   for _ in $(seq 1 "$ROUNDS"); do
     read -r rps l50 l99 < <(run_wrk "$url" "${marks_headers[@]}")
     m+=("$rps"); p50+=("$l50"); p99+=("$l99")
-    read -r rps _ _ < <(run_wrk "http://127.0.0.1:$((port + 500))/" "${marks_headers[0]}")
+    read -r rps _ _ < <(run_wrk "http://127.0.0.1:$bare_port/" "${marks_headers[0]}")
     r+=("$rps")
-    read -r rps _ _ < <(run_wrk "http://127.0.0.1:$((port + 600))/" "${marks_headers[0]}")
+    read -r rps _ _ < <(run_wrk "http://127.0.0.1:$same_port/" "${marks_headers[0]}")
     s+=("$rps")
-    read -r rps _ _ < <(run_wrk "http://127.0.0.1:9300/body-$port.json" "${marks_headers[0]}" "${nginx_headers[@]}")
+    read -r rps _ _ < <(run_wrk "http://127.0.0.1:$nginx_port/body-$row.json" "${marks_headers[0]}" "${nginx_headers[@]}")
     n+=("$rps")
   done
   local m_rps r_rps s_rps n_rps m_p50 m_p99
@@ -204,7 +207,7 @@ bench() { # name dataset-snapshot path [304]
   if [ "$name" = "getCompany" ]; then
     local rps_ratios=() cpu_ratios=() mu=() ms=() ru=() rs=() a b c d e f
     for _ in $(seq 1 "$ROUNDS"); do
-      read -r a b c d e f < <(side_by_side "$marks_pid" "$url" "$bare_pid" "http://127.0.0.1:$((port + 500))/" "${marks_headers[0]}")
+      read -r a b c d e f < <(side_by_side "$marks_pid" "$url" "$bare_pid" "http://127.0.0.1:$bare_port/" "${marks_headers[0]}")
       rps_ratios+=("$a"); cpu_ratios+=("$b"); mu+=("$c"); ms+=("$d"); ru+=("$e"); rs+=("$f")
     done
     side_rows+=("| getCompany | $(basename "$snapshot" .snap) | $(printf '%s\n' "${rps_ratios[@]}" | median) | $(printf '%s\n' "${cpu_ratios[@]}" | median) | $(printf '%s\n' "${rps_ratios[@]}" | sort -n | tr '\n' ' ')| $(printf '%s\n' "${mu[@]}" | median) + $(printf '%s\n' "${ms[@]}" | median) | $(printf '%s\n' "${ru[@]}" | median) + $(printf '%s\n' "${rs[@]}" | median) |")
@@ -213,10 +216,12 @@ bench() { # name dataset-snapshot path [304]
   if [ "$name" = "getCompany" ] && [ "$snapshot" = "$work/sample.snap" ]; then
     # docs/design.md asks for one current-thread runtime per core against the multi-thread runtime:
     # the bare reference both ways, side by side, one thread each.
-    start_reference "$body_file" $((port + 700)) "$status" "" current-thread
+    local current_port
+    current_port=$(free_port)
+    start_reference "$body_file" "$current_port" "$status" "" current-thread
     local current_pid=$reference_pid runtime_rps=() runtime_cpu=()
     for _ in $(seq 1 "$ROUNDS"); do
-      read -r a b _ < <(side_by_side "$current_pid" "http://127.0.0.1:$((port + 700))/" "$bare_pid" "http://127.0.0.1:$((port + 500))/" "${marks_headers[0]}")
+      read -r a b _ < <(side_by_side "$current_pid" "http://127.0.0.1:$current_port/" "$bare_pid" "http://127.0.0.1:$bare_port/" "${marks_headers[0]}")
       runtime_rps+=("$a"); runtime_cpu+=("$b")
     done
     kill "$current_pid"; wait "$current_pid" 2>/dev/null || true
@@ -234,7 +239,7 @@ bench() { # name dataset-snapshot path [304]
     # 1 ms ticks, so requests leave in bursts of about rate/1000 and wait for each other; the
     # bare reference is run at the same rate to show what that alone costs.
     read -r p_rps p_p50 p_p99 < <(run_wrk_rate "$url" "$half" "${marks_headers[@]}")
-    read -r b_rps b_p50 b_p99 < <(run_wrk_rate "http://127.0.0.1:$((port + 500))/" "$half" "${marks_headers[0]}")
+    read -r b_rps b_p50 b_p99 < <(run_wrk_rate "http://127.0.0.1:$bare_port/" "$half" "${marks_headers[0]}")
     paced="getCompany paced at half the peak rate (1 ms wrk timers): marks $p_rps req/s, p50 $p_p50 ms, p99 $p_p99 ms; bare reference $b_rps req/s, p50 $b_p50 ms, p99 $b_p99 ms"
     read -r rss_total rss_anon rss_file < <(rss "$marks_pid")
     memory="marks resident after the getCompany runs: $rss_total MiB ($rss_anon MiB anonymous, $rss_file MiB file-backed snapshot pages)"

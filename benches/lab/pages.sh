@@ -23,11 +23,10 @@ pid=""
 cleanup() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi; }
 trap cleanup EXIT
 
-taskset -c 0 "$marks" serve --addr 127.0.0.1:9720 --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
-  --threads 1 --no-access-log --log-level warn >"$work/serve.log" 2>&1 &
-pid=$!
-wait_port 9720
-base=http://127.0.0.1:9720
+marks_serve --via taskset -c 0 -- "$marks" "$work/serve.log" --snapshot "$work/sample.snap" \
+  --keys "$work/keys.toml" --threads 1 --no-access-log --log-level warn
+pid=$marks_pid
+base=$marks_url
 asset=$(curl -s "$base/explore" | grep -o '/assets/[0-9a-f]*/explore.js' | head -1)
 [ -n "$asset" ] || { echo "no fingerprinted explore.js in /explore"; exit 1; }
 

@@ -37,15 +37,19 @@ trap cleanup EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost \
   -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
-taskset -c 0 "$marks" serve --addr 127.0.0.1:9444 --snapshot "$work/sample.snap" --keys "$work/keys.toml" \
-  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --http2 --threads 1 \
-  --access-log "$work/marks-access.log" --log-level warn >"$work/marks.log" 2>&1 &
-marks_pid=$!; pids+=("$marks_pid")
-wait_port 9444
+marks_serve --via taskset -c 0 -- "$marks" "$work/marks.log" --snapshot "$work/sample.snap" \
+  --keys "$work/keys.toml" --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --http2 --threads 1 \
+  --access-log "$work/marks-access.log" --log-level warn
+pids+=("$marks_pid")
+marks_port=${marks_addr##*:}
+# The other servers on ports free now.
+nginx_port=$(free_port)
+bare_port=$(free_port)
+same_port=$(free_port)
 
 # nginx serves the very bytes marks answers, from a file.
 mkdir -p "$work/nginx/www/v1/companies" "$work/nginx/logs"
-curl -sk -H "X-API-Key: $key" https://127.0.0.1:9444/v1/companies/stripe >"$work/nginx/www/v1/companies/stripe"
+curl -sk -H "X-API-Key: $key" "https://127.0.0.1:$marks_port/v1/companies/stripe" >"$work/nginx/www/v1/companies/stripe"
 cat >"$work/nginx/nginx.conf" <<CONF
 worker_processes 1;
 worker_cpu_affinity 1;
@@ -61,7 +65,7 @@ http {
   keepalive_timeout 60s;
   default_type application/json;
   server {
-    listen 127.0.0.1:9445 ssl http2 reuseport;
+    listen 127.0.0.1:$nginx_port ssl http2 reuseport;
     ssl_certificate $PWD/$work/cert.pem;
     ssl_certificate_key $PWD/$work/key.pem;
     root www;
@@ -69,24 +73,24 @@ http {
 }
 CONF
 nginx -p "$work/nginx" -c nginx.conf
-wait_port 9445
+wait_port "$nginx_port"
 nginx_pid=$(pgrep -P "$(cat "$work/nginx/nginx.pid")" | head -n 1)
 
-taskset -c 0 "$reference" --addr 127.0.0.1:9446 --body "$work/nginx/www/v1/companies/stripe" --threads 1 \
+taskset -c 0 "$reference" --addr "127.0.0.1:$bare_port" --body "$work/nginx/www/v1/companies/stripe" --threads 1 \
   --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" 2>/dev/null &
 reference_pid=$!; pids+=("$reference_pid")
-wait_port 9446
+wait_port "$bare_port"
 
 # The same reference sending marks' exact header block (fixed values), its HTTP/2 streams run as
 # marks runs them (first poll inline): what these fourteen headers cost a server built like
 # marks, through hyper and h2, with no work per request.
-curl -sk -D - -o /dev/null -H "X-API-Key: $key" https://127.0.0.1:9444/v1/companies/stripe | tr -d '\r' | tail -n +2 \
+curl -sk -D - -o /dev/null -H "X-API-Key: $key" "https://127.0.0.1:$marks_port/v1/companies/stripe" | tr -d '\r' | tail -n +2 \
   | grep -viE '^(date|content-length):' | grep ':' >"$work/headers.txt"
-taskset -c 0 "$reference" --addr 127.0.0.1:9447 --body "$work/nginx/www/v1/companies/stripe" --threads 1 \
+taskset -c 0 "$reference" --addr "127.0.0.1:$same_port" --body "$work/nginx/www/v1/companies/stripe" --threads 1 \
   --headers "$work/headers.txt" --h2-streams first-poll-inline --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" \
   2>/dev/null &
 same_headers_pid=$!; pids+=("$same_headers_pid")
-wait_port 9447
+wait_port "$same_port"
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
@@ -114,10 +118,10 @@ measure() { # kind(h1|h2) port pid
 for kind in h1 h2; do
   : >"$work/$kind-marks"; : >"$work/$kind-nginx"; : >"$work/$kind-bare"; : >"$work/$kind-same"
   for _ in $(seq 1 "$ROUNDS"); do
-    measure "$kind" 9444 "$marks_pid" >>"$work/$kind-marks"
-    measure "$kind" 9445 "$nginx_pid" >>"$work/$kind-nginx"
-    measure "$kind" 9446 "$reference_pid" >>"$work/$kind-bare"
-    measure "$kind" 9447 "$same_headers_pid" >>"$work/$kind-same"
+    measure "$kind" "$marks_port" "$marks_pid" >>"$work/$kind-marks"
+    measure "$kind" "$nginx_port" "$nginx_pid" >>"$work/$kind-nginx"
+    measure "$kind" "$bare_port" "$reference_pid" >>"$work/$kind-bare"
+    measure "$kind" "$same_port" "$same_headers_pid" >>"$work/$kind-same"
   done
 done
 

@@ -29,10 +29,9 @@ fi
 pid=""
 cleanup() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi; }
 trap cleanup EXIT
-taskset -c 0 "$marks" serve --addr 127.0.0.1:9730 --snapshot "$work/synth10k.snap" --keys "$work/keys.toml" \
-  --threads 1 --no-access-log --log-level warn >"$work/serve.log" 2>&1 &
-pid=$!
-wait_port 9730
+marks_serve --via taskset -c 0 -- "$marks" "$work/serve.log" --snapshot "$work/synth10k.snap" \
+  --keys "$work/keys.toml" --threads 1 --no-access-log --log-level warn
+pid=$marks_pid
 
 cases=(
   "plain|/v1/companies?limit=50"
@@ -46,7 +45,7 @@ rm -f "$work"/*.rps
 for _ in $(seq 1 "$ROUNDS"); do
   for i in "${!cases[@]}"; do
     path=${cases[$i]#*|}
-    taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H "X-API-Key: $key" "http://127.0.0.1:9730$path" \
+    taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H "X-API-Key: $key" "$marks_url$path" \
       >"$work/wrk.out" 2>&1
     refuse_errors "$work/wrk.out" "$path"
     awk '/Requests\/sec/ { printf "%d\n", $2 }' "$work/wrk.out" >>"$work/case-$i.rps"

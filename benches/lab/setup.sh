@@ -1,7 +1,9 @@
 # The set-up shared by the bench scripts (load.sh, instructions.sh, keys.sh, production.sh and
 # the rest), sourced by each from the repository root with $work set: tools installed, release
 # binaries built, the sample snapshot built, a bench key issued, and the helpers that wait for
-# a server and refuse a load run with errors.
+# a server and refuse a load run with errors. marks is started as every harness starts it
+# (tests/harness/marks-server.sh: on port 0, its address read from its ready file); the other
+# servers (the references, nginx, Redis) on ports found free at run time.
 
 # Installs each named tool from Debian's packages when it is missing (the package names are
 # the command names).
@@ -16,8 +18,15 @@ install_missing() {
   fi
 }
 
-# Waits until something listens on 127.0.0.1:PORT; a multi-GB snapshot is checksummed before
-# the server listens, so it allows a minute.
+. tests/harness/marks-server.sh
+
+# A TCP port of 127.0.0.1 that nothing listens on now, for a server without a ready file.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits until something listens on 127.0.0.1:PORT (the servers other than marks); allows a
+# minute.
 wait_port() { # port
   for _ in $(seq 1 1200); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi

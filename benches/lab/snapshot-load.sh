@@ -53,10 +53,10 @@ for companies in 2100 10000; do
   cp_s=$(for _ in $(seq "$RUNS"); do seconds cp --reflink=auto "$snap" "$work/copy-$companies.snap"; rm -f "$work/copy-$companies.snap"; done | median)
   load_s=$(for _ in $(seq "$RUNS"); do seconds "$marks" verify-snapshot "$snap"; done | median)
   # The server with that snapshot in force: its own memory, and the mapped copy's pages.
-  "$marks" serve --addr 127.0.0.1:9500 --snapshot "$snap" --keys "$work/keys.toml" --no-access-log \
-    --log-level warn >"$work/serve.log" 2>&1 &
-  pid=$!
-  wait_port 9500
+  # A multi-GB snapshot is checksummed before the server listens: it is given a minute more.
+  MARKS_SERVE_TIMEOUT=120 marks_serve "$marks" "$work/serve.log" --snapshot "$snap" --keys "$work/keys.toml" \
+    --no-access-log --log-level warn
+  pid=$marks_pid
   read -r anon file < <(awk '/^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {printf "%.1f %.1f\n", a/1024, f/1024}' "/proc/$pid/status")
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   ratio=$(awk -v l="$load_s" -v c="$cp_s" 'BEGIN { printf "%.2f", l / c }')

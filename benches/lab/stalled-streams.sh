@@ -33,18 +33,16 @@ cleanup() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi; }
 trap cleanup EXIT
 
 rss_mib() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
-counter() { curl -s http://127.0.0.1:9600/metrics | awk -v name="$1" '$1 == name { print $2 }'; }
+counter() { curl -s "$marks_url/metrics" | awk -v name="$1" '$1 == name { print $2 }'; }
 
 run() { # label max-h2-streams
-  "$marks" serve --addr 127.0.0.1:9600 --snapshot "$work/sample.snap" --keys "$work/keys.toml" --http2 \
+  marks_serve "$marks" "$work/serve.log" --snapshot "$work/sample.snap" --keys "$work/keys.toml" --http2 \
     --h2-stream-timeout "$STALL" --max-h2-streams "$2" \
-    --max-connections-per-address $((CONNECTIONS + 10)) --no-access-log \
-    --log-level warn >"$work/serve.log" 2>&1 &
-  pid=$!
-  wait_port 9600
+    --max-connections-per-address $((CONNECTIONS + 10)) --no-access-log --log-level warn
+  pid=$marks_pid
   local before peak now at_peak valid client
   before=$(rss_mib "$pid")
-  target/release/examples/stalled_streams 127.0.0.1:9600 "$CONNECTIONS" "$STREAMS" "$HOLD" busy >"$work/client.out" &
+  target/release/examples/stalled_streams "$marks_addr" "$CONNECTIONS" "$STREAMS" "$HOLD" busy >"$work/client.out" &
   client=$!
   # The peak while the streams are held, sampled every half second; a valid request (HTTP/1.1,
   # its own connection) is timed at the peak.
@@ -54,7 +52,7 @@ run() { # label max-h2-streams
     if awk -v a="$now" -v b="$peak" 'BEGIN { exit !(a > b) }'; then
       peak=$now
       valid=$(curl -s -o /dev/null -w '%{http_code} in %{time_total}s' -H "X-API-Key: $key" \
-        http://127.0.0.1:9600/v1/companies/openai)
+        "$marks_url/v1/companies/openai")
     fi
     sleep 0.5
   done
