@@ -569,6 +569,36 @@ export function initKeyPanel(changed) {
   });
 }
 
+/**
+ * What every page that reads the API does before it shows its view (/explore, /compare,
+ * /indices): the alert cleared and the key panel's state shown; with no key, nothing more (the
+ * key panel is what the page shows, and #main stops being busy); with a key, its tier asked
+ * (loadUsage, once per key and tab) and shown, then `show()` draws the page's view. A key check
+ * that failed is said in the alert, and the view is not shown. `busy(+1 | -1)`, when given,
+ * marks the page busy from the key check until the view is drawn.
+ */
+export async function keyThenView(show, { busy = null } = {}) {
+  $('alert').replaceChildren();
+  showKeyStatus();
+  if (!getKey()) {
+    $('main').removeAttribute('aria-busy');
+    return;
+  }
+  if (busy) busy(1);
+  try {
+    try {
+      await loadUsage();
+    } catch (err) {
+      showError(err, 'The key check');
+      return;
+    }
+    showKeyStatus();
+    await show();
+  } finally {
+    if (busy) busy(-1);
+  }
+}
+
 export function showMeta(meta) {
   if (!meta) return;
   $('meta-note').textContent = `Data: ${meta.data_mode}, ${meta.provenance}; methodology ${meta.methodology_version}, `

@@ -20,7 +20,7 @@
 
 import {
   $, el, say, usd, level, levelTick, displayName, ended, outcomeText, OUTCOME_WORDS, money, initExactToggles,
-  getKey, api, problemWords, showError, loadUsage, allows, needsTier, showKeyStatus, initKeyPanel, showMeta,
+  api, problemWords, showError, keyThenView, allows, needsTier, initKeyPanel, showMeta,
   dayNumber, dateOf, isDate,
   toCsv, fileName, downloadButton, companySearch,
 } from '/assets/common.js';
@@ -471,24 +471,10 @@ function compareCsv() {
 /* ---------- start ---------- */
 
 async function route() {
-  $('alert').replaceChildren();
-  showKeyStatus();
   $('compare-view').hidden = true;
   state.run += 1;
   const run = state.run;
-  if (!getKey()) {
-    $('main').removeAttribute('aria-busy');
-    return;
-  }
-  busy(1);
-  try {
-    try {
-      await loadUsage();
-    } catch (err) {
-      showError(err, 'The key check');
-      return;
-    }
-    showKeyStatus();
+  await keyThenView(async () => {
     $('compare-view').hidden = false;
     const wanted = readAddress();
     state.scale = wanted.scale;
@@ -510,9 +496,7 @@ async function route() {
     renderChips();
     writeAddress();
     draw();
-  } finally {
-    busy(-1);
-  }
+  }, { busy });
 }
 
 function start() {

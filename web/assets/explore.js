@@ -15,7 +15,7 @@ import {
   $, el, svgEl, setAttrs, say, facts, sourceLink, hostOf,
   usd, usdFull, band, an, pct, pctCell, displayName, money, moneyBand, initExactToggles,
   eventWords, GRADE_WORDS, REPORTED_WORDS, OUTCOME_WORDS, ended, outcomeParts, outcomeText,
-  getKey, api, problemWords, showError, loadUsage, allows, needsTier, showKeyStatus, initKeyPanel, showMeta,
+  getKey, api, problemWords, showError, keyThenView, allows, needsTier, initKeyPanel, showMeta,
   dayNumber, nearestIn, logTicks, timeTicks, chartWidth, redrawOnResize, DAY_MS, MONTHS,
   apiText, toCsv, fetchCsv, fileName, downloadButton, companySearch,
 } from '/assets/common.js';
@@ -1534,22 +1534,11 @@ let routed = ''; // the address (path and query) the page last loaded its data f
 
 async function route() {
   routed = location.pathname + location.search;
-  $('alert').replaceChildren();
-  showKeyStatus();
   const match = location.pathname.match(/^\/explore\/([^/]+)\/?$/);
   document.body.classList.toggle('explore-list', !match);
   $('list-view').hidden = true;
   $('company-view').hidden = true;
-  if (!getKey()) return;
-  try {
-    await loadUsage();
-  } catch (err) {
-    showError(err, 'The key check');
-    return;
-  }
-  showKeyStatus();
-  if (match) await showCompany(slugOf(match[1]));
-  else await showList();
+  await keyThenView(() => (match ? showCompany(slugOf(match[1])) : showList()));
 }
 
 function start() {

@@ -16,7 +16,7 @@
 
 import {
   $, el, say, level, levelTick, money, moneyBand, initExactToggles,
-  getKey, api, showError, loadUsage, allows, needsTier, showKeyStatus, initKeyPanel, showMeta,
+  api, showError, keyThenView, allows, needsTier, initKeyPanel, showMeta,
   dayNumber, dateOf, isDate,
   toCsv, fetchCsv, fileName, downloadButton,
 } from '/assets/common.js';
@@ -304,58 +304,44 @@ async function loadConstituents() {
 /* ---------- start ---------- */
 
 async function route() {
-  $('alert').replaceChildren();
   $('indices-error').textContent = '';
-  showKeyStatus();
   $('indices-view').hidden = true;
-  if (!getKey()) {
-    $('main').removeAttribute('aria-busy');
+  await keyThenView(showIndices, { busy });
+}
+
+async function showIndices() {
+  if (allows('marks:80') === false) {
+    say($('indices-error'), needsTier('marks:80', 'Index data'));
     return;
   }
-  busy(1);
+  let data;
   try {
-    try {
-      await loadUsage();
-    } catch (err) {
-      showError(err, 'The key check');
-      return;
-    }
-    showKeyStatus();
-    if (allows('marks:80') === false) {
-      say($('indices-error'), needsTier('marks:80', 'Index data'));
-      return;
-    }
-    let data;
-    try {
-      data = await api('/v1/indices');
-    } catch (err) {
-      showError(err, 'Index data', $('indices-error'));
-      return;
-    }
-    showMeta(data.meta);
-    state.indices = data.indices || [];
-    const wanted = readAddress();
-    state.id = state.indices.some((i) => i.index === wanted.id) ? wanted.id : 'all';
-    if (wanted.id && wanted.id !== state.id) {
-      say($('indices-error'), `No index has the id “${wanted.id}”: showing ${current() ? current().name : 'the first'} instead.`);
-    }
-    if (!current() && state.indices.length) state.id = state.indices[0].index;
-    const may95 = allows('marks:95') !== false;
-    const option95 = $('coverage').querySelector('option[value="95"]');
-    option95.disabled = !may95;
-    option95.textContent = may95 ? '95%' : '95% (Pro and above)';
-    state.coverage = wanted.coverage === 95 && may95 ? 95 : 80;
-    say($('series-note'), wanted.coverage === 95 && !may95 ? needsTier('marks:95', 'The 95% band') : '');
-    state.from = wanted.from;
-    state.to = wanted.to;
-    state.date = wanted.date;
-    renderList();
-    $('indices-view').hidden = false;
-    writeAddress();
-    await loadSeries();
-  } finally {
-    busy(-1);
+    data = await api('/v1/indices');
+  } catch (err) {
+    showError(err, 'Index data', $('indices-error'));
+    return;
   }
+  showMeta(data.meta);
+  state.indices = data.indices || [];
+  const wanted = readAddress();
+  state.id = state.indices.some((i) => i.index === wanted.id) ? wanted.id : 'all';
+  if (wanted.id && wanted.id !== state.id) {
+    say($('indices-error'), `No index has the id “${wanted.id}”: showing ${current() ? current().name : 'the first'} instead.`);
+  }
+  if (!current() && state.indices.length) state.id = state.indices[0].index;
+  const may95 = allows('marks:95') !== false;
+  const option95 = $('coverage').querySelector('option[value="95"]');
+  option95.disabled = !may95;
+  option95.textContent = may95 ? '95%' : '95% (Pro and above)';
+  state.coverage = wanted.coverage === 95 && may95 ? 95 : 80;
+  say($('series-note'), wanted.coverage === 95 && !may95 ? needsTier('marks:95', 'The 95% band') : '');
+  state.from = wanted.from;
+  state.to = wanted.to;
+  state.date = wanted.date;
+  renderList();
+  $('indices-view').hidden = false;
+  writeAddress();
+  await loadSeries();
 }
 
 function choose(id) {
