@@ -10,9 +10,9 @@
 //! - [`render`] turns them into response bodies, signed records, the bulk exports and the
 //!   change log carried from one snapshot to the next;
 //! - [`present`] into what people read: the home and scorecard pages and the scorecard as text;
-//! - [`writer`] writes the file; [`build`](mod@build) runs the pipeline.
+//! - [`writer`] writes the file; [`compile`] runs the pipeline (named apart from cargo's `build.rs`).
 
-pub mod build;
+pub mod compile;
 pub mod dataset;
 pub mod methodology;
 pub mod present;
@@ -20,4 +20,4 @@ pub mod render;
 pub mod synth;
 pub mod writer;
 
-pub use build::{build, BuildError, BuildOptions, BuildReport};
+pub use compile::{build, BuildError, BuildOptions, BuildReport};

@@ -203,7 +203,7 @@ pub fn verify_snapshot(path: &Path, publisher_key: Option<&Path>) -> Result<()> 
     let versions = index.changes.versions.as_slice();
     println!(
         "  change log: {}, {} to {}",
-        marks_builder::build::versions(versions.len()),
+        marks_builder::compile::versions(versions.len()),
         versions.first().map_or("", |v| v.as_str()),
         versions.last().map_or("", |v| v.as_str())
     );

@@ -303,12 +303,13 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A response that waits for something (the shared store, an MCP tool).
 type Answering = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Infallible>> + Send>>;
 
-async fn serve_connection(
-    stream: TcpStream,
-    peer: SocketAddr,
+/// What answers a connection's requests: `/mcp` to the MCP endpoint, everything else through
+/// the API's exchange, whose one step that may wait (the shared budget store) becomes a future
+/// of its own; each answer logged, marked HSTS where configured, and paced over HTTP/2.
+fn request_handler(
     shared: &ConnectionContext,
-    watcher: Watcher,
-) -> Result<(), BoxError> {
+    peer: SocketAddr,
+) -> impl Fn(hyper::Request<Incoming>) -> Either<std::future::Ready<Result<Response, Infallible>>, Answering> {
     let state = shared.state.clone();
     let access_log = shared.config.access_log.clone();
     let hsts = shared.hsts.clone();
@@ -316,7 +317,7 @@ async fn serve_connection(
     // The budget step is the one that may wait (for the shared store); everything before it
     // runs inside `call`, where the connection's remembered key is borrowed.
     let connection = RefCell::new(Connection::default());
-    let service = service_fn(move |request: hyper::Request<Incoming>| {
+    move |request: hyper::Request<Incoming>| {
         // Over HTTP/2 a body is handed over in paced pieces, the progress its stream's stall
         // deadline watches for.
         let h2 = request.version() == http::Version::HTTP_2;
@@ -378,7 +379,16 @@ async fn serve_connection(
                 Either::Right(answering)
             }
         }
-    });
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: &ConnectionContext,
+    watcher: Watcher,
+) -> Result<(), BoxError> {
+    let service = service_fn(request_handler(shared, peer));
     let deadlines = Deadlines {
         idle: shared.config.connections.idle_timeout,
         head: shared.config.connections.header_read_timeout,

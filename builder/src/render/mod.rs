@@ -213,7 +213,7 @@ pub fn series_dates(series: &[MarkDay]) -> Vec<[u8; 10]> {
 /// the tests parse back. `dates` comes from `series_dates`.
 ///
 /// The body is `series_prefix(meta)` followed by text that does not depend on `meta`, which the
-/// series export reuses (`build`).
+/// series export reuses (`compile`).
 pub fn series(meta: &[u8], slug: &str, coverage: Coverage, series: &[MarkDay], dates: &[[u8; 10]]) -> Vec<u8> {
     let mut out = Vec::with_capacity(meta.len() + 64 + series.len() * 96);
     let mut number = itoa::Buffer::new();

@@ -27,9 +27,9 @@ use crate::render::signing::{self, KeyError};
 use crate::writer::{SnapshotWriter, WriteError};
 use marks_format::file::gzip::{self, Piece};
 use marks_format::file::layout::{
-    compare_rows, mark_is_current, ArchivedIndex, CompanyEntry, EventFingerprint, Exports, Index, IndexEntry,
-    LatestBands, ListEntry, RowKey, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL,
-    UNIVERSE_FREE,
+    compare_rows, mark_is_current, ArchivedIndex, Body, CompanyEntry, EventFingerprint, Export, Exports, Index,
+    IndexEntry, LatestBands, ListEntry, PageContent, RowKey, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED,
+    STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
 };
 use marks_format::file::reader::{OpenOptions, Snapshot, SnapshotError};
 use marks_format::rules::tiers::Tier;
@@ -549,6 +549,9 @@ fn progress_bar(len: usize, enabled: bool) -> ProgressBar {
     bar
 }
 
+/// Writes the snapshot: every company (its bodies, export lines and index days), then what is
+/// drawn from all of them (lists, sectors, indices, the scorecard and its pages, the exports,
+/// the change log and the publication log), then the index that finds each.
 fn write_snapshot(
     dataset: &Dataset,
     method: &Method,
@@ -559,7 +562,6 @@ fn write_snapshot(
 ) -> Result<BuildReport, BuildError> {
     let meta = render::meta_json(&dataset.info);
     let published = log.by_company();
-    let published = &published;
     let kid = signing::kid(&options.signing_key.verifying_key());
     let deflating = Deflating::new(&meta, options.gzip_level)?;
     let out_dir = options
@@ -567,77 +569,25 @@ fn write_snapshot(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let mut spools = Spools::create(out_dir, &meta, dataset.companies.len(), deflating.export_level)?;
+    let spools = Spools::create(out_dir, &meta, dataset.companies.len(), deflating.export_level)?;
     let mut writer = SnapshotWriter::create(&options.out)?;
     let meta_json = writer.append(&meta)?;
     let sectors = sector_table(dataset);
     let index_codes = index_codes(dataset, &sectors);
-    let index_codes = &index_codes;
-    let bar = progress_bar(dataset.companies.len(), options.progress);
-    // Rendering (parallel) and writing (sequential, in slug order) overlap: a writer thread
-    // takes rendered chunks through a short queue while the next chunk renders.
-    let (chunks, queue) = std::sync::mpsc::sync_channel::<(usize, Vec<Rendered>)>(2);
+    let pass = CompanyPass {
+        dataset,
+        method,
+        meta: &meta,
+        options,
+        kid: &kid,
+        deflating: &deflating,
+        log,
+        published: &published,
+        sectors: &sectors,
+        index_codes: &index_codes,
+    };
     let mut index_builder = IndexBuilder::new(first_event_day(dataset), dataset.info.as_of, 1 + sectors.len());
-    let (companies, series_points, mut writer, spools) = std::thread::scope(|scope| {
-        let sectors = &sectors;
-        let deflating = &deflating;
-        let index_builder = &mut index_builder;
-        let consumer = scope.spawn(move || -> Result<_, BuildError> {
-            let mut companies = Vec::with_capacity(dataset.companies.len());
-            let mut series_points = 0;
-            for (start, rendered) in queue {
-                for (offset, (company, r)) in dataset.companies[start..].iter().zip(rendered).enumerate() {
-                    series_points += r.series_points;
-                    spools.push(&r, deflating)?;
-                    // Index 0 is every company's; a sector's is its code (a small sector's
-                    // companies count in "other").
-                    let index_code = index_codes[start + offset];
-                    if let Some(membership) = r.membership {
-                        index_builder.add(&[0, usize::from(index_code)], &r.series, membership);
-                    }
-                    companies.push(write_company(&mut writer, company, sectors, index_code, r)?);
-                }
-            }
-            Ok((companies, series_points, writer, spools))
-        });
-        for (number, chunk) in dataset.companies.chunks(CHUNK).enumerate() {
-            let rendered: Result<Vec<Rendered>, BuildError> = chunk
-                .par_iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let position = number * CHUNK + i;
-                    let entries = published.get(&c.slug).map_or(&[][..], Vec::as_slice);
-                    render_company(
-                        c,
-                        position,
-                        dataset,
-                        method,
-                        &meta,
-                        &options.signing_key,
-                        &kid,
-                        deflating,
-                        (log, entries),
-                    )
-                })
-                .collect();
-            let sent = match rendered {
-                Ok(rendered) => chunks.send((number * CHUNK, rendered)).is_ok(),
-                Err(err) => {
-                    drop(chunks);
-                    let _ = consumer.join();
-                    return Err(err);
-                }
-            };
-            if !sent {
-                // The writer stopped on an error; it reports it below.
-                break;
-            }
-            bar.inc(chunk.len() as u64);
-        }
-        drop(chunks);
-        consumer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })?;
-    bar.finish_and_clear();
+    let (companies, series_points, mut writer, spools) = pass.write(writer, spools, &mut index_builder)?;
 
     let (lists, list_rows) = list_indexes(dataset, &companies, &sectors);
     let sector_lists = [UNIVERSE_ALL, UNIVERSE_FREE]
@@ -660,37 +610,7 @@ fn write_snapshot(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let signing_keys = writer.append_body(&signing::jwks_body(published_keys), None)?;
-    let mut compressed = |body: Vec<u8>| writer.append_body(&body, gzip(&body, options.gzip_level).as_deref());
-    let [scorecard, scorecard_full] = Disclosure::ALL.map(|disclosure| {
-        compressed(render::scorecard(
-            &meta,
-            &method.scorecard,
-            &index_summaries,
-            disclosure,
-        ))
-    });
-    // The scored targets are the largest documents of all (a third of a synthetic snapshot's
-    // text), so they are stored as gzip only, written as they are serialised rather than built
-    // whole in memory, the two disclosures side by side (serialising and deflating them is one
-    // core's work each), then copied in.
-    let spooled = |disclosure| -> Result<SpooledBody, BuildError> {
-        let mut body = SpooledBody::create(out_dir, options.gzip_level)?;
-        render::scorecard_targets(&mut body, &meta, dataset, method, disclosure)?;
-        Ok(body)
-    };
-    let (public, full) = rayon::join(|| spooled(Disclosure::Public), || spooled(Disclosure::Full));
-    let scorecard_targets = public?.finish(&mut writer, &options.out);
-    let scorecard_targets_full = full?.finish(&mut writer, &options.out);
-    let home = crate::present::home::home(dataset, &method.scorecard);
-    let home_page = marks_format::file::layout::PageContent {
-        title: home.title,
-        main: writer.append(home.main.as_bytes())?,
-    };
-    let scorecard_content = crate::present::scorecard_page::scorecard(dataset, &method.scorecard, &index_summaries);
-    let scorecard_page = marks_format::file::layout::PageContent {
-        title: scorecard_content.title,
-        main: writer.append(scorecard_content.main.as_bytes())?,
-    };
+    let scorecard = ScorecardDocuments::write(&mut writer, &meta, dataset, method, &index_summaries, out_dir, options)?;
     let exports = spools.finish(&mut writer, &options.out)?;
     let changes = changes::change_log(dataset, &companies, previous);
     let log_index = write_log(&mut writer, &meta, log, out_dir, options)?;
@@ -710,12 +630,12 @@ fn write_snapshot(
         list_rows,
         usage,
         signing_keys,
-        scorecard: scorecard?,
-        scorecard_targets: scorecard_targets?,
-        scorecard_full: scorecard_full?,
-        scorecard_targets_full: scorecard_targets_full?,
-        home_page,
-        scorecard_page,
+        scorecard: scorecard.scorecard,
+        scorecard_targets: scorecard.targets,
+        scorecard_full: scorecard.scorecard_full,
+        scorecard_targets_full: scorecard.targets_full,
+        home_page: scorecard.home_page,
+        scorecard_page: scorecard.scorecard_page,
         events: fingerprints(dataset),
         exports,
         changes,
@@ -735,6 +655,158 @@ fn write_snapshot(
         scorecard: String::new(),
         log: String::new(),
     })
+}
+
+/// What rendering a company needs, shared by every company of one build.
+struct CompanyPass<'a> {
+    dataset: &'a Dataset,
+    method: &'a Method,
+    meta: &'a [u8],
+    options: &'a BuildOptions,
+    kid: &'a str,
+    deflating: &'a Deflating,
+    log: &'a PublicationLog,
+    /// Each company's entries in the publication log, by slug.
+    published: &'a std::collections::HashMap<String, Vec<Published>>,
+    sectors: &'a [&'static str],
+    /// Each company's index code (0 is every company's; a sector's is its code).
+    index_codes: &'a [u16],
+}
+
+/// What the companies' pass hands back: their index entries, the series points written, and
+/// the writer and export spools it wrote through.
+type CompaniesWritten = (Vec<CompanyEntry>, usize, SnapshotWriter, Spools);
+
+impl CompanyPass<'_> {
+    /// Renders every company and writes it, with its export lines and its days in the indices.
+    /// Rendering (parallel, a chunk at a time) and writing (sequential, in slug order) overlap:
+    /// a writer thread takes rendered chunks through a short queue while the next chunk renders.
+    fn write(
+        &self,
+        mut writer: SnapshotWriter,
+        mut spools: Spools,
+        index_builder: &mut IndexBuilder,
+    ) -> Result<CompaniesWritten, BuildError> {
+        let dataset = self.dataset;
+        let bar = progress_bar(dataset.companies.len(), self.options.progress);
+        let (chunks, queue) = std::sync::mpsc::sync_channel::<(usize, Vec<Rendered>)>(2);
+        let written = std::thread::scope(|scope| {
+            let (sectors, deflating, index_codes) = (self.sectors, self.deflating, self.index_codes);
+            let consumer = scope.spawn(move || -> Result<_, BuildError> {
+                let mut companies = Vec::with_capacity(dataset.companies.len());
+                let mut series_points = 0;
+                for (start, rendered) in queue {
+                    for (offset, (company, r)) in dataset.companies[start..].iter().zip(rendered).enumerate() {
+                        series_points += r.series_points;
+                        spools.push(&r, deflating)?;
+                        // A small sector's companies count in "other".
+                        let index_code = index_codes[start + offset];
+                        if let Some(membership) = r.membership {
+                            index_builder.add(&[0, usize::from(index_code)], &r.series, membership);
+                        }
+                        companies.push(write_company(&mut writer, company, sectors, index_code, r)?);
+                    }
+                }
+                Ok((companies, series_points, writer, spools))
+            });
+            for (number, chunk) in dataset.companies.chunks(CHUNK).enumerate() {
+                let rendered: Result<Vec<Rendered>, BuildError> = chunk
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, company)| self.render(company, number * CHUNK + i))
+                    .collect();
+                let sent = match rendered {
+                    Ok(rendered) => chunks.send((number * CHUNK, rendered)).is_ok(),
+                    Err(err) => {
+                        drop(chunks);
+                        let _ = consumer.join();
+                        return Err(err);
+                    }
+                };
+                if !sent {
+                    // The writer stopped on an error; it reports it below.
+                    break;
+                }
+                bar.inc(chunk.len() as u64);
+            }
+            drop(chunks);
+            consumer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })?;
+        bar.finish_and_clear();
+        Ok(written)
+    }
+
+    fn render(&self, company: &Company, position: usize) -> Result<Rendered, BuildError> {
+        let entries = self.published.get(&company.slug).map_or(&[][..], Vec::as_slice);
+        render_company(
+            company,
+            position,
+            self.dataset,
+            self.method,
+            self.meta,
+            &self.options.signing_key,
+            self.kid,
+            self.deflating,
+            (self.log, entries),
+        )
+    }
+}
+
+/// The scorecard in its two disclosures, its scored targets, and the two pages drawn from it
+/// (`/` and `/scorecard`).
+struct ScorecardDocuments {
+    scorecard: Body,
+    scorecard_full: Body,
+    targets: Export,
+    targets_full: Export,
+    home_page: PageContent,
+    scorecard_page: PageContent,
+}
+
+impl ScorecardDocuments {
+    fn write(
+        writer: &mut SnapshotWriter,
+        meta: &[u8],
+        dataset: &Dataset,
+        method: &Method,
+        index_summaries: &[IndexSummary],
+        out_dir: &Path,
+        options: &BuildOptions,
+    ) -> Result<ScorecardDocuments, BuildError> {
+        let mut compressed = |body: Vec<u8>| writer.append_body(&body, gzip(&body, options.gzip_level).as_deref());
+        let [scorecard, scorecard_full] = Disclosure::ALL
+            .map(|disclosure| compressed(render::scorecard(meta, &method.scorecard, index_summaries, disclosure)));
+        // The scored targets are the largest documents of all (a third of a synthetic
+        // snapshot's text), so they are stored as gzip only, written as they are serialised
+        // rather than built whole in memory, the two disclosures side by side (serialising and
+        // deflating them is one core's work each), then copied in.
+        let spooled = |disclosure| -> Result<SpooledBody, BuildError> {
+            let mut body = SpooledBody::create(out_dir, options.gzip_level)?;
+            render::scorecard_targets(&mut body, meta, dataset, method, disclosure)?;
+            Ok(body)
+        };
+        let (public, full) = rayon::join(|| spooled(Disclosure::Public), || spooled(Disclosure::Full));
+        let targets = public?.finish(writer, &options.out)?;
+        let targets_full = full?.finish(writer, &options.out)?;
+        let home = crate::present::home::home(dataset, &method.scorecard);
+        let home_page = PageContent {
+            title: home.title,
+            main: writer.append(home.main.as_bytes())?,
+        };
+        let page = crate::present::scorecard_page::scorecard(dataset, &method.scorecard, index_summaries);
+        let scorecard_page = PageContent {
+            title: page.title,
+            main: writer.append(page.main.as_bytes())?,
+        };
+        Ok(ScorecardDocuments {
+            scorecard: scorecard?,
+            scorecard_full: scorecard_full?,
+            targets,
+            targets_full,
+            home_page,
+            scorecard_page,
+        })
+    }
 }
 
 /// The publication log's bodies: the latest checkpoint, each earlier version's consistency
