@@ -1,11 +1,12 @@
-/* charts.js: a plain SVG line chart on a logarithmic scale, for /compare and /indices.
+/* charts.js: the one plain SVG line chart on a logarithmic scale, with its keyboard model: a
+   company's daily marks (/explore/{slug}), a comparison (/compare) and an index (/indices).
 
    lineChart(box, spec) draws into `box` (replacing what it held) and redraws when the box's
    width changes. spec:
      id, label          the <svg>'s id and its accessible name
      from, to           the days shown (day numbers: days since 1970-01-01)
      lines              [{ key, label, cls, days: [day], values: [v], axis: 'left' | 'right',
-                           band: { lower: [v], upper: [v], cls },
+                           bands: [{ lower: [v], upper: [v], cls }],   (drawn in this order)
                            exit: { day, value, label } }]   (days ascending)
                         exit: a company's outcome (listing, sale, failure), drawn as a diamond
                         at its day and value (0 on the bottom edge), joined to the line's end
@@ -15,13 +16,26 @@
                         margin for a line that runs to the end, beside its exit marker for one
                         that ends earlier; labels are moved up or down until none overlaps
                         another (measured boxes, a simple vertical de-overlap)
-     readout(day)       the text of the readout for a day (the page writes it)
+     readout(day, initial)  the readout for a day (the page writes it): text, or an array of
+                        text and nodes; `initial` when no cursor is set yet (the last day)
      readoutNode        where that text goes (an aria-live element)
      onPick(day)        a click, or Enter on the focused chart (optional)
+   and, optionally:
+     until              the last day the time axis shows (default `to`), e.g. an outcome's day
+                        after the line's end that the page draws itself
+     values             more values the left axis must hold (points the page draws itself)
+     snap               the cursor moves from point to point of the first line, not by the
+                        calendar day (a company's daily marks)
+     size(W)            { H, M } the height and margins for a width (default: the comparison's)
+     scale              the left axis's padding: logScale's options
+     overlay(geom)      nodes drawn above the lines and the cursor (event markers, an outcome);
+                        geom: { x, y, W, H, M, d0, d1, setCursor(day) }
+     attrs              more attributes of the <svg> (data-* a test reads)
    Values are drawn on a log scale; 0 (a bankruptcy) sits on the bottom edge. Each line is one
    <polyline> with data-key and data-points (its number of points), so a test can count them.
-   The chart takes the focus: Left and Right move a cursor by a day, Page Up and Page Down by 30
-   days, Home and End to the ends. */
+   The chart takes the focus: Left and Right move a cursor by a day (a point, with snap), Page Up
+   and Page Down by 30, Home and End to the ends; keys pressed on a link inside the chart (an
+   event's source) are the link's. */
 
 import {
   svgEl, setAttrs, logTicks, timeTicks, nearestIn, chartWidth, redrawOnResize,
@@ -40,20 +54,28 @@ export function lineChart(box, spec) {
   };
 }
 
-function extent(values, into) {
+/* ---------- the pieces every chart of the pages draws with (the line chart, and the
+   explorer's backtest and published history) ---------- */
+
+/** The least and the greatest positive number of `values`, widening `into` ({ lo, hi }). */
+export function extent(values, into = { lo: Infinity, hi: -Infinity }) {
   for (const v of values) {
     if (typeof v === 'number' && v > 0) {
       into.lo = Math.min(into.lo, v);
       into.hi = Math.max(into.hi, v);
     }
   }
+  return into;
 }
 
-function scale(range, top, height) {
+/** A log scale of a range ({ lo, hi }: extent) onto [top, top + height]: { l0, l1, y }; 0 (a
+ * bankruptcy) sits on the bottom edge. Padded each way by `share` of the range (at least
+ * `least` decades); with `widen`, a range narrower than 1.5 times is widened first. */
+export function logScale(range, top, height, { share = 0.04, least = 0.03, widen = true } = {}) {
   let { lo, hi } = range;
   if (!Number.isFinite(lo)) { lo = 1; hi = 10; }
-  if (hi / lo < 1.5) { lo /= 1.25; hi *= 1.25; }
-  const pad = Math.max(0.03, (Math.log10(hi) - Math.log10(lo)) * 0.04);
+  if (widen && hi / lo < 1.5) { lo /= 1.25; hi *= 1.25; }
+  const pad = Math.max(least, (Math.log10(hi) - Math.log10(lo)) * share);
   const l0 = Math.log10(lo) - pad;
   const l1 = Math.log10(hi) + pad;
   const y = (v) => {
@@ -63,18 +85,40 @@ function scale(range, top, height) {
   return { l0, l1, y };
 }
 
+/** The value axis of a plot (margins M, width W): a grid line and a label at each tick. */
+export function valueGrid(scale, format, M, W) {
+  return logTicks(scale.l0, scale.l1).flatMap((v) => [
+    svgEl('line', { class: 'grid', x1: M.l, x2: W - M.r, y1: scale.y(v), y2: scale.y(v) }),
+    svgEl('text', { class: 'axis', x: M.l - 6, y: scale.y(v) + 4, 'text-anchor': 'end', text: format(v) })]);
+}
+
+/** The time axis: at each [day, label] tick its label and, with `lines`, a grid line; then the
+ * bottom axis line. */
+export function timeGrid(ticks, x, { M, W, H }, { lines = true } = {}) {
+  return [
+    ...ticks.flatMap(([t, label]) => [
+      lines ? svgEl('line', { class: 'grid', x1: x(t), x2: x(t), y1: M.t, y2: H - M.b }) : null,
+      svgEl('text', { class: 'axis', x: x(t), y: H - M.b + 18, 'text-anchor': 'middle', text: label })]),
+    svgEl('line', { class: 'axis-line', x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }),
+  ].filter(Boolean);
+}
+
+/* ---------- the line chart ---------- */
+
 function render(box, state) {
   const { spec } = state;
   const W = state.width;
   const wide = W >= 560;
-  const H = Math.round(Math.min(440, Math.max(260, W * 0.5)));
   const hasRight = Boolean(spec.right) && spec.lines.some((l) => l.axis === 'right');
   const labels = spec.endLabels && wide;
-  const M = { l: 62, r: (hasRight ? 62 : 14) + (labels ? 96 : 0), t: 12, b: 28 };
+  const { H, M } = spec.size ? spec.size(W) : {
+    H: Math.round(Math.min(440, Math.max(260, W * 0.5))),
+    M: { l: 62, r: (hasRight ? 62 : 14) + (labels ? 96 : 0), t: 12, b: 28 },
+  };
   const pw = W - M.l - M.r;
   const ph = H - M.t - M.b;
   const d0 = spec.from;
-  const d1 = Math.max(spec.to, d0 + 1);
+  const d1 = Math.max(spec.until ?? spec.to, d0 + 1);
   const x = (d) => Math.round((M.l + ((d - d0) / (d1 - d0)) * pw) * 10) / 10;
 
   // Only the points in [from, to] are drawn and scaled.
@@ -89,22 +133,18 @@ function render(box, state) {
     const r = ranges[line.axis === 'right' ? 'right' : 'left'];
     extent(line.values.slice(a, b + 1), r);
     if (line.exit && line.exit.day >= d0 && line.exit.day <= d1) extent([line.exit.value], r);
-    if (line.band) {
-      extent(line.band.lower.slice(a, b + 1), r);
-      extent(line.band.upper.slice(a, b + 1), r);
+    for (const band of line.bands || []) {
+      extent(band.lower.slice(a, b + 1), r);
+      extent(band.upper.slice(a, b + 1), r);
     }
   }
-  const left = scale(ranges.left, M.t, ph);
-  const right = hasRight ? scale(ranges.right, M.t, ph) : null;
+  if (spec.values) extent(spec.values, ranges.left);
+  const left = logScale(ranges.left, M.t, ph, spec.scale);
+  const right = hasRight ? logScale(ranges.right, M.t, ph) : null;
   const yOf = (line) => (line.axis === 'right' && right ? right.y : left.y);
   state.geom = { x, yOf, d0, d1, pw, M, W, shown };
 
-  const grid = svgEl('g', { 'aria-hidden': 'true' });
-  for (const v of logTicks(left.l0, left.l1)) {
-    grid.append(
-      svgEl('line', { class: 'grid', x1: M.l, x2: M.l + pw, y1: left.y(v), y2: left.y(v) }),
-      svgEl('text', { class: 'axis', x: M.l - 6, y: left.y(v) + 4, 'text-anchor': 'end', text: spec.left.format(v) }));
-  }
+  const grid = svgEl('g', { 'aria-hidden': 'true' }, valueGrid(left, spec.left.format, M, W));
   if (right) {
     for (const v of logTicks(right.l0, right.l1)) {
       grid.append(svgEl('text', {
@@ -113,12 +153,7 @@ function render(box, state) {
     }
     grid.append(svgEl('line', { class: 'axis-line', x1: M.l + pw, x2: M.l + pw, y1: M.t, y2: H - M.b }));
   }
-  for (const [t, label] of timeTicks(d0, d1, pw)) {
-    grid.append(
-      svgEl('line', { class: 'grid', x1: x(t), x2: x(t), y1: M.t, y2: H - M.b }),
-      svgEl('text', { class: 'axis', x: x(t), y: H - M.b + 18, 'text-anchor': 'middle', text: label }));
-  }
-  grid.append(svgEl('line', { class: 'axis-line', x1: M.l, x2: M.l + pw, y1: H - M.b, y2: H - M.b }));
+  grid.append(...timeGrid(timeTicks(d0, d1, pw), x, { M, W, H }));
   if (spec.left.title) {
     grid.append(svgEl('text', { class: 'axis axis-title', x: M.l + 4, y: M.t + 12, text: spec.left.title }));
   }
@@ -132,17 +167,17 @@ function render(box, state) {
   const ends = [];
   for (const { line, a, b } of shown) {
     const y = yOf(line);
-    if (line.band && b >= a) {
+    for (const band of b >= a ? line.bands || [] : []) {
       const top = [];
       const bottom = [];
       for (let i = a; i <= b; i += 1) {
-        const [lo, hi] = [line.band.lower[i], line.band.upper[i]];
+        const [lo, hi] = [band.lower[i], band.upper[i]];
         if (typeof lo !== 'number' || typeof hi !== 'number') continue;
         top.push(`${x(line.days[i])},${y(hi)}`);
         bottom.push(`${x(line.days[i])},${y(lo)}`);
       }
       if (top.length) {
-        bands.append(svgEl('path', { class: line.band.cls, d: `M${top.join('L')}L${bottom.reverse().join('L')}Z`, 'data-key': line.key }));
+        bands.append(svgEl('path', { class: band.cls, d: `M${top.join('L')}L${bottom.reverse().join('L')}Z`, 'data-key': line.key }));
       }
     }
     const points = [];
@@ -178,6 +213,9 @@ function render(box, state) {
     svgEl('line', { class: 'cursor', y1: M.t, y2: H - M.b, x1: 0, x2: 0 }),
     ...shown.map(({ line }) => svgEl('circle', { class: `cursor-dot ${line.cls}`, r: 4, cx: 0, cy: 0, visibility: 'hidden' })));
   state.cursor = cursor;
+  const overlay = spec.overlay
+    ? spec.overlay({ x, y: left.y, W, H, M, d0, d1, setCursor: (day) => setCursor(state, day) })
+    : null;
 
   const root = svgEl('svg', {
     viewBox: `0 0 ${W} ${H}`, width: W, height: H, tabindex: 0, role: 'group', id: spec.id,
@@ -185,7 +223,8 @@ function render(box, state) {
     'aria-describedby': spec.readoutNode ? spec.readoutNode.id : null,
     'data-from': d0,
     'data-to': spec.to,
-  }, grid, bands, marker, lines, exits, endLabels, cursor);
+    ...spec.attrs,
+  }, grid, bands, marker, lines, exits, endLabels, cursor, overlay);
 
   const dayAt = (ev) => {
     const r = root.getBoundingClientRect();
@@ -199,8 +238,11 @@ function render(box, state) {
     if (state.day == null) setCursor(state, spec.to);
   });
   root.addEventListener('keydown', (ev) => {
+    if (ev.target !== root) return; // keys on a link in the chart are the link's
     const at = state.day == null ? spec.to : state.day;
-    const moves = { ArrowLeft: at - 1, ArrowRight: at + 1, PageDown: at - 30, PageUp: at + 30, Home: d0, End: spec.to };
+    const steps = spec.snap ? spec.lines[0].days : null;
+    const by = (n) => (steps ? steps[Math.max(0, Math.min(steps.length - 1, nearestIn(steps, at) + n))] : at + n);
+    const moves = { ArrowLeft: by(-1), ArrowRight: by(1), PageDown: by(-30), PageUp: by(30), Home: d0, End: spec.to };
     if (ev.key === 'Enter' && spec.onPick) {
       ev.preventDefault();
       spec.onPick(at);
@@ -213,7 +255,11 @@ function render(box, state) {
   box.replaceChildren(root);
   if (labels) placeLabels(endLabels, ends, { W, H, M, right: W - M.r + (hasRight ? 62 : 0) + 4 });
   if (state.day != null) setCursor(state, state.day);
-  else if (spec.readoutNode) spec.readoutNode.textContent = spec.readout(spec.to);
+  else showReadout(spec, spec.to, true);
+}
+
+function showReadout(spec, day, initial) {
+  if (spec.readoutNode) spec.readoutNode.replaceChildren(...[spec.readout(day, initial)].flat());
 }
 
 
@@ -279,7 +325,9 @@ function clampDay(state, day) {
 
 function setCursor(state, day) {
   if (!state.geom) return;
-  const d = clampDay(state, day);
+  const steps = state.spec.snap ? state.spec.lines[0].days : null;
+  let d = clampDay(state, day);
+  if (steps && steps.length) d = steps[nearestIn(steps, d)];
   state.day = d;
   const { x, yOf, shown } = state.geom;
   const [line, ...dots] = state.cursor.children;
@@ -290,7 +338,7 @@ function setCursor(state, day) {
     setAttrs(dots[k], on ? { cx: x(d), cy: yOf(l)(l.values[i]), visibility: 'visible' } : { visibility: 'hidden' });
   });
   state.cursor.setAttribute('visibility', 'visible');
-  if (state.spec.readoutNode) state.spec.readoutNode.textContent = state.spec.readout(d);
+  showReadout(state.spec, d, false);
 }
 
 /** The value of a line on day d, or null (days ascending). */

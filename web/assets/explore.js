@@ -12,13 +12,16 @@
    Content-Security-Policy. */
 
 import {
-  $, el, svgEl, setAttrs, say, facts, sourceLink, hostOf,
+  $, el, svgEl, say, facts, sourceLink, hostOf,
   usd, usdFull, band, an, pct, pctCell, displayName, money, moneyBand, initExactToggles,
   eventWords, GRADE_WORDS, REPORTED_WORDS, OUTCOME_WORDS, ended, outcomeParts, outcomeText,
   getKey, api, problemWords, showError, keyThenView, allows, needsTier, initKeyPanel, showMeta,
-  dayNumber, nearestIn, logTicks, timeTicks, chartWidth, redrawOnResize, DAY_MS, MONTHS,
+  dayNumber, nearestIn, timeTicks, chartWidth, redrawOnResize, DAY_MS, MONTHS,
   apiText, toCsv, fetchCsv, fileName, downloadButton, companySearch,
 } from '/assets/common.js';
+import {
+  lineChart, extent, logScale, valueGrid, timeGrid,
+} from '/assets/charts.js';
 
 const PAGE_SIZE = 50;
 
@@ -353,6 +356,10 @@ async function renderBacktest(slug, name) {
 
 let tolerance = CONFIDENCE_TOLERANCE_PCT; // the backtest's own tolerance_pct, once read
 
+/* The value scale of the charts of points (the backtest, the published history): padded by 6%
+   of the range, at least 0.05 decades, never widened. */
+const POINTS_SCALE = { share: 0.06, least: 0.05, widen: false };
+
 /** What happened at a scored event, in words (an array of text and figures): its value when
  * this key may read it, else where it fell against the mark made before it. */
 function happened(t) {
@@ -375,32 +382,16 @@ function drawBacktest(targets) {
     values.push(t.mark_usd, t.band_80 && t.band_80.lower, t.band_80 && t.band_80.upper, t.observed_usd);
     if (t.band_95) values.push(t.band_95.lower, t.band_95.upper);
   }
-  const positive = values.filter((v) => typeof v === 'number' && v > 0);
-  const lo = positive.length ? Math.min(...positive) : 1;
-  const hi = positive.length ? Math.max(...positive) : 10;
-  const pad = Math.max(0.05, (Math.log10(hi) - Math.log10(lo)) * 0.06);
-  const l0 = Math.log10(lo) - pad;
-  const l1 = Math.log10(hi) + pad;
   const days = targets.map((t) => dayNumber(t.marked_on));
   const d0 = Math.min(...days) - 30;
   const d1 = Math.max(...days) + 30;
   const pw = W - M.l - M.r;
   const ph = H - M.t - M.b;
   const x = (d) => Math.round((M.l + ((d - d0) / (d1 - d0)) * pw) * 10) / 10;
-  const y = (v) => {
-    const l = v > 0 ? Math.max(l0, Math.log10(v)) : l0;
-    return Math.round((M.t + (1 - (l - l0) / (l1 - l0)) * ph) * 10) / 10;
-  };
-  const grid = svgEl('g', { 'aria-hidden': 'true' });
-  for (const v of logTicks(l0, l1)) {
-    grid.append(
-      svgEl('line', { class: 'grid', x1: M.l, x2: W - M.r, y1: y(v), y2: y(v) }),
-      svgEl('text', { class: 'axis', x: M.l - 6, y: y(v) + 4, 'text-anchor': 'end', text: usd(v) }));
-  }
-  for (const [tick, label] of timeTicks(d0, d1, pw)) {
-    grid.append(svgEl('text', { class: 'axis', x: x(tick), y: H - M.b + 18, 'text-anchor': 'middle', text: label }));
-  }
-  grid.append(svgEl('line', { class: 'axis-line', x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }));
+  const scale = logScale(extent(values), M.t, ph, POINTS_SCALE);
+  const { y } = scale;
+  const grid = svgEl('g', { 'aria-hidden': 'true' },
+    valueGrid(scale, usd, M, W), timeGrid(timeTicks(d0, d1, pw), x, { M, W, H }, { lines: false }));
   const marks = svgEl('g', { class: 'backtest' });
   targets.forEach((t, i) => {
     const cx = x(days[i]);
@@ -683,18 +674,16 @@ function renderSeries(s80, s95, evs, profile) {
   chart.days = pts.map((p) => dayNumber(p.date));
   chart.events = shownEvents;
   chart.exit = exit;
-  chart.idx = -1;
   $('chart-figure').hidden = false;
   $('series-download-box').hidden = false;
   $('series95-download').hidden = !p95;
   drawChart();
-  redrawOnResize($('chart'), () => chart.width, drawChart);
   renderSeriesText();
 }
 
-/* ---------- the chart: plain SVG ---------- */
+/* ---------- the chart: charts.js's line chart, with the events and the outcome drawn over it ---------- */
 
-const chart = { pts: [], p95: null, days: [], events: [], exit: null, idx: -1, width: 0, geom: null };
+const chart = { pts: [], p95: null, days: [], events: [], exit: null };
 
 /** Index of the series day nearest to day number d (days are ascending). */
 function nearestIndex(d) {
@@ -702,72 +691,49 @@ function nearestIndex(d) {
 }
 
 function drawChart() {
-  const box = $('chart');
-  const W = chartWidth(box);
-  const H = Math.round(Math.min(420, Math.max(240, W * 0.46)));
-  const M = { l: 58, r: 14, t: 12, b: 28 };
   const { pts, p95, days, events, exit } = chart;
-  chart.width = W;
   // A company whose private period ended: the line ends the day before its outcome, which is
   // marked at its day and value (a value of 0 on the bottom edge), with room for its label.
   const exitDay = exit ? dayNumber(exit.occurred_on) : null;
-  if (exit && W >= 560) M.r = Math.max(M.r, Math.min(150, Math.round(W * 0.12)));
+  const last = days[days.length - 1];
+  lineChart($('chart'), {
+    id: 'chart-svg',
+    label: `Chart of ${pts.length} daily marks from ${pts[0].date} to ${pts[pts.length - 1].date}.`,
+    from: days[0],
+    to: last,
+    until: Math.max(exitDay ?? last, last),
+    snap: true,
+    lines: [{
+      key: 'mark',
+      label: 'Mark',
+      cls: 'mark-line',
+      days,
+      values: pts.map((p) => p.mark_usd),
+      bands: [
+        ...(p95 ? [{ lower: p95.map((q) => q && q.lower_usd), upper: p95.map((q) => q && q.upper_usd), cls: 'band95' }] : []),
+        { lower: pts.map((p) => p.lower_usd), upper: pts.map((p) => p.upper_usd), cls: 'band80' },
+      ],
+    }],
+    values: [...events.map((e) => e.valuation_usd), ...(exit ? [exit.valuation_usd] : [])],
+    left: { format: usd },
+    scale: { share: 0.04, least: 0.05, widen: false },
+    size: (W) => ({
+      H: Math.round(Math.min(420, Math.max(240, W * 0.46))),
+      M: { l: 58, r: exit && W >= 560 ? Math.max(14, Math.min(150, Math.round(W * 0.12))) : 14, t: 12, b: 28 },
+    }),
+    attrs: { 'data-days': pts.length, 'data-events': events.length },
+    overlay: (g) => [eventMarkers(g), exitMarker(g, exitDay)],
+    readoutNode: $('chart-readout'),
+    readout: (d, initial) => (initial
+      ? readoutText(nearestIndex(d), exit ? 'Last private mark' : 'Latest')
+      : readoutParts(nearestIndex(d))),
+  });
+}
 
-  const values = [];
-  for (const p of pts) values.push(p.mark_usd, p.lower_usd, p.upper_usd);
-  if (p95) for (const p of p95) if (p) values.push(p.lower_usd, p.upper_usd);
-  for (const e of events) values.push(e.valuation_usd);
-  if (exit) values.push(exit.valuation_usd);
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const v of values) {
-    if (typeof v === 'number' && v > 0) {
-      lo = Math.min(lo, v);
-      hi = Math.max(hi, v);
-    }
-  }
-  if (!Number.isFinite(lo)) { lo = 1; hi = 10; }
-  const pad = Math.max(0.05, (Math.log10(hi) - Math.log10(lo)) * 0.04);
-  const l0 = Math.log10(lo) - pad;
-  const l1 = Math.log10(hi) + pad;
-  const d0 = days[0];
-  const d1 = Math.max(exitDay ?? days[days.length - 1], days[days.length - 1], d0 + 1);
-  const pw = W - M.l - M.r;
-  const ph = H - M.t - M.b;
-  const x = (d) => Math.round((M.l + ((d - d0) / (d1 - d0)) * pw) * 10) / 10;
-  // Log scale; a value of 0 (a bankruptcy) sits on the bottom edge.
-  const y = (v) => {
-    const l = v > 0 ? Math.max(l0, Math.log10(v)) : l0;
-    return Math.round((M.t + (1 - (l - l0) / (l1 - l0)) * ph) * 10) / 10;
-  };
-  chart.geom = { x, y, d0, d1, pw, M, W };
-
-  const area = (lower, upper) => {
-    const top = [];
-    const bottom = [];
-    for (let i = 0; i < pts.length; i += 1) {
-      const [a, b] = [lower(i), upper(i)];
-      if (typeof a !== 'number' || typeof b !== 'number') continue;
-      top.push(`${x(days[i])},${y(b)}`);
-      bottom.push(`${x(days[i])},${y(a)}`);
-    }
-    return top.length ? `M${top.join('L')}L${bottom.reverse().join('L')}Z` : '';
-  };
-
-  const grid = svgEl('g', { 'aria-hidden': 'true' });
-  for (const v of logTicks(l0, l1)) {
-    grid.append(
-      svgEl('line', { class: 'grid', x1: M.l, x2: W - M.r, y1: y(v), y2: y(v) }),
-      svgEl('text', { class: 'axis', x: M.l - 6, y: y(v) + 4, 'text-anchor': 'end', text: usd(v) }));
-  }
-  for (const [t, label] of timeTicks(d0, d1, pw)) {
-    grid.append(
-      svgEl('line', { class: 'grid', x1: x(t), x2: x(t), y1: M.t, y2: H - M.b }),
-      svgEl('text', { class: 'axis', x: x(t), y: H - M.b + 18, 'text-anchor': 'middle', text: label }));
-  }
-  grid.append(svgEl('line', { class: 'axis-line', x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }));
-
-  const markPoints = pts.map((p, i) => `${x(days[i])},${y(p.mark_usd)}`).join(' ');
+/** The events the marks read, each a dot at its day and value linking to its source; focused,
+ * it moves the chart's cursor to its day. */
+function eventMarkers({ x, y, d0, d1, setCursor }) {
+  const { pts, events } = chart;
   const markers = svgEl('g', { class: 'events' });
   for (const e of events) {
     const d = dayNumber(e.occurred_on);
@@ -784,77 +750,35 @@ function drawChart() {
     const mark = ok
       ? svgEl('a', { href: e.source_url, target: '_blank', rel: 'noopener noreferrer', 'aria-label': `${label} (source: ${hostOf(e.source_url)})` }, dot)
       : dot;
-    mark.addEventListener('focus', () => setCursor(nearestIndex(d)));
+    mark.addEventListener('focus', () => setCursor(d));
     markers.append(mark);
   }
-
-  const cursor = svgEl('g', { class: 'cursor-group', visibility: 'hidden', 'aria-hidden': 'true' },
-    svgEl('line', { class: 'cursor', y1: M.t, y2: H - M.b, x1: 0, x2: 0 }),
-    svgEl('circle', { class: 'cursor-dot', r: 4, cx: 0, cy: 0 }));
-
-  let exitMark = null;
-  if (exit) {
-    const ex = x(exitDay);
-    const known = exit.valuation_usd > 0 || exit.kind === 'bankrupt' || exit.kind === 'wound_down';
-    // A sale whose price was not disclosed has no value: marked at the last private mark's level.
-    const ey = y(known ? exit.valuation_usd : pts[pts.length - 1].mark_usd);
-    const text = outcomeText(exit);
-    const lastX = x(days[days.length - 1]);
-    const lastY = y(pts[pts.length - 1].mark_usd);
-    // The label right of the marker where the margin holds it (about 80 px), else left of it.
-    const right = W - (ex + 9) >= 80;
-    const lx = right ? ex + 9 : ex - 9;
-    exitMark = svgEl('g', { class: 'exit', role: 'img', 'aria-label': `Outcome: ${text}`, 'data-day': exit.occurred_on },
-      svgEl('line', { class: 'exit-link', x1: lastX, y1: lastY, x2: ex, y2: ey }),
-      svgEl('path', { class: 'exit-marker', d: `M${ex} ${ey - 7} l7 7 l-7 7 l-7 -7 z` }),
-      svgEl('text', {
-        class: 'exit-label', x: lx, y: Math.max(M.t + 10, Math.min(H - M.b - 32, ey - 2)), 'text-anchor': right ? 'start' : 'end',
-      }, svgEl('tspan', { x: lx, text: `${OUTCOME_WORDS[exit.kind] || ''}` }),
-      svgEl('tspan', { x: lx, dy: 14, text: exit.occurred_on }),
-      svgEl('tspan', { x: lx, dy: 14, text: known ? usd(exit.valuation_usd) : 'price n/d' })));
-  }
-
-  const root = svgEl('svg', {
-    viewBox: `0 0 ${W} ${H}`, width: W, height: H, tabindex: 0, role: 'group', id: 'chart-svg',
-    'aria-label': `Chart of ${pts.length} daily marks from ${pts[0].date} to ${pts[pts.length - 1].date}. `
-      + 'Arrow keys move a cursor by a day; Page Up and Page Down by 30 days; Home and End to the ends.',
-    'aria-describedby': 'chart-readout',
-    'data-days': pts.length,
-    'data-events': events.length,
-  },
-  grid,
-  p95 ? svgEl('path', { class: 'band95', d: area((i) => p95[i] && p95[i].lower_usd, (i) => p95[i] && p95[i].upper_usd) }) : null,
-  svgEl('path', { class: 'band80', d: area((i) => pts[i].lower_usd, (i) => pts[i].upper_usd) }),
-  svgEl('polyline', { class: 'mark-line', points: markPoints, 'data-points': pts.length }),
-  cursor,
-  markers,
-  exitMark);
-
-  const pointAt = (ev) => {
-    const r = root.getBoundingClientRect();
-    const px = ((ev.clientX - r.left) * W) / r.width;
-    setCursor(nearestIndex(d0 + ((px - M.l) / pw) * (d1 - d0)));
-  };
-  root.addEventListener('pointermove', pointAt);
-  root.addEventListener('pointerdown', pointAt); // a tap on a touch screen
-  root.addEventListener('focus', (ev) => {
-    if (ev.target === root && chart.idx < 0) setCursor(pts.length - 1);
-  });
-  root.addEventListener('keydown', onChartKey);
-  chart.cursor = cursor;
-  box.replaceChildren(root);
-  if (chart.idx >= 0) setCursor(chart.idx);
-  else $('chart-readout').textContent = readoutText(pts.length - 1, exit ? 'Last private mark' : 'Latest');
+  return markers;
 }
 
-function onChartKey(ev) {
-  if (ev.target !== ev.currentTarget) return; // keys on an event link are the link's
-  const last = chart.pts.length - 1;
-  const at = chart.idx < 0 ? last : chart.idx;
-  const moves = { ArrowLeft: at - 1, ArrowRight: at + 1, PageDown: at - 30, PageUp: at + 30, Home: 0, End: last };
-  if (!(ev.key in moves)) return;
-  ev.preventDefault();
-  setCursor(Math.max(0, Math.min(last, moves[ev.key])));
+/** The outcome of a company whose private period ended: a diamond at its day and value, joined
+ * to the last private mark, with its kind, day and value beside it. */
+function exitMarker({ x, y, W, H, M }, exitDay) {
+  const { pts, days, exit } = chart;
+  if (!exit) return null;
+  const ex = x(exitDay);
+  const known = exit.valuation_usd > 0 || exit.kind === 'bankrupt' || exit.kind === 'wound_down';
+  // A sale whose price was not disclosed has no value: marked at the last private mark's level.
+  const ey = y(known ? exit.valuation_usd : pts[pts.length - 1].mark_usd);
+  const text = outcomeText(exit);
+  const lastX = x(days[days.length - 1]);
+  const lastY = y(pts[pts.length - 1].mark_usd);
+  // The label right of the marker where the margin holds it (about 80 px), else left of it.
+  const right = W - (ex + 9) >= 80;
+  const lx = right ? ex + 9 : ex - 9;
+  return svgEl('g', { class: 'exit', role: 'img', 'aria-label': `Outcome: ${text}`, 'data-day': exit.occurred_on },
+    svgEl('line', { class: 'exit-link', x1: lastX, y1: lastY, x2: ex, y2: ey }),
+    svgEl('path', { class: 'exit-marker', d: `M${ex} ${ey - 7} l7 7 l-7 7 l-7 -7 z` }),
+    svgEl('text', {
+      class: 'exit-label', x: lx, y: Math.max(M.t + 10, Math.min(H - M.b - 32, ey - 2)), 'text-anchor': right ? 'start' : 'end',
+    }, svgEl('tspan', { x: lx, text: `${OUTCOME_WORDS[exit.kind] || ''}` }),
+    svgEl('tspan', { x: lx, dy: 14, text: exit.occurred_on }),
+    svgEl('tspan', { x: lx, dy: 14, text: known ? usd(exit.valuation_usd) : 'price n/d' })));
 }
 
 function readoutText(i, prefix) {
@@ -865,26 +789,20 @@ function readoutText(i, prefix) {
   return `${text}.`;
 }
 
-function setCursor(i) {
-  if (!chart.geom || i < 0) return;
-  chart.idx = i;
-  const { x, y } = chart.geom;
+/** The readout of the cursor's day: the mark and its bands, the day's events with their
+ * sources, and on the last private mark, the outcome that followed. */
+function readoutParts(i) {
   const p = chart.pts[i];
-  const cx = x(chart.days[i]);
-  const [line, dot] = chart.cursor.children;
-  setAttrs(line, { x1: cx, x2: cx });
-  setAttrs(dot, { cx, cy: y(p.mark_usd) });
-  chart.cursor.setAttribute('visibility', 'visible');
-  const readout = $('chart-readout');
-  readout.replaceChildren(readoutText(i));
+  const parts = [readoutText(i)];
   for (const e of chart.events) {
     if (e.occurred_on !== p.date) continue;
-    readout.append(` Event: ${eventWords(e.event_type)}${REPORTED_WORDS[e.reported_as] ? ` (${REPORTED_WORDS[e.reported_as]})` : ''}, valuation ${usd(e.valuation_usd)}`,
+    parts.push(` Event: ${eventWords(e.event_type)}${REPORTED_WORDS[e.reported_as] ? ` (${REPORTED_WORDS[e.reported_as]})` : ''}, valuation ${usd(e.valuation_usd)}`,
       e.note ? ` (${e.note})` : '', '; source: ', sourceLink(e.source_url), e.source_grade ? `, grade ${e.source_grade}` : '', '.');
   }
   if (chart.exit && i === chart.pts.length - 1) {
-    readout.append(` The last private mark: next day, ${outcomeText(chart.exit)}.`);
+    parts.push(` The last private mark: next day, ${outcomeText(chart.exit)}.`);
   }
+  return parts;
 }
 
 function renderSeriesText() {
@@ -1435,32 +1353,13 @@ function drawPublished() {
   const values = [];
   for (const p of inWindow) values.push(p.mark_usd, p.lower_usd, p.upper_usd);
   for (const it of items) values.push(it.entry.value_usd, it.entry.lower_80_usd, it.entry.upper_80_usd);
-  const positive = values.filter((v) => typeof v === 'number' && v > 0);
-  const vlo = positive.length ? Math.min(...positive) : 1;
-  const vhi = positive.length ? Math.max(...positive) : 10;
-  const vpad = Math.max(0.05, (Math.log10(vhi) - Math.log10(vlo)) * 0.06);
-  const l0 = Math.log10(vlo) - vpad;
-  const l1 = Math.log10(vhi) + vpad;
   const pw = W - M.l - M.r;
   const ph = H - M.t - M.b;
   const x = (d) => Math.round((M.l + ((d - d0) / (d1 - d0)) * pw) * 10) / 10;
-  const y = (v) => {
-    const l = v > 0 ? Math.max(l0, Math.log10(v)) : l0;
-    return Math.round((M.t + (1 - (l - l0) / (l1 - l0)) * ph) * 10) / 10;
-  };
-  const grid = svgEl('g', { 'aria-hidden': 'true' });
-  for (const v of logTicks(l0, l1)) {
-    grid.append(
-      svgEl('line', { class: 'grid', x1: M.l, x2: W - M.r, y1: y(v), y2: y(v) }),
-      svgEl('text', { class: 'axis', x: M.l - 6, y: y(v) + 4, 'text-anchor': 'end', text: usd(v) }));
-  }
-  for (const [t, label] of dayTicks(d0, d1, pw)) {
-    if (x(t) < M.l + 20 || x(t) > W - 22) continue; // a label cut by the edge
-    grid.append(
-      svgEl('line', { class: 'grid', x1: x(t), x2: x(t), y1: M.t, y2: H - M.b }),
-      svgEl('text', { class: 'axis', x: x(t), y: H - M.b + 18, 'text-anchor': 'middle', text: label }));
-  }
-  grid.append(svgEl('line', { class: 'axis-line', x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }));
+  const scale = logScale(extent(values), M.t, ph, POINTS_SCALE);
+  const { y } = scale;
+  const ticks = dayTicks(d0, d1, pw).filter(([t]) => x(t) >= M.l + 20 && x(t) <= W - 22); // not a label cut by the edge
+  const grid = svgEl('g', { 'aria-hidden': 'true' }, valueGrid(scale, usd, M, W), timeGrid(ticks, x, { M, W, H }));
   const wx = inWindow.map((p) => x(dayNumber(p.date)));
   const recomputed = svgEl('g', { class: 'recomputed', 'aria-hidden': 'true' });
   if (inWindow.length) {

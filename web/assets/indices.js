@@ -178,7 +178,7 @@ async function loadSeries() {
       cls: 'mark-line',
       days,
       values: pts.map((p) => p.level),
-      band: { lower: pts.map((p) => p.lower), upper: pts.map((p) => p.upper), cls: bandCls },
+      bands: [{ lower: pts.map((p) => p.lower), upper: pts.map((p) => p.upper), cls: bandCls }],
     }],
     left: { format: levelTick, title: 'Level (100 on the first day)' },
     endLabels: false,
