@@ -116,6 +116,13 @@ impl Metrics {
     }
 
     fn write(&self, out: &mut String, g: &ScrapeInputs<'_>) -> std::fmt::Result {
+        self.write_requests(out)?;
+        self.write_counters(out, g)?;
+        self.write_gauges(out, g)
+    }
+
+    /// Requests by operation and status, and the handler's latency histogram.
+    fn write_requests(&self, out: &mut String) -> std::fmt::Result {
         writeln!(
             out,
             "# HELP marks_requests_total Requests answered, by operation and HTTP status."
@@ -152,6 +159,12 @@ impl Metrics {
         let sum = self.latency_micros_sum.load(Relaxed) as f64 / 1e6;
         writeln!(out, "marks_request_duration_seconds_sum {sum}")?;
         writeln!(out, "marks_request_duration_seconds_count {cumulative}")?;
+        Ok(())
+    }
+
+    /// The server's own counters, the watcher's, and each component's report (decoders, HTTP/2
+    /// streams, the shared budget store, the snapshot source).
+    fn write_counters(&self, out: &mut String, g: &ScrapeInputs<'_>) -> std::fmt::Result {
         let counters = [
             (
                 "marks_response_body_bytes_total",
@@ -199,7 +212,7 @@ impl Metrics {
                 &self.file_look_timeouts,
             ),
         ];
-        write_counters(out, &counters)?;
+        write_counter_list(out, &counters)?;
         for (name, help, value) in [
             (
                 "marks_snapshot_loads_total",
@@ -236,6 +249,11 @@ impl Metrics {
         for metric in parts.into_iter().flatten().flat_map(|part| part.metrics()) {
             write_metric(out, metric.name, metric.help, metric.kind.as_str(), metric.value)?;
         }
+        Ok(())
+    }
+
+    /// What is in force now: connections, the snapshot, the keys, the buckets.
+    fn write_gauges(&self, out: &mut String, g: &ScrapeInputs<'_>) -> std::fmt::Result {
         let gauges: [(&str, &str, String); 6] = [
             (
                 "marks_connections_open",
@@ -294,7 +312,7 @@ fn write_metric(
 }
 
 /// Counters by name, help and value.
-fn write_counters(out: &mut String, counters: &[(&str, &str, &AtomicU64)]) -> std::fmt::Result {
+fn write_counter_list(out: &mut String, counters: &[(&str, &str, &AtomicU64)]) -> std::fmt::Result {
     for (name, help, counter) in counters {
         write_metric(out, name, help, "counter", counter.load(Relaxed))?;
     }
