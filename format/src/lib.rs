@@ -3,7 +3,7 @@
 //! server's request path depends on this crate and never on the compiler.
 //!
 //! Two rooms, by job:
-//! - [`file`]: the snapshot file and how it is read and written: its layout and archived
+//! - [`file`](mod@file): the snapshot file and how it is read and written: its layout and archived
 //!   types, the validated reader, a body's ETag and gzip framing, and opening or replacing an
 //!   operator's file safely;
 //! - [`rules`]: what the builder and the server must agree on about the data: tiers and
