@@ -1,9 +1,10 @@
 //! What a part of the server reports to `/metrics`: named counters and gauges, as plain data.
 //!
 //! Each part that keeps counters (the budget store, the object-store source, the HTTP/2 stream
-//! budget, the export decoders) says what they are and what they mean through [`Report`], so
-//! the exposition (`api::metrics`) asks each for its own and names none of their fields. Like
-//! `settings.rs`, it imports nothing of the crate: every arrow to it points down.
+//! budget, the export decoders, the cache of decoded series) says what they are and mean
+//! through [`Report`], so the exposition (`api::metrics`) asks each for its own and names none
+//! of their fields. Like `settings.rs`, it imports nothing of the crate: every arrow to it
+//! points down.
 
 /// A Prometheus metric type, as the exposition's `# TYPE` line names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -225,10 +225,16 @@ pub struct Access {
     pub cursor_key: Option<PathBuf>,
 }
 
-/// Exports decoded for clients that do not accept gzip (the server decodes four at once).
+/// Exports and series decoded for clients that do not accept gzip (the server decodes four
+/// exports at once).
 #[derive(clap::Args, Clone, Debug)]
 #[command(next_help_heading = "Exports")]
 pub struct Exports {
+    /// MiB of companies' daily series text kept once decoded (the snapshot stores each series
+    /// once, compressed): what a client without gzip, a date range and an index's constituents
+    /// read; a series not kept is decoded again (a fraction of a millisecond).
+    #[arg(long, value_name = "MIB", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub series_cache_mib: u32,
     /// Exports one key may have decoded at once; a further one gets 429 with Retry-After.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
     pub export_decoders_per_key: u8,

@@ -544,3 +544,80 @@ async fn the_csv_forms_keep_the_tiers() {
         }
     }
 }
+
+/// The cache's hits, misses and bytes held, from `/metrics`.
+async fn series_cache(server: &TestServer) -> (f64, f64, f64) {
+    let text = String::from_utf8(server.get("/metrics", None).await.body.to_vec()).unwrap();
+    let read = |name: &str| metric(&text, name).unwrap_or_else(|| panic!("{name} in /metrics"));
+    (
+        read("marks_series_cache_hits_total"),
+        read("marks_series_cache_misses_total"),
+        read("marks_series_cache_bytes"),
+    )
+}
+
+/// A company's series is stored once, compressed, as its part of the series export: for every
+/// company, form and coverage, the gzip answer (sent as stored) decodes to the text answer
+/// (decoded by the server) byte for byte, each under its own ETag, and both revalidate. The
+/// text is decoded once and then kept: a second request is a hit of the cache of decoded
+/// series, and a pass over every company (an index's constituents) leaves the cache as it was.
+#[tokio::test]
+async fn a_series_stored_once_answers_gzip_as_stored_and_text_decoded() {
+    let server = TestServer::start().await;
+    let gzip = ("accept-encoding", "gzip");
+    let mut text_bytes = 0;
+    for row in &sample_csv("companies.csv") {
+        let slug = &row[0];
+        for coverage in [80, 95] {
+            let path = format!("/v1/companies/{slug}/marks?coverage={coverage}");
+            for form in [("accept", "application/json"), CSV] {
+                let key = ("x-api-key", ENTERPRISE);
+                let text = server.get_with(&path, &[key, form]).await;
+                let zipped = server.get_with(&path, &[key, form, gzip]).await;
+                assert_eq!((text.status, zipped.status), (200, 200), "{path}");
+                assert_eq!(zipped.header("content-encoding"), Some("gzip"), "{path}");
+                assert_eq!(text.header("content-encoding"), None, "{path}");
+                let mut decoded = Vec::new();
+                std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&zipped.body[..]), &mut decoded).unwrap();
+                assert_eq!(decoded, text.body, "{path} {form:?}: the gzip answer is the text");
+                let (text_tag, zipped_tag) = (text.header("etag").unwrap(), zipped.header("etag").unwrap());
+                assert_ne!(text_tag, zipped_tag, "{path}: each encoding has its own ETag");
+                for (tag, encoding) in [(text_tag, None), (zipped_tag, Some(gzip))] {
+                    let mut headers = vec![key, form, ("if-none-match", tag)];
+                    headers.extend(encoding);
+                    assert_eq!(server.get_with(&path, &headers).await.status, 304, "{path}");
+                }
+                text_bytes += text.body.len();
+            }
+        }
+    }
+    // Every text was decoded once (the 304s decode nothing), and all of them fit the cache.
+    let (hits, misses, bytes) = series_cache(&server).await;
+    assert_eq!(bytes, text_bytes as f64, "the cache holds every text decoded");
+    let path = "/v1/companies/stripe/marks?coverage=95";
+    let again = server.get_with(path, &[("x-api-key", ENTERPRISE)]).await;
+    assert_eq!(again.status, 200);
+    let (hits_after, misses_after, _) = series_cache(&server).await;
+    assert_eq!(
+        (hits_after, misses_after),
+        (hits + 1.0, misses),
+        "a text asked for again is found decoded"
+    );
+
+    // A server whose cache holds one series: a pass over every company keeps nothing new.
+    let small = TestServer::start_with(Options::settings(|s| s.exports.series_cache_mib = 1)).await;
+    let first = small.get_with(path, &[("x-api-key", ENTERPRISE)]).await;
+    let (_, _, held) = series_cache(&small).await;
+    assert_eq!(held, first.body.len() as f64);
+    let constituents = small.get("/v1/indices/all/constituents", Some(ENTERPRISE)).await;
+    assert_eq!(constituents.status, 200);
+    let (_, _, held_after) = series_cache(&small).await;
+    assert_eq!(held_after, held, "the constituents' pass keeps no series");
+    let range = small.get(&format!("{path}&from=2025-01-01"), Some(ENTERPRISE)).await;
+    assert_eq!(range.status, 200);
+    assert_eq!(
+        small.get_with(path, &[("x-api-key", ENTERPRISE)]).await.body,
+        first.body,
+        "the series kept is still served"
+    );
+}

@@ -25,11 +25,12 @@ use crate::render::indices::{IndexInfo, IndexSummary};
 use crate::render::publication_log::{Band95, Entry, EntryOutcome, LogError, PublicationLog, Published};
 use crate::render::signing::{self, KeyError};
 use crate::writer::{SnapshotWriter, WriteError};
+use marks_format::file::etag::{etag_of, quoted};
 use marks_format::file::gzip::{self, Piece};
 use marks_format::file::layout::{
-    compare_rows, mark_is_current, ArchivedIndex, Body, CompanyEntry, EventFingerprint, Export, Exports, Index,
-    IndexEntry, LatestBands, ListEntry, PageContent, RowKey, FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED,
-    STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
+    compare_rows, mark_is_current, ArchivedIndex, Body, BodyRef, CompanyEntry, EventFingerprint, Export, Exports,
+    Index, IndexEntry, LatestBands, ListEntry, PageContent, RowKey, SeriesBody, FREE_UNIVERSE_SIZE, SORTS,
+    STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
 };
 use marks_format::file::reader::{OpenOptions, Snapshot, SnapshotError};
 use marks_format::rules::tiers::Tier;
@@ -311,10 +312,12 @@ struct Rendered {
     list_row_csv: Vec<u8>,
     /// The days of the last event and of the outcome, for their sorts.
     sort_days: (i32, Option<i32>),
-    /// profile, marks 80, marks 95, events, resolution, backtest, backtest in full, the CSV
-    /// marks 80, marks 95 and events, and the published entries (below Pro, in full, and both
-    /// as CSV).
-    bodies: [WithGzip; 14],
+    /// profile, events, resolution, backtest, backtest in full, the CSV events, and the
+    /// published entries (below Pro, in full, and both as CSV).
+    bodies: [WithGzip; 10],
+    /// The daily series: JSON at 80% and 95%, CSV at 80% and 95%. Each is written once, as
+    /// its lines of the series export of its form and coverage.
+    series_bodies: [RenderedSeries; 4],
     value_usd: u64,
     latest_bands: LatestBands,
     latest_mark_hash: u64,
@@ -324,14 +327,21 @@ struct Rendered {
     /// The companies export's line, and its CSV row.
     export_line: (Vec<u8>, Piece),
     export_row_csv: (Vec<u8>, Piece),
-    /// The series bodies past their `meta` (`render::series_prefix`), deflated: the same text
-    /// makes each series body's gzip variant and its line of a series export.
-    series_rest: [Piece; 2],
-    /// The same for the CSV series past their header row.
-    series_csv_rest: [Piece; 2],
     /// The published series and the days it counts in the indices, for the indices.
     series: Vec<MarkDay>,
     membership: Option<Membership>,
+}
+
+/// One of a company's series as rendered: its text, the text past the head every company's
+/// series of its form shares, deflated, and what its [`SeriesBody`] says of the two.
+struct RenderedSeries {
+    text: Vec<u8>,
+    /// Bytes of `text` that are the head.
+    head_len: usize,
+    rest: Piece,
+    crc32: u32,
+    identity_etag: String,
+    gzip_etag: String,
 }
 
 /// A body's gzip variant, or none when `level` is 0 or the body too small for it to pay.
@@ -371,20 +381,56 @@ impl Deflating {
         })
     }
 
-    /// A CSV series body, its gzip variant, and its rows deflated.
-    fn series_csv(&self, body: Vec<u8>) -> std::io::Result<(WithGzip, Piece)> {
-        let rest = Piece::of(&body[self.series_csv_header.0.len()..], self.export_level)?;
-        let gzip = (self.gzip_level > 0 && body.len() >= gzip::MIN_BYTES)
-            .then(|| gzip::member(&[&self.series_csv_header.1, &rest]));
-        Ok(((body, gzip), rest))
+    /// A CSV series body with its rows deflated.
+    fn series_csv(&self, body: Vec<u8>) -> std::io::Result<RenderedSeries> {
+        RenderedSeries::of(body, &self.series_csv_header, self.export_level)
     }
 
-    /// A series body, its gzip variant, and its text past the prefix deflated.
-    fn series(&self, body: Vec<u8>) -> std::io::Result<(WithGzip, Piece)> {
-        let rest = Piece::of(&body[self.series_prefix.0.len()..], self.export_level)?;
-        let gzip = (self.gzip_level > 0 && body.len() >= gzip::MIN_BYTES)
-            .then(|| gzip::member(&[&self.series_prefix.1, &rest]));
-        Ok(((body, gzip), rest))
+    /// A JSON series body with its text past the prefix deflated.
+    fn series(&self, body: Vec<u8>) -> std::io::Result<RenderedSeries> {
+        RenderedSeries::of(body, &self.series_prefix, self.export_level)
+    }
+}
+
+impl RenderedSeries {
+    /// `text`, which starts with `head` (as text and deflated), with the rest deflated at
+    /// `level`, and the ETags of the text and of the gzip answer made of the two pieces.
+    fn of(text: Vec<u8>, head: &(Vec<u8>, Piece), level: u32) -> std::io::Result<RenderedSeries> {
+        debug_assert!(text.starts_with(&head.0));
+        let rest = Piece::of(&text[head.0.len()..], level)?;
+        let mut crc = flate2::Crc::new();
+        crc.combine(&head.1.crc);
+        crc.combine(&rest.crc);
+        let crc32 = crc.sum();
+        let mut gzip_hash = Xxh3::new();
+        for part in [&gzip::HEADER[..], &head.1.deflated, &rest.deflated] {
+            gzip_hash.update(part);
+        }
+        gzip_hash.update(&gzip::trailer(crc32, text.len() as u64));
+        Ok(RenderedSeries {
+            identity_etag: etag_of(&text),
+            gzip_etag: quoted(gzip_hash.digest()),
+            head_len: head.0.len(),
+            text,
+            rest,
+            crc32,
+        })
+    }
+
+    /// Its entry: `head` where the head is stored, `rest_at` where the rest begins in its
+    /// export's spool (placed in the file once the export is: [`place_series`]).
+    fn entry(&self, head: BodyRef, rest_at: u64) -> SeriesBody {
+        SeriesBody {
+            head,
+            rest: BodyRef {
+                offset: rest_at,
+                len: self.rest.deflated.len() as u64,
+            },
+            crc32: self.crc32,
+            identity_len: self.text.len() as u64,
+            identity_etag: self.identity_etag.clone(),
+            gzip_etag: self.gzip_etag.clone(),
+        }
     }
 }
 
@@ -411,12 +457,14 @@ fn render_company(
         (body, compressed)
     };
     let series = |coverage| deflating.series(render::series(meta, &company.slug, coverage, &marks.series, &dates));
-    let (marks_80, rest_80) = series(Coverage::C80)?;
-    let (marks_95, rest_95) = series(Coverage::C95)?;
     let series_csv =
         |coverage| deflating.series_csv(render::table::series(&company.slug, coverage, &marks.series, &dates));
-    let (marks_80_csv, csv_rest_80) = series_csv(Coverage::C80)?;
-    let (marks_95_csv, csv_rest_95) = series_csv(Coverage::C95)?;
+    let series_bodies = [
+        series(Coverage::C80)?,
+        series(Coverage::C95)?,
+        series_csv(Coverage::C80)?,
+        series_csv(Coverage::C95)?,
+    ];
     let export_row_csv = render::table::company_row(company, &marks, &facts, true);
     let export_row_piece = Piece::of(&export_row_csv, deflating.export_level)?;
     let resolution = signing::sign_record(record, key)?;
@@ -431,8 +479,6 @@ fn render_company(
         sort_days: facts.sort_days(),
         bodies: [
             with_gzip(render::profile(meta, company, &marks, &facts, dataset.info.as_of)),
-            marks_80,
-            marks_95,
             with_gzip(render::events(meta, company)),
             with_gzip(resolution),
             with_gzip(render::backtest(
@@ -447,8 +493,6 @@ fn render_company(
                 method.scorecard.targets_of(position),
                 Disclosure::Full,
             )),
-            marks_80_csv,
-            marks_95_csv,
             with_gzip(render::table::events(company)),
             with_gzip(log.0.published_json(meta, &company.slug, log.1, false)),
             with_gzip(log.0.published_json(meta, &company.slug, log.1, true)),
@@ -468,8 +512,7 @@ fn render_company(
         series_points: marks.series.len(),
         export_line: (export_line, export_piece),
         export_row_csv: (export_row_csv, export_row_piece),
-        series_rest: [rest_80, rest_95],
-        series_csv_rest: [csv_rest_80, csv_rest_95],
+        series_bodies,
         membership: Membership::of(&marks.series, facts.outcome.as_ref().map(|o| o.occurred_on)),
         series: marks.series,
     })
@@ -495,29 +538,28 @@ impl Spools {
 
     /// A company's lines: as rendered for the companies export; for the series, its series
     /// bodies past their prefix, between `{` and a newline; for the CSV series, its rows.
-    fn push(&mut self, rendered: &Rendered, deflating: &Deflating) -> std::io::Result<()> {
+    /// Returns where each series' rest begins in its spool (JSON 80, 95, CSV 80, 95).
+    fn push(&mut self, rendered: &Rendered, deflating: &Deflating) -> std::io::Result<[u64; 4]> {
         let [companies, series_80, series_95, companies_csv, series_80_csv, series_95_csv] = &mut self.0;
         companies.push(&rendered.export_line.0, &rendered.export_line.1)?;
         companies_csv.push(&rendered.export_row_csv.0, &rendered.export_row_csv.1)?;
-        let prefix = deflating.series_prefix.0.len();
-        for (spool, (body, rest)) in [series_80, series_95].into_iter().zip(
-            [&rendered.bodies[1].0, &rendered.bodies[2].0]
-                .into_iter()
-                .zip(&rendered.series_rest),
-        ) {
+        let [json_80, json_95, csv_80, csv_95] = &rendered.series_bodies;
+        let mut rest_at = [0; 4];
+        for (at, (spool, series)) in rest_at[..2]
+            .iter_mut()
+            .zip([series_80, series_95].into_iter().zip([json_80, json_95]))
+        {
             spool.push(b"{", &deflating.open)?;
-            spool.push(&body[prefix..], rest)?;
+            *at = spool.push(&series.text[series.head_len..], &series.rest)?;
             spool.push(b"\n", &deflating.newline)?;
         }
-        let header = deflating.series_csv_header.0.len();
-        for (spool, (body, rest)) in [series_80_csv, series_95_csv].into_iter().zip(
-            [&rendered.bodies[7].0, &rendered.bodies[8].0]
-                .into_iter()
-                .zip(&rendered.series_csv_rest),
-        ) {
-            spool.push(&body[header..], rest)?;
+        for (at, (spool, series)) in rest_at[2..]
+            .iter_mut()
+            .zip([series_80_csv, series_95_csv].into_iter().zip([csv_80, csv_95]))
+        {
+            *at = spool.push(&series.text[series.head_len..], &series.rest)?;
         }
-        Ok(())
+        Ok(rest_at)
     }
 
     fn finish(self, writer: &mut SnapshotWriter, target: &Path) -> Result<Exports, WriteError> {
@@ -572,6 +614,10 @@ fn write_snapshot(
     let spools = Spools::create(out_dir, &meta, dataset.companies.len(), deflating.export_level)?;
     let mut writer = SnapshotWriter::create(&options.out)?;
     let meta_json = writer.append(&meta)?;
+    let series_heads = [
+        writer.append(&deflating.series_prefix.1.deflated)?,
+        writer.append(&deflating.series_csv_header.1.deflated)?,
+    ];
     let sectors = sector_table(dataset);
     let index_codes = index_codes(dataset, &sectors);
     let pass = CompanyPass {
@@ -585,9 +631,10 @@ fn write_snapshot(
         published: &published,
         sectors: &sectors,
         index_codes: &index_codes,
+        series_heads,
     };
     let mut index_builder = IndexBuilder::new(first_event_day(dataset), dataset.info.as_of, 1 + sectors.len());
-    let (companies, series_points, mut writer, spools) = pass.write(writer, spools, &mut index_builder)?;
+    let (mut companies, series_points, mut writer, spools) = pass.write(writer, spools, &mut index_builder)?;
 
     let (lists, list_rows) = list_indexes(dataset, &companies, &sectors);
     let sector_lists = [UNIVERSE_ALL, UNIVERSE_FREE]
@@ -612,6 +659,7 @@ fn write_snapshot(
     let signing_keys = writer.append_body(&signing::jwks_body(published_keys), None)?;
     let scorecard = ScorecardDocuments::write(&mut writer, &meta, dataset, method, &index_summaries, out_dir, options)?;
     let exports = spools.finish(&mut writer, &options.out)?;
+    place_series(&mut companies, &exports);
     let changes = changes::change_log(dataset, &companies, previous);
     let log_index = write_log(&mut writer, &meta, log, out_dir, options)?;
     let dataset_version = dataset.info.dataset_version.to_string();
@@ -671,6 +719,37 @@ struct CompanyPass<'a> {
     sectors: &'a [&'static str],
     /// Each company's index code (0 is every company's; a sector's is its code).
     index_codes: &'a [u16],
+    /// Where the series' shared heads are stored: JSON, CSV.
+    series_heads: [BodyRef; 2],
+}
+
+/// Where a company's series are: the shared heads (JSON, CSV) and where each series' rest
+/// begins in its export's spool (JSON 80, 95, CSV 80, 95).
+struct SeriesPlaces {
+    heads: [BodyRef; 2],
+    rest_at: [u64; 4],
+}
+
+/// Moves each series' rest from its place in its export's spool to its place in the file, now
+/// that the exports are written.
+fn place_series(companies: &mut [CompanyEntry], exports: &Exports) {
+    let starts = [
+        exports.series_80.gzip.offset,
+        exports.series_95.gzip.offset,
+        exports.series_80_csv.gzip.offset,
+        exports.series_95_csv.gzip.offset,
+    ];
+    for company in companies {
+        let series = [
+            &mut company.marks_80,
+            &mut company.marks_95,
+            &mut company.marks_80_csv,
+            &mut company.marks_95_csv,
+        ];
+        for (series, start) in series.into_iter().zip(starts) {
+            series.rest.offset += start;
+        }
+    }
 }
 
 /// What the companies' pass hands back: their index entries, the series points written, and
@@ -692,19 +771,21 @@ impl CompanyPass<'_> {
         let (chunks, queue) = std::sync::mpsc::sync_channel::<(usize, Vec<Rendered>)>(2);
         let written = std::thread::scope(|scope| {
             let (sectors, deflating, index_codes) = (self.sectors, self.deflating, self.index_codes);
+            let heads = self.series_heads;
             let consumer = scope.spawn(move || -> Result<_, BuildError> {
                 let mut companies = Vec::with_capacity(dataset.companies.len());
                 let mut series_points = 0;
                 for (start, rendered) in queue {
                     for (offset, (company, r)) in dataset.companies[start..].iter().zip(rendered).enumerate() {
                         series_points += r.series_points;
-                        spools.push(&r, deflating)?;
+                        let rest_at = spools.push(&r, deflating)?;
                         // A small sector's companies count in "other".
                         let index_code = index_codes[start + offset];
                         if let Some(membership) = r.membership {
                             index_builder.add(&[0, usize::from(index_code)], &r.series, membership);
                         }
-                        companies.push(write_company(&mut writer, company, sectors, index_code, r)?);
+                        let series = SeriesPlaces { heads, rest_at };
+                        companies.push(write_company(&mut writer, company, sectors, index_code, r, series)?);
                     }
                 }
                 Ok((companies, series_points, writer, spools))
@@ -853,9 +934,13 @@ fn write_company(
     sectors: &[&str],
     index_code: u16,
     rendered: Rendered,
+    places: SeriesPlaces,
 ) -> Result<CompanyEntry, WriteError> {
-    let [profile, marks_80, marks_95, events, resolution, backtest, backtest_full, marks_80_csv, marks_95_csv, events_csv, published, published_full, published_csv, published_full_csv] =
+    let [profile, events, resolution, backtest, backtest_full, events_csv, published, published_full, published_csv, published_full_csv] =
         rendered.bodies;
+    let [json_80, json_95, csv_80, csv_95] = &rendered.series_bodies;
+    let [json_head, csv_head] = places.heads;
+    let [at_80, at_95, csv_at_80, csv_at_95] = places.rest_at;
     let mut body = |(identity, gzip): WithGzip| writer.append_body(&identity, gzip.as_deref());
     Ok(CompanyEntry {
         slug: company.slug.clone(),
@@ -881,14 +966,14 @@ fn write_company(
         last_event_on: rendered.sort_days.0,
         outcome_on: rendered.sort_days.1,
         profile: body(profile)?,
-        marks_80: body(marks_80)?,
-        marks_95: body(marks_95)?,
+        marks_80: json_80.entry(json_head, at_80),
+        marks_95: json_95.entry(json_head, at_95),
         events: body(events)?,
         resolution: body(resolution)?,
         backtest: body(backtest)?,
         backtest_full: body(backtest_full)?,
-        marks_80_csv: body(marks_80_csv)?,
-        marks_95_csv: body(marks_95_csv)?,
+        marks_80_csv: csv_80.entry(csv_head, csv_at_80),
+        marks_95_csv: csv_95.entry(csv_head, csv_at_95),
         events_csv: body(events_csv)?,
         published: body(published)?,
         published_full: body(published_full)?,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use marks_builder::render::signing;
 use marks_builder::{BuildError, BuildOptions};
 use marks_format::file::etag::etag_of;
-use marks_format::file::layout::{Header, HEADER_LEN};
+use marks_format::file::layout::{ArchivedSeriesBody, Header, HEADER_LEN};
 use marks_format::rules::tiers::Tier;
 use marks_format::{OpenOptions, Snapshot, SnapshotError};
 
@@ -381,21 +381,27 @@ fn every_body_round_trips_through_the_file() {
             item["latest_mark"]["value_usd"].as_u64(),
             Some(company.value_usd.to_native())
         );
-        for (body, coverage) in [
-            (&company.marks_80, Some(80)),
-            (&company.marks_95, Some(95)),
-            (&company.profile, None),
-            (&company.events, None),
-            (&company.resolution, None),
-        ] {
+        for (series, coverage) in [(&company.marks_80, 80), (&company.marks_95, 95)] {
+            let text = series_text(&snapshot, series);
+            assert_eq!(series.identity_etag.as_str(), etag_of(&text), "ETags name the text");
+            let value = json(&text);
+            assert_eq!(value["slug"], slug);
+            assert_eq!(value["coverage"], coverage);
+            assert_eq!(value["meta"]["dataset_version"], "2026-11-20");
+        }
+        for series in [&company.marks_80_csv, &company.marks_95_csv] {
+            let text = series_text(&snapshot, series);
+            assert_eq!(series.identity_etag.as_str(), etag_of(&text), "ETags name the text");
+            assert!(text.starts_with(b"slug,date,mark_usd,lower_usd,upper_usd\r\n"));
+            let first_row = format!("\"{slug}\",");
+            assert!(text.len() == 40 || text[40..].starts_with(first_row.as_bytes()));
+        }
+        for body in [&company.profile, &company.events, &company.resolution] {
             let bytes = snapshot.body_slice(&body.identity);
             assert_eq!(body.etag.as_str(), etag_of(bytes), "ETags name the bytes");
             let value = json(bytes);
             assert_eq!(value["slug"], slug);
             assert_eq!(value["meta"]["dataset_version"], "2026-11-20");
-            if let Some(coverage) = coverage {
-                assert_eq!(value["coverage"], coverage);
-            }
             if let Some(gzip) = body.gzip.as_ref() {
                 let mut decoded = Vec::new();
                 flate2::read::GzDecoder::new(snapshot.body_slice(&gzip.bytes))
@@ -439,6 +445,36 @@ fn every_body_round_trips_through_the_file() {
 fn gunzip(gzip: &[u8]) -> Vec<u8> {
     let mut text = Vec::new();
     flate2::read::GzDecoder::new(gzip).read_to_end(&mut text).unwrap();
+    text
+}
+
+/// A company's series as the server sends it gzipped (the gzip header, the shared head, its
+/// rest inside the series export, the trailer), decoded: it must decode whole to the text its
+/// length and CRC name, and its rest must lie inside one of the series exports.
+fn series_text(snapshot: &Snapshot, series: &ArchivedSeriesBody) -> Vec<u8> {
+    let exports = &snapshot.index().exports;
+    let (offset, len) = (series.rest.offset.to_native(), series.rest.len.to_native());
+    let inside = [
+        &exports.series_80,
+        &exports.series_95,
+        &exports.series_80_csv,
+        &exports.series_95_csv,
+    ]
+    .iter()
+    .any(|e| offset >= e.gzip.offset.to_native() && offset + len <= e.gzip.offset.to_native() + e.gzip.len.to_native());
+    assert!(inside, "a series' rest lies inside a series export");
+    let mut member = marks_format::file::gzip::HEADER.to_vec();
+    member.extend_from_slice(snapshot.body_slice(&series.head));
+    member.extend_from_slice(snapshot.body_slice(&series.rest));
+    member.extend_from_slice(&series.trailer());
+    assert_eq!(member.len() as u64, series.gzip_len());
+    assert_eq!(
+        series.gzip_etag.as_str(),
+        etag_of(&member),
+        "the gzip ETag names the gzip answer"
+    );
+    let text = gunzip(&member);
+    assert_eq!(text.len() as u64, series.identity_len.to_native());
     text
 }
 
@@ -618,10 +654,10 @@ fn damaged_snapshots_are_refused_with_a_reason() {
         SnapshotError::BadMagic
     ));
     assert!(matches!(
-        open(damaged(&bytes, |b| b[12] = 9)),
+        open(damaged(&bytes, |b| b[12] = 99)),
         SnapshotError::Version { .. }
     ));
-    let err = open(damaged(&bytes, |b| b[12] = 9)).to_string();
+    let err = open(damaged(&bytes, |b| b[12] = 99)).to_string();
     assert!(err.contains("rebuild"), "says what to do: {err}");
     assert!(matches!(
         open(damaged(&bytes, |b| b.extend_from_slice(b"junk"))),

@@ -13,7 +13,8 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::call::{coverage, require, Call};
 use crate::api::query::Params;
-use crate::api::rows::{self, Form};
+use crate::api::rows::{self, Form, SeriesText};
+use crate::response::body::Payload;
 use crate::response::problem::ApiError;
 use crate::response::{header_value, Cache, Representation};
 use crate::snapshot::LoadedSnapshot;
@@ -51,14 +52,14 @@ pub fn series(call: &Call<'_>) -> Result<Representation, ApiError> {
         form.pick(&entry.series_80, &entry.series_80_csv)
     };
     if !range.is_whole() {
-        return Ok(rows::series_range(
+        return rows::series_range(
             call.loaded,
             call.negotiation,
             entry.id.as_str(),
-            body,
+            SeriesText::Stored(body),
             form,
             &range,
-        ));
+        );
     }
     let stored = call.negotiation.stored(call.loaded, body, Cache::Private);
     Ok(form.dress(call.loaded, stored))
@@ -155,11 +156,12 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
         hasher.update(&[0]);
     }
     let etag = format!("\"c{:016x}\"", hasher.digest());
-    let representation = call
+    let mut representation = call
         .negotiation
-        .conditional(&etag, header_value(&etag), Cache::Private, || {
-            render(loaded, entry, day, &date, coverage, level, form)
-        });
+        .conditional(&etag, header_value(&etag), Cache::Private, Bytes::new);
+    if representation.status == http::StatusCode::OK {
+        representation.body = Payload::Bytes(render(loaded, entry, day, &date, coverage, level, form)?);
+    }
     Ok(form.dress(loaded, representation))
 }
 
@@ -171,35 +173,39 @@ fn render(
     coverage: u32,
     level: f64,
     form: Form,
-) -> Bytes {
+) -> Result<Bytes, ApiError> {
     let index = loaded.snapshot.index();
     let julian = Day::parse(date).map_or(0, |d| d.0);
     let sector = entry.sector.to_native();
-    let mut members: Vec<Constituent<'_>> = index
+    let mut members: Vec<Constituent<'_>> = Vec::new();
+    let counted = index
         .companies
         .iter()
         .filter(|c| c.in_index(sector))
-        .filter(|c| c.index_from.to_native() <= julian && julian < c.index_until.to_native())
-        .filter_map(|c| {
-            let body = if coverage == 95 {
-                &c.marks_95_csv
-            } else {
-                &c.marks_80_csv
-            };
-            let stored = loaded.snapshot.body_slice(&body.identity);
-            let numbers = numbers_of(row_on(stored, c.slug.as_str(), day)?);
-            let usd = |i: usize| numbers.get(i).copied().unwrap_or(0.0) as u64;
-            Some(Constituent {
-                slug: c.slug.as_str(),
-                name: c.name.as_str(),
-                weight: 0.0,
-                value_weight: 0.0,
-                mark_usd: usd(0),
-                lower_usd: usd(1),
-                upper_usd: usd(2),
-            })
-        })
-        .collect();
+        .filter(|c| c.index_from.to_native() <= julian && julian < c.index_until.to_native());
+    for c in counted {
+        let series = if coverage == 95 {
+            &c.marks_95_csv
+        } else {
+            &c.marks_80_csv
+        };
+        // A pass over the index's companies: their texts are read, not kept.
+        let text = loaded.series_text_passing(series)?;
+        let Some(row) = row_on(&text, c.slug.as_str(), day) else {
+            continue;
+        };
+        let numbers = numbers_of(row);
+        let usd = |i: usize| numbers.get(i).copied().unwrap_or(0.0) as u64;
+        members.push(Constituent {
+            slug: c.slug.as_str(),
+            name: c.name.as_str(),
+            weight: 0.0,
+            value_weight: 0.0,
+            mark_usd: usd(0),
+            lower_usd: usd(1),
+            upper_usd: usd(2),
+        });
+    }
     let values: Vec<f64> = members.iter().map(|m| m.mark_usd as f64).collect();
     let total: f64 = values.iter().sum();
     let round = |w: f64| (w * 1e6).round() / 1e6;
@@ -225,7 +231,7 @@ fn render(
             }
             // `meta` as stored, in its order.
             let meta = serde_json::from_slice(&loaded.meta).ok();
-            Bytes::from(
+            Ok(Bytes::from(
                 serde_json::to_vec(&Body {
                     meta,
                     index: entry.id.as_str(),
@@ -235,7 +241,7 @@ fn render(
                     constituents: &members,
                 })
                 .unwrap_or_default(),
-            )
+            ))
         }
         Form::Csv => {
             let mut out = table::header(CONSTITUENT_COLUMNS);
@@ -255,7 +261,7 @@ fn render(
                     ],
                 );
             }
-            Bytes::from(out)
+            Ok(Bytes::from(out))
         }
     }
 }

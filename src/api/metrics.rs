@@ -87,6 +87,8 @@ pub struct ScrapeInputs<'a> {
     pub h2_streams: Option<&'a StreamBudget>,
     /// Exports decoded for clients without gzip: refused for a key's share, cut for slowness.
     pub export_decoders: Option<&'a Decoders>,
+    /// The snapshot in force's cache of decoded series.
+    pub series_texts: Option<&'a crate::snapshot::series::SeriesTexts>,
 }
 
 impl Metrics {
@@ -240,8 +242,9 @@ impl Metrics {
             "counter",
             g.throttle_buckets_dropped,
         )?;
-        let parts: [Option<&dyn Report>; 4] = [
+        let parts: [Option<&dyn Report>; 5] = [
             g.export_decoders.map(|d| d as &dyn Report),
+            g.series_texts.map(|s| s as &dyn Report),
             g.h2_streams.map(|s| s as &dyn Report),
             g.budget_store.map(|s| s as &dyn Report),
             g.snapshot_source.map(|s| s as &dyn Report),

@@ -24,7 +24,7 @@ use crate::api::indices;
 use crate::api::list;
 use crate::api::query::{ListQuery, Params, LIST_PARAMS};
 use crate::api::routes::Operation;
-use crate::api::rows::{self, Form};
+use crate::api::rows::{self, Form, SeriesText};
 use crate::api::state::State;
 use crate::response::body::Decoders;
 use crate::response::headers::{DOCS_CSP, JSON, PAGE_CSP};
@@ -65,23 +65,23 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
             let range = rows::date_range(&params)?;
             let company = company(call)?;
             let form = Form::of(call.negotiation);
-            let body = if coverage == 95 {
+            let series = if coverage == 95 {
                 form.pick(&company.marks_95, &company.marks_95_csv)
             } else {
                 form.pick(&company.marks_80, &company.marks_80_csv)
             };
             if !range.is_whole() {
-                return Ok(rows::series_range(
+                return rows::series_range(
                     call.loaded,
                     call.negotiation,
                     company.slug.as_str(),
-                    body,
+                    SeriesText::Company(series),
                     form,
                     &range,
-                ));
+                );
             }
-            let stored = call.negotiation.stored(call.loaded, body, Cache::Private);
-            Ok(form.dress(call.loaded, stored))
+            let whole = call.negotiation.series(call.loaded, series)?;
+            Ok(form.dress(call.loaded, whole))
         }
         Operation::GetMarkEvents => {
             require(call.caller, Scope::EventsRead)?;
@@ -163,13 +163,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
             let range = rows::date_range(&params)?;
             let form = Form::of(call.negotiation);
             if !range.is_whole() {
-                return Ok(rows::series_export_range(
-                    call.loaded,
-                    call.negotiation,
-                    coverage,
-                    form,
-                    &range,
-                ));
+                return rows::series_export_range(call.loaded, call.negotiation, coverage, form, &range);
             }
             let exports = &call.loaded.snapshot.index().exports;
             let export = match (coverage, form) {
@@ -240,14 +234,14 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                 form.pick(&company.published, &company.published_csv)
             };
             if !range.is_whole() {
-                return Ok(rows::series_range(
+                return rows::series_range(
                     call.loaded,
                     call.negotiation,
                     company.slug.as_str(),
-                    body,
+                    SeriesText::Stored(body),
                     form,
                     &range,
-                ));
+                );
             }
             let stored = call.negotiation.stored(call.loaded, body, Cache::Private);
             Ok(form.dress(call.loaded, stored))

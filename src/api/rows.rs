@@ -2,12 +2,14 @@
 //! client that prefers it (`Accept: text/csv`), and a date range of a series (`from`, `to`).
 //!
 //! Every CSV body but a list page is stored in the snapshot like its JSON; a list page is
-//! assembled from stored rows. A range is cut out of the stored body by binary search over its
-//! bytes (`marks_format::rules::dated`), and a ranged series export is the ranges of every company's
-//! stored series sent one after the other, with no copy and no decoding.
+//! assembled from stored rows. A range is cut out of a series' text by binary search over its
+//! bytes (`marks_format::rules::dated`), and a ranged series export is the ranges of every
+//! company's series sent one after the other. A company's series is stored once, compressed, so
+//! its text is decoded first (or found in the cache of decoded series); an index's series is
+//! stored as text.
 
 use bytes::Bytes;
-use marks_format::file::layout::ArchivedBody;
+use marks_format::file::layout::{ArchivedBody, ArchivedSeriesBody};
 use marks_format::rules::dated::{self, DateRange, JSON_POINT};
 use marks_format::rules::day::Day;
 use xxhash_rust::xxh3::Xxh3;
@@ -36,7 +38,7 @@ impl Form {
     }
 
     /// One of a stored body's two forms.
-    pub fn pick<'b>(self, json: &'b ArchivedBody, csv: &'b ArchivedBody) -> &'b ArchivedBody {
+    pub fn pick<'b, T>(self, json: &'b T, csv: &'b T) -> &'b T {
         match self {
             Form::Json => json,
             Form::Csv => csv,
@@ -96,11 +98,10 @@ fn range_etag(loaded: &LoadedSnapshot, stored_etag: &str, range: &DateRange, wha
     format!("\"r{:016x}\"", hasher.digest())
 }
 
-/// The stored series body of one form cut to `range`: for JSON, its text before and after the
-/// points kept whole; for CSV, its header row. `id` names the series in its CSV rows (a
-/// company's slug, an index's id).
-pub fn cut_series(loaded: &LoadedSnapshot, id: &str, body: &ArchivedBody, form: Form, range: &DateRange) -> Vec<Bytes> {
-    let stored = loaded.snapshot.body(&body.identity);
+/// A series' text of one form cut to `range`: for JSON, its text before and after the points
+/// kept whole; for CSV, its header row. `id` names the series in its CSV rows (a company's
+/// slug, an index's id).
+pub fn cut_series(stored: Bytes, id: &str, form: Form, range: &DateRange) -> Vec<Bytes> {
     match form {
         Form::Json => {
             let Some(points) = dated::json_points(&stored) else {
@@ -122,33 +123,66 @@ pub fn cut_series(loaded: &LoadedSnapshot, id: &str, body: &ArchivedBody, form: 
     }
 }
 
-/// getMarkSeries or getIndex with `from` or `to`: the stored series of the coverage asked
-/// for, cut. `id` is the company's slug or the index's id.
+/// Where a series' text is: stored as text (an index's series, a company's published marks),
+/// or a company's series, stored once compressed ([`LoadedSnapshot::series_text`]).
+#[derive(Clone, Copy)]
+pub enum SeriesText<'a> {
+    Stored(&'a ArchivedBody),
+    Company(&'a ArchivedSeriesBody),
+}
+
+impl std::fmt::Debug for SeriesText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SeriesText").field(&self.etag()).finish()
+    }
+}
+
+impl SeriesText<'_> {
+    /// The strong ETag of the whole text.
+    fn etag(&self) -> &str {
+        match self {
+            SeriesText::Stored(body) => body.etag.as_str(),
+            SeriesText::Company(series) => series.identity_etag.as_str(),
+        }
+    }
+
+    fn text(&self, loaded: &LoadedSnapshot) -> Result<Bytes, ApiError> {
+        match self {
+            SeriesText::Stored(body) => Ok(loaded.snapshot.body(&body.identity)),
+            SeriesText::Company(series) => Ok(loaded.series_text(series)?),
+        }
+    }
+}
+
+/// getMarkSeries or getIndex with `from` or `to`: the series of the coverage asked for, cut.
+/// `id` is the company's slug or the index's id.
 pub fn series_range(
     loaded: &LoadedSnapshot,
     negotiation: &Negotiation<'_>,
     id: &str,
-    body: &ArchivedBody,
+    series: SeriesText<'_>,
     form: Form,
     range: &DateRange,
-) -> Representation {
-    let etag = range_etag(loaded, body.etag.as_str(), range, b"series");
-    let representation = negotiation.conditional(&etag, header_value(&etag), Cache::Private, || {
-        Bytes::from(cut_series(loaded, id, body, form, range).concat())
-    });
-    form.dress(loaded, representation)
+) -> Result<Representation, ApiError> {
+    let etag = range_etag(loaded, series.etag(), range, b"series");
+    let mut representation = negotiation.conditional(&etag, header_value(&etag), Cache::Private, Bytes::new);
+    if representation.status == http::StatusCode::OK {
+        let text = series.text(loaded)?;
+        representation.body = Payload::Bytes(Bytes::from(cut_series(text, id, form, range).concat()));
+    }
+    Ok(form.dress(loaded, representation))
 }
 
 /// The series export with `from` or `to`: a first line (JSON: `meta`, the export, its coverage,
 /// the count of companies and the range; CSV: the header row), then every company's series
-/// cut to the range, as stored.
+/// cut to the range.
 pub fn series_export_range(
     loaded: &LoadedSnapshot,
     negotiation: &Negotiation<'_>,
     coverage: u32,
     form: Form,
     range: &DateRange,
-) -> Representation {
+) -> Result<Representation, ApiError> {
     let index = loaded.snapshot.index();
     let exports = &index.exports;
     let export = match (coverage, form) {
@@ -197,12 +231,13 @@ pub fn series_export_range(
         });
         let prefix = loaded.meta.len() + b"{\"meta\":,".len();
         for company in index.companies.iter() {
-            let body = if coverage == 95 {
+            let series = if coverage == 95 {
                 form.pick(&company.marks_95, &company.marks_95_csv)
             } else {
                 form.pick(&company.marks_80, &company.marks_80_csv)
             };
-            let cut = cut_series(loaded, company.slug.as_str(), body, form, range);
+            let text = loaded.series_text_passing(series)?;
+            let cut = cut_series(text, company.slug.as_str(), form, range);
             match form {
                 // `{` and the body past its `meta`, as a line.
                 Form::Json => {
@@ -224,5 +259,5 @@ pub fn series_export_range(
         representation.body = Payload::Pieces { pieces, len };
     }
     representation.content_type = NDJSON;
-    form.dress(loaded, representation)
+    Ok(form.dress(loaded, representation))
 }

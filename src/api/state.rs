@@ -57,7 +57,10 @@ pub struct State {
 impl State {
     pub fn new(access: &Access, exports: &Exports, resolved: Resolved, cursor_key: CursorKey) -> State {
         State {
-            snapshots: Arc::new(SnapshotInForce::new(resolved.publisher_key)),
+            snapshots: Arc::new(SnapshotInForce::new(
+                resolved.publisher_key,
+                u64::from(exports.series_cache_mib) << 20,
+            )),
             keys: KeysInForce::default(),
             budgets: Budgets {
                 local: TokenBuckets::default(),
@@ -120,6 +123,7 @@ impl State {
             snapshot_source: self.snapshot_source.as_deref(),
             h2_streams: Some(&self.budgets.streams),
             export_decoders: Some(&self.budgets.decoders),
+            series_texts: loaded.as_ref().map(|l| &l.series_texts),
         })
     }
 }

@@ -50,8 +50,10 @@ pub struct BuildArgs {
     /// Ed25519 private key that signs the snapshot header, for servers run with --publisher-key.
     #[arg(long, value_name = "FILE")]
     pub publisher_key: Option<PathBuf>,
-    /// Gzip level (1-9) of the precompressed body variants; 0 stores none. 4 compresses series as
-    /// well as 6 here at two thirds of the time.
+    /// Gzip level (1-9) of the precompressed body variants and of what is stored compressed only
+    /// (the series, the exports, the scored targets, at level 1 when this is 0); 0 stores no gzip
+    /// variant of the other bodies. 4 compresses series as well as 6 here at two thirds of the
+    /// time.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=9))]
     pub gzip_level: u32,
     /// Print only the summary line (no scorecard, no progress bar).
@@ -220,11 +222,7 @@ fn print_bytes_by_part(index: &marks_format::file::layout::ArchivedIndex) {
         (body.identity.len.to_native(), gzip)
     };
     type Part = fn(&marks_format::file::layout::ArchivedCompanyEntry) -> &ArchivedBody;
-    let company_parts: [(&str, Part); 14] = [
-        ("series JSON 80", |c| &c.marks_80),
-        ("series JSON 95", |c| &c.marks_95),
-        ("series CSV 80", |c| &c.marks_80_csv),
-        ("series CSV 95", |c| &c.marks_95_csv),
+    let company_parts: [(&str, Part); 10] = [
         ("profile", |c| &c.profile),
         ("events JSON", |c| &c.events),
         ("events CSV", |c| &c.events_csv),
@@ -253,11 +251,18 @@ fn print_bytes_by_part(index: &marks_format::file::layout::ArchivedIndex) {
         .map(|c| c.list_item.len.to_native() + c.list_row_csv.len.to_native())
         .sum();
     rows.push(("companies' list rows (JSON, CSV)".to_owned(), list_rows, 0));
-    for (name, targets) in [
+    let exports = &index.exports;
+    for (name, export) in [
         ("scorecard targets, public", &index.scorecard_targets),
         ("scorecard targets, whole", &index.scorecard_targets_full),
+        ("export companies", &exports.companies),
+        ("export companies CSV", &exports.companies_csv),
+        ("export series 80, every company's series", &exports.series_80),
+        ("export series 95, every company's series", &exports.series_95),
+        ("export series 80 CSV, every company's series", &exports.series_80_csv),
+        ("export series 95 CSV, every company's series", &exports.series_95_csv),
     ] {
-        rows.push((format!("{name} (gzip only)"), 0, targets.gzip.len.to_native()));
+        rows.push((format!("{name} (gzip only)"), 0, export.gzip.len.to_native()));
     }
     for (name, body) in [
         ("scorecard, public", &index.scorecard),

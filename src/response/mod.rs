@@ -18,7 +18,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, StatusCode};
-use marks_format::file::layout::{ArchivedBody, ArchivedExport};
+use marks_format::file::layout::{ArchivedBody, ArchivedExport, ArchivedSeriesBody};
 
 use crate::response::body::{DecodeRefused, Decoders, Payload, ResponseBody};
 use crate::response::headers::{
@@ -297,6 +297,30 @@ impl Negotiation<'_> {
         representation.vary_encoding = body.gzip.is_some();
         representation.gzip = gzip.is_some();
         representation
+    }
+
+    /// A company's daily series: its gzip answer as stored for a client that accepts gzip,
+    /// else its text, decoded or from the cache of decoded series; 304 when `If-None-Match`
+    /// matches, and then nothing is decoded.
+    pub fn series(&self, loaded: &LoadedSnapshot, series: &ArchivedSeriesBody) -> Result<Representation, ApiError> {
+        let gzip = self.accepts_gzip();
+        let etag = match gzip {
+            true => series.gzip_etag.as_str(),
+            false => series.identity_etag.as_str(),
+        };
+        let mut representation = self.conditional(etag, mapped_header_value(loaded, etag), Cache::Private, Bytes::new);
+        representation.vary_encoding = true;
+        representation.gzip = gzip;
+        if representation.status == StatusCode::OK {
+            representation.body = match gzip {
+                true => Payload::Pieces {
+                    pieces: crate::snapshot::series::gzip_pieces(&loaded.snapshot, series),
+                    len: series.gzip_len(),
+                },
+                false => Payload::Bytes(loaded.series_text(series)?),
+            };
+        }
+        Ok(representation)
     }
 
     /// A stored export: its gzip bytes as stored for a client that accepts gzip, else its

@@ -187,3 +187,12 @@ impl ApiError {
         serde_json::to_vec(&body).unwrap_or_default()
     }
 }
+
+/// A stored series that does not decode: the snapshot is damaged past what its checks caught.
+/// Logged here, where it becomes the client's 500.
+impl From<crate::snapshot::series::DamagedSeries> for ApiError {
+    fn from(damaged: crate::snapshot::series::DamagedSeries) -> ApiError {
+        tracing::error!("{damaged}");
+        ApiError::Internal
+    }
+}

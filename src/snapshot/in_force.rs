@@ -23,6 +23,8 @@ pub struct SnapshotInForce {
     current: ArcSwapOption<LoadedSnapshot>,
     /// With `--publisher-key`: snapshots not signed by it are refused.
     publisher_key: Option<VerifyingKey>,
+    /// Bytes of decoded series each snapshot in force keeps (`--series-cache`).
+    series_cache_bytes: u64,
     refusal: Mutex<Option<Refusal>>,
     /// Held while a file is read and put in force: SIGHUP, the watcher and the object-store
     /// poller never load at once, so an older file is never put in force after a newer one.
@@ -33,10 +35,11 @@ pub struct SnapshotInForce {
 }
 
 impl SnapshotInForce {
-    pub fn new(publisher_key: Option<VerifyingKey>) -> SnapshotInForce {
+    pub fn new(publisher_key: Option<VerifyingKey>, series_cache_bytes: u64) -> SnapshotInForce {
         SnapshotInForce {
             current: ArcSwapOption::empty(),
             publisher_key,
+            series_cache_bytes,
             refusal: Mutex::new(None),
             loading: tokio::sync::Mutex::new(()),
             loads: AtomicU64::new(0),
@@ -96,6 +99,7 @@ impl SnapshotInForce {
                     csv_meta: crate::snapshot::csv_meta(&meta),
                     slugs: SlugIndex::new(&snapshot),
                     pages: crate::snapshot::SnapshotPages::of(&snapshot),
+                    series_texts: crate::snapshot::series::SeriesTexts::new(self.series_cache_bytes),
                     snapshot,
                     meta,
                     etag_seed,

@@ -6,12 +6,13 @@ pub mod background;
 pub mod identity;
 pub mod in_force;
 pub mod object_store;
+pub mod series;
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use marks_format::file::layout::ArchivedCompanyEntry;
+use marks_format::file::layout::{ArchivedCompanyEntry, ArchivedSeriesBody};
 use marks_format::{Snapshot, SnapshotError};
 
 use crate::snapshot::identity::FileIdentity;
@@ -33,6 +34,8 @@ pub struct LoadedSnapshot {
     pub slugs: SlugIndex,
     /// `/` and `/scorecard`, their content the snapshot's, drawn in this binary's frame.
     pub pages: SnapshotPages,
+    /// The companies' series decoded last, for clients without gzip and for cuts.
+    pub series_texts: series::SeriesTexts,
 }
 
 /// The pages whose content a snapshot carries, framed and prepared when it is put in force.
@@ -61,6 +64,17 @@ impl LoadedSnapshot {
     pub fn company(&self, slug: &str) -> Option<(usize, &ArchivedCompanyEntry)> {
         let position = self.slugs.position(slug)?;
         self.snapshot.index().companies.get(position).map(|c| (position, c))
+    }
+
+    /// A series' text, kept in the cache of decoded series once decoded
+    /// ([`series::SeriesTexts::text`]).
+    pub fn series_text(&self, series: &ArchivedSeriesBody) -> Result<Bytes, series::DamagedSeries> {
+        self.series_texts.text(&self.snapshot, series)
+    }
+
+    /// A series' text for a pass over every company ([`series::SeriesTexts::text_passing`]).
+    pub fn series_text_passing(&self, series: &ArchivedSeriesBody) -> Result<Bytes, series::DamagedSeries> {
+        self.series_texts.text_passing(&self.snapshot, series)
     }
 }
 

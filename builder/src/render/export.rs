@@ -25,6 +25,8 @@ use marks_format::file::layout::Export;
 /// text it stands for.
 pub struct Spool {
     file: BufWriter<File>,
+    /// Bytes of the member written so far.
+    gzip_len: u64,
     trailer: Trailer,
     identity: Xxh3,
 }
@@ -50,6 +52,7 @@ impl Spool {
     fn empty(dir: &Path) -> io::Result<Spool> {
         let mut spool = Spool {
             file: BufWriter::with_capacity(1 << 20, temporary_file(dir)?),
+            gzip_len: HEADER.len() as u64,
             trailer: Trailer::default(),
             identity: Xxh3::new(),
         };
@@ -57,13 +60,15 @@ impl Spool {
         Ok(spool)
     }
 
-    /// Appends `text`, deflated as `piece`.
-    pub fn push(&mut self, text: &[u8], piece: &Piece) -> io::Result<()> {
+    /// Appends `text`, deflated as `piece`; returns where the piece begins in the member.
+    pub fn push(&mut self, text: &[u8], piece: &Piece) -> io::Result<u64> {
         debug_assert_eq!(text.len() as u64, piece.len);
+        let at = self.gzip_len;
         self.file.write_all(&piece.deflated)?;
+        self.gzip_len += piece.deflated.len() as u64;
         self.trailer.add(piece);
         self.identity.update(text);
-        Ok(())
+        Ok(at)
     }
 
     /// Closes the member and copies it into the snapshot's bodies region.

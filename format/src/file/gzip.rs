@@ -82,14 +82,20 @@ impl Trailer {
         self.len
     }
 
-    /// What follows the last piece: the final block, CRC-32 and length modulo 2^32.
+    /// What follows the last piece ([`trailer`]).
     pub fn bytes(&self) -> [u8; 10] {
-        let mut end = [0u8; 10];
-        end[..2].copy_from_slice(&FINAL_BLOCK);
-        end[2..6].copy_from_slice(&self.crc.sum().to_le_bytes());
-        end[6..].copy_from_slice(&(self.len as u32).to_le_bytes());
-        end
+        trailer(self.crc.sum(), self.len)
     }
+}
+
+/// What follows pieces of text of CRC-32 `crc` and `len` bytes: the final block, the CRC-32 and
+/// the length modulo 2^32.
+pub fn trailer(crc: u32, len: u64) -> [u8; 10] {
+    let mut end = [0u8; 10];
+    end[..2].copy_from_slice(&FINAL_BLOCK);
+    end[2..6].copy_from_slice(&crc.to_le_bytes());
+    end[6..].copy_from_slice(&(len as u32).to_le_bytes());
+    end
 }
 
 /// A whole gzip member of the text of `pieces`, in order.

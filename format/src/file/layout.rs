@@ -32,12 +32,14 @@ pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// and the home and scorecard pages; version 5 the scorecard's two disclosures; version 6 the
 /// search index, the sector lists and the CSV bodies; version 7 the corrections and grades of
 /// the append-only history in each event's fingerprint (methodology v0.5.0's dataset) and the
-/// publication log; version 8 the pages' content without the frame, which the server draws.
-pub const FORMAT_VERSION: u32 = 8;
-/// The oldest format this code still reads. Versions 3 to 8 changed the index's layout, so
+/// publication log; version 8 the pages' content without the frame, which the server draws;
+/// version 9 each company's daily series stored once, as its lines of the series exports
+/// ([`SeriesBody`]).
+pub const FORMAT_VERSION: u32 = 9;
+/// The oldest format this code still reads. Versions 3 to 9 changed the index's layout, so
 /// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
 /// proved nothing about its content anyway).
-pub const OLDEST_READABLE_VERSION: u32 = 8;
+pub const OLDEST_READABLE_VERSION: u32 = 9;
 /// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
 pub const HEADER_LEN: usize = 256;
 /// Alignment of the index archive within the file.
@@ -190,6 +192,42 @@ pub struct Body {
     pub gzip: Option<Encoded>,
 }
 
+/// A company's daily series in one form (JSON or CSV) at one coverage, stored once: the text
+/// past what every company's series of that form starts with (`head`: the JSON body's
+/// `{"meta":...,` prefix, the CSV header row) is deflated once, and those bytes are the
+/// company's part of the series export of that form and coverage (`rest` lies inside it).
+/// The company's gzip answer is [`crate::file::gzip::HEADER`], `head`, `rest` and
+/// [`ArchivedSeriesBody::trailer`], four slices sent one after the other; its text is decoded
+/// from them on request (the server keeps the series it decoded last in a bounded cache).
+/// A series is most of a snapshot's bytes, so storing it once instead of four times (text and
+/// gzip, and again in the export) is what lets a snapshot hold tens of thousands of companies.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct SeriesBody {
+    /// The deflated head, shared by every company's series of the form.
+    pub head: BodyRef,
+    /// The deflated rest, inside the series export.
+    pub rest: BodyRef,
+    /// CRC-32 of the whole text, as the gzip trailer carries it.
+    pub crc32: u32,
+    /// Length and strong ETag of the text.
+    pub identity_len: u64,
+    pub identity_etag: String,
+    /// Strong ETag of the gzip answer (header, head, rest, trailer).
+    pub gzip_etag: String,
+}
+
+impl ArchivedSeriesBody {
+    /// What closes the gzip answer: the final empty block, CRC-32 and length.
+    pub fn trailer(&self) -> [u8; 10] {
+        crate::file::gzip::trailer(self.crc32.to_native(), self.identity_len.to_native())
+    }
+
+    /// Bytes of the gzip answer.
+    pub fn gzip_len(&self) -> u64 {
+        (crate::file::gzip::HEADER.len() + 10) as u64 + self.head.len.to_native() + self.rest.len.to_native()
+    }
+}
+
 /// The bands of a company's latest mark, in whole dollars as published: what the next build
 /// compares to tell whether the mark changed.
 #[derive(Archive, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -232,8 +270,8 @@ pub struct CompanyEntry {
     /// The CompanyListItem JSON object, spliced into list pages.
     pub list_item: BodyRef,
     pub profile: Body,
-    pub marks_80: Body,
-    pub marks_95: Body,
+    pub marks_80: SeriesBody,
+    pub marks_95: SeriesBody,
     pub events: Body,
     pub resolution: Body,
     /// How the method did on this company (getBacktest): below Pro without its events'
@@ -246,8 +284,8 @@ pub struct CompanyEntry {
     pub index_until: i32,
     /// The CSV forms (`table`): the company's row of a list page, its series and its events.
     pub list_row_csv: BodyRef,
-    pub marks_80_csv: Body,
-    pub marks_95_csv: Body,
+    pub marks_80_csv: SeriesBody,
+    pub marks_95_csv: SeriesBody,
     pub events_csv: Body,
     /// The company's entries in the publication log with their inclusion proofs
     /// (`GET /v1/companies/{slug}/published`): without the 95% bounds (a digest of them) below
@@ -337,6 +375,11 @@ pub fn compare_rows(sort: usize, a: (RowKey<'_>, &str), b: (RowKey<'_>, &str)) -
 }
 
 impl ArchivedCompanyEntry {
+    /// The company's four series: JSON at 80% and 95%, CSV at 80% and 95%.
+    pub fn series(&self) -> [&ArchivedSeriesBody; 4] {
+        [&self.marks_80, &self.marks_95, &self.marks_80_csv, &self.marks_95_csv]
+    }
+
     /// Whether the company is in the sector `code` names: a [`ArchivedIndex::sector_code`], the
     /// sector's position plus one, or 0 for any sector. Compared in `u32`, so no position of a
     /// crafted snapshot's sectors overflows.
@@ -650,15 +693,12 @@ impl ArchivedIndex {
         let companies = self.companies.iter().flat_map(|c| {
             std::iter::once(&c.list_item)
                 .chain(of(&c.profile))
-                .chain(of(&c.marks_80))
-                .chain(of(&c.marks_95))
+                .chain(c.series().into_iter().flat_map(|s| [&s.head, &s.rest]))
                 .chain(of(&c.events))
                 .chain(of(&c.resolution))
                 .chain(of(&c.backtest))
                 .chain(of(&c.backtest_full))
                 .chain(std::iter::once(&c.list_row_csv))
-                .chain(of(&c.marks_80_csv))
-                .chain(of(&c.marks_95_csv))
                 .chain(of(&c.events_csv))
         });
         let exports = &self.exports;

@@ -359,14 +359,10 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
         .flat_map(|c| {
             [
                 &c.profile,
-                &c.marks_80,
-                &c.marks_95,
                 &c.events,
                 &c.resolution,
                 &c.backtest,
                 &c.backtest_full,
-                &c.marks_80_csv,
-                &c.marks_95_csv,
                 &c.events_csv,
             ]
         })
@@ -377,6 +373,15 @@ fn check_index(index: &ArchivedIndex, bodies_len: u64) -> Result<(), SnapshotErr
     for body in tags {
         if !valid(body.etag.as_str()) || body.gzip.as_ref().is_some_and(|g| !valid(g.etag.as_str())) {
             return fail("an ETag is not a valid header value".into());
+        }
+    }
+    let series_tags = companies
+        .iter()
+        .flat_map(|c| c.series())
+        .flat_map(|s| [s.identity_etag.as_str(), s.gzip_etag.as_str()]);
+    for tag in series_tags {
+        if !valid(tag) {
+            return fail("a series' ETag is not a valid header value".into());
         }
     }
     let exports = &index.exports;
