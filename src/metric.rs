@@ -1,7 +1,7 @@
 //! What a part of the server reports to `/metrics`: named counters and gauges, as plain data.
 //!
 //! Each part that keeps counters (the budget store, the object-store source, the HTTP/2 stream
-//! budget, the export decoders, the cache of decoded series) says what they are and mean
+//! budget, the export decoders, the cache of decoded texts) says what they are and mean
 //! through [`Report`], so the exposition (`api::metrics`) asks each for its own and names none
 //! of their fields. Like `settings.rs`, it imports nothing of the crate: every arrow to it
 //! points down.

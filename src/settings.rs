@@ -230,11 +230,12 @@ pub struct Access {
 #[derive(clap::Args, Clone, Debug)]
 #[command(next_help_heading = "Exports")]
 pub struct Exports {
-    /// MiB of companies' daily series text kept once decoded (the snapshot stores each series
-    /// once, compressed): what a client without gzip, a date range and an index's constituents
-    /// read; a series not kept is decoded again (a fraction of a millisecond).
+    /// MiB of text kept once decoded from what the snapshot stores compressed only (companies'
+    /// daily series, backtests, published entries): what a client without gzip, a date range
+    /// and an index's constituents read; a text not kept is decoded again (a fraction of a
+    /// millisecond).
     #[arg(long, value_name = "MIB", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
-    pub series_cache_mib: u32,
+    pub decoded_cache_mib: u32,
     /// Exports one key may have decoded at once; a further one gets 429 with Retry-After.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
     pub export_decoders_per_key: u8,

@@ -759,3 +759,45 @@ async fn the_scored_targets_are_stored_as_gzip_and_decoded_within_the_shared_dec
     assert_eq!(whole["disclosure"], "full");
     drop((first, second));
 }
+
+/// A ranged series export decodes every company's series, so it is made as it is sent, a
+/// company at a time, within the decoders' places: without a `Content-Length` (its length is
+/// known only at its end), and held against its key's share while its reader holds it, like a
+/// decoded export.
+#[tokio::test]
+async fn a_ranged_series_export_is_made_as_it_is_sent_within_the_decoders() {
+    let server = TestServer::start().await;
+    let other = second_enterprise_key(&server);
+    let ranged = "/v1/export/series?from=2020-01-01";
+    let whole = "/v1/export/series?coverage=95";
+    let served = server.get(ranged, Some(&other)).await;
+    assert_eq!(served.status, 200);
+    assert_eq!(served.header("content-length"), None, "made as it is sent");
+    assert_eq!(served.header("transfer-encoding"), Some("chunked"));
+    let (first, rows) = ndjson(&served.body);
+    assert_eq!(first["from"], "2020-01-01");
+    assert_eq!(
+        rows.len(),
+        sample_csv("companies.csv").len(),
+        "every company has its line"
+    );
+    let head = request(server.addr, hyper::Method::HEAD, ranged, &[("x-api-key", &other)]).await;
+    assert_eq!((head.status, head.body.len()), (200, 0));
+    assert_eq!(
+        head.header("content-length"),
+        None,
+        "a HEAD says no length it does not know"
+    );
+
+    // A ranged export whose reader stops holds the key's one place ...
+    let (status, _, held) = start_unread_export(&server, ranged, ENTERPRISE).await;
+    assert_eq!(status, 200);
+    let refused = server.get(whole, Some(ENTERPRISE)).await;
+    let problem = refused.assert_problem(429, "rate_limited");
+    assert!(problem["detail"].as_str().unwrap().contains("its share"), "{problem}");
+    let refused = server.get(ranged, Some(ENTERPRISE)).await;
+    refused.assert_problem(429, "rate_limited");
+    // ... and another key is served meanwhile.
+    assert_eq!(server.get(ranged, Some(&other)).await.body, served.body);
+    drop(held);
+}

@@ -545,24 +545,25 @@ async fn the_csv_forms_keep_the_tiers() {
     }
 }
 
-/// The cache's hits, misses and bytes held, from `/metrics`.
-async fn series_cache(server: &TestServer) -> (f64, f64, f64) {
+/// The cache of decoded texts: its hits, misses and bytes held, from `/metrics`.
+async fn decoded_cache(server: &TestServer) -> (f64, f64, f64) {
     let text = String::from_utf8(server.get("/metrics", None).await.body.to_vec()).unwrap();
     let read = |name: &str| metric(&text, name).unwrap_or_else(|| panic!("{name} in /metrics"));
     (
-        read("marks_series_cache_hits_total"),
-        read("marks_series_cache_misses_total"),
-        read("marks_series_cache_bytes"),
+        read("marks_decoded_cache_hits_total"),
+        read("marks_decoded_cache_misses_total"),
+        read("marks_decoded_cache_bytes"),
     )
 }
 
 /// A company's series is stored once, compressed, as its part of the series export: for every
 /// company, form and coverage, the gzip answer (sent as stored) decodes to the text answer
-/// (decoded by the server) byte for byte, each under its own ETag, and both revalidate. The
-/// text is decoded once and then kept: a second request is a hit of the cache of decoded
-/// series, and a pass over every company (an index's constituents) leaves the cache as it was.
+/// (decoded by the server) byte for byte, each under its own ETag, and both revalidate; so do
+/// the backtests and published entries, stored as gzip only. A text is decoded once and then
+/// kept: a second request is a hit of the cache of decoded texts, and a pass over every company
+/// (an index's constituents) leaves the cache as it was.
 #[tokio::test]
-async fn a_series_stored_once_answers_gzip_as_stored_and_text_decoded() {
+async fn texts_stored_compressed_answer_gzip_as_stored_and_text_decoded() {
     let server = TestServer::start().await;
     let gzip = ("accept-encoding", "gzip");
     let mut text_bytes = 0;
@@ -591,13 +592,36 @@ async fn a_series_stored_once_answers_gzip_as_stored_and_text_decoded() {
             }
         }
     }
+    // A company's backtests and published entries are stored as gzip only, decoded the same way.
+    for row in sample_csv("companies.csv").iter().take(40) {
+        let slug = &row[0];
+        for (path, form) in [
+            (format!("/v1/companies/{slug}/backtest"), ("accept", "application/json")),
+            (
+                format!("/v1/companies/{slug}/published"),
+                ("accept", "application/json"),
+            ),
+            (format!("/v1/companies/{slug}/published"), CSV),
+        ] {
+            let key = ("x-api-key", ENTERPRISE);
+            let text = server.get_with(&path, &[key, form]).await;
+            let zipped = server.get_with(&path, &[key, form, gzip]).await;
+            assert_eq!((text.status, zipped.status), (200, 200), "{path}");
+            assert_eq!(zipped.header("content-encoding"), Some("gzip"), "{path}");
+            let mut decoded = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&zipped.body[..]), &mut decoded).unwrap();
+            assert_eq!(decoded, text.body, "{path} {form:?}: the gzip answer is the text");
+            assert_ne!(text.header("etag"), zipped.header("etag"), "{path}");
+            text_bytes += text.body.len();
+        }
+    }
     // Every text was decoded once (the 304s decode nothing), and all of them fit the cache.
-    let (hits, misses, bytes) = series_cache(&server).await;
+    let (hits, misses, bytes) = decoded_cache(&server).await;
     assert_eq!(bytes, text_bytes as f64, "the cache holds every text decoded");
     let path = "/v1/companies/stripe/marks?coverage=95";
     let again = server.get_with(path, &[("x-api-key", ENTERPRISE)]).await;
     assert_eq!(again.status, 200);
-    let (hits_after, misses_after, _) = series_cache(&server).await;
+    let (hits_after, misses_after, _) = decoded_cache(&server).await;
     assert_eq!(
         (hits_after, misses_after),
         (hits + 1.0, misses),
@@ -605,13 +629,13 @@ async fn a_series_stored_once_answers_gzip_as_stored_and_text_decoded() {
     );
 
     // A server whose cache holds one series: a pass over every company keeps nothing new.
-    let small = TestServer::start_with(Options::settings(|s| s.exports.series_cache_mib = 1)).await;
+    let small = TestServer::start_with(Options::settings(|s| s.exports.decoded_cache_mib = 1)).await;
     let first = small.get_with(path, &[("x-api-key", ENTERPRISE)]).await;
-    let (_, _, held) = series_cache(&small).await;
+    let (_, _, held) = decoded_cache(&small).await;
     assert_eq!(held, first.body.len() as f64);
     let constituents = small.get("/v1/indices/all/constituents", Some(ENTERPRISE)).await;
     assert_eq!(constituents.status, 200);
-    let (_, _, held_after) = series_cache(&small).await;
+    let (_, _, held_after) = decoded_cache(&small).await;
     assert_eq!(held_after, held, "the constituents' pass keeps no series");
     let range = small.get(&format!("{path}&from=2025-01-01"), Some(ENTERPRISE)).await;
     assert_eq!(range.status, 200);

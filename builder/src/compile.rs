@@ -312,9 +312,11 @@ struct Rendered {
     list_row_csv: Vec<u8>,
     /// The days of the last event and of the outcome, for their sorts.
     sort_days: (i32, Option<i32>),
-    /// profile, events, resolution, backtest, backtest in full, the CSV events, and the
-    /// published entries (below Pro, in full, and both as CSV).
-    bodies: [WithGzip; 10],
+    /// profile, events, resolution, the CSV events.
+    bodies: [WithGzip; 4],
+    /// Stored as gzip only: the backtest (below Pro, in full) and the published entries (below
+    /// Pro, in full, and both as CSV).
+    documents: [Compressed; 6],
     /// The daily series: JSON at 80% and 95%, CSV at 80% and 95%. Each is written once, as
     /// its lines of the series export of its form and coverage.
     series_bodies: [RenderedSeries; 4],
@@ -342,6 +344,32 @@ struct RenderedSeries {
     crc32: u32,
     identity_etag: String,
     gzip_etag: String,
+}
+
+/// A document stored as gzip only: its gzip member, and the length and ETag of its text.
+struct Compressed {
+    gzip: Vec<u8>,
+    identity_len: u64,
+    identity_etag: String,
+}
+
+impl Compressed {
+    fn of(text: &[u8], level: u32) -> std::io::Result<Compressed> {
+        Ok(Compressed {
+            gzip: gzip::member(&[&Piece::of(text, level)?]),
+            identity_len: text.len() as u64,
+            identity_etag: etag_of(text),
+        })
+    }
+
+    fn write(&self, writer: &mut SnapshotWriter) -> Result<Export, WriteError> {
+        Ok(Export {
+            gzip: writer.append(&self.gzip)?,
+            gzip_etag: etag_of(&self.gzip),
+            identity_len: self.identity_len,
+            identity_etag: self.identity_etag.clone(),
+        })
+    }
 }
 
 /// A body's gzip variant, or none when `level` is 0 or the body too small for it to pay.
@@ -452,6 +480,7 @@ fn render_company(
     let record = render::resolution_record(meta, &dataset.info, company, &marks, &facts, kid)
         .ok_or_else(|| KeyError::Canonical(format!("{} has no mark to resolve", company.slug)))?;
     let dates = render::series_dates(&marks.series);
+    let compressed = |text: &[u8]| Compressed::of(text, deflating.export_level);
     let with_gzip = |body: Vec<u8>| {
         let compressed = gzip(&body, deflating.gzip_level);
         (body, compressed)
@@ -481,23 +510,25 @@ fn render_company(
             with_gzip(render::profile(meta, company, &marks, &facts, dataset.info.as_of)),
             with_gzip(render::events(meta, company)),
             with_gzip(resolution),
-            with_gzip(render::backtest(
+            with_gzip(render::table::events(company)),
+        ],
+        documents: [
+            compressed(&render::backtest(
                 meta,
                 company,
                 method.scorecard.targets_of(position),
                 Disclosure::Public,
-            )),
-            with_gzip(render::backtest(
+            ))?,
+            compressed(&render::backtest(
                 meta,
                 company,
                 method.scorecard.targets_of(position),
                 Disclosure::Full,
-            )),
-            with_gzip(render::table::events(company)),
-            with_gzip(log.0.published_json(meta, &company.slug, log.1, false)),
-            with_gzip(log.0.published_json(meta, &company.slug, log.1, true)),
-            with_gzip(log.0.published_csv(&company.slug, log.1, false)),
-            with_gzip(log.0.published_csv(&company.slug, log.1, true)),
+            ))?,
+            compressed(&log.0.published_json(meta, &company.slug, log.1, false))?,
+            compressed(&log.0.published_json(meta, &company.slug, log.1, true))?,
+            compressed(&log.0.published_csv(&company.slug, log.1, false))?,
+            compressed(&log.0.published_csv(&company.slug, log.1, true))?,
         ],
         value_usd: latest.map_or(0, |m| usd(m.mark)),
         latest_bands: LatestBands {
@@ -936,8 +967,9 @@ fn write_company(
     rendered: Rendered,
     places: SeriesPlaces,
 ) -> Result<CompanyEntry, WriteError> {
-    let [profile, events, resolution, backtest, backtest_full, events_csv, published, published_full, published_csv, published_full_csv] =
-        rendered.bodies;
+    let [profile, events, resolution, events_csv] = rendered.bodies;
+    let [backtest, backtest_full, published, published_full, published_csv, published_full_csv] =
+        rendered.documents.each_ref().map(|document| document.write(writer));
     let [json_80, json_95, csv_80, csv_95] = &rendered.series_bodies;
     let [json_head, csv_head] = places.heads;
     let [at_80, at_95, csv_at_80, csv_at_95] = places.rest_at;
@@ -970,15 +1002,15 @@ fn write_company(
         marks_95: json_95.entry(json_head, at_95),
         events: body(events)?,
         resolution: body(resolution)?,
-        backtest: body(backtest)?,
-        backtest_full: body(backtest_full)?,
+        backtest: backtest?,
+        backtest_full: backtest_full?,
         marks_80_csv: csv_80.entry(csv_head, csv_at_80),
         marks_95_csv: csv_95.entry(csv_head, csv_at_95),
         events_csv: body(events_csv)?,
-        published: body(published)?,
-        published_full: body(published_full)?,
-        published_csv: body(published_csv)?,
-        published_full_csv: body(published_full_csv)?,
+        published: published?,
+        published_full: published_full?,
+        published_csv: published_csv?,
+        published_full_csv: published_full_csv?,
         list_item: writer.append(&rendered.list_item)?,
         list_row_csv: writer.append(&rendered.list_row_csv)?,
     })

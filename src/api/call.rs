@@ -2,6 +2,8 @@
 //! caller's tier must have, and the coverage it may read. Below `operations` and `indices`,
 //! which both answer calls.
 
+use std::sync::Arc;
+
 use marks_format::rules::tiers::{Scope, Tier};
 
 use crate::api::query::{self, Params};
@@ -15,7 +17,8 @@ use crate::snapshot::LoadedSnapshot;
 #[derive(Debug)]
 pub struct Call<'a> {
     pub state: &'a State,
-    pub loaded: &'a LoadedSnapshot,
+    /// Shared, so a body made as it is sent can keep the snapshot it reads.
+    pub loaded: &'a Arc<LoadedSnapshot>,
     pub caller: &'a Caller,
     pub query: Option<&'a str>,
     /// The `{slug}` of the path, still percent-encoded.

@@ -2,6 +2,8 @@
 //! by the builder, and an index's constituents and weights on any of its days, read from the
 //! stored series of the index and of its companies (one binary search each, no other index).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use marks_format::file::layout::{ArchivedBody, ArchivedIndexEntry};
 use marks_format::rules::dated::{self, DateRange};
@@ -14,7 +16,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::api::call::{coverage, require, Call};
 use crate::api::query::Params;
 use crate::api::rows::{self, Form, SeriesText};
-use crate::response::body::Payload;
+use crate::response::body::{Payload, Step, Steps};
 use crate::response::problem::ApiError;
 use crate::response::{header_value, Cache, Representation};
 use crate::snapshot::LoadedSnapshot;
@@ -160,108 +162,188 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
         .negotiation
         .conditional(&etag, header_value(&etag), Cache::Private, Bytes::new);
     if representation.status == http::StatusCode::OK {
-        representation.body = Payload::Bytes(render(loaded, entry, day, &date, coverage, level, form)?);
+        let pass = ConstituentsPass {
+            loaded: Arc::clone(loaded),
+            index: index_position(loaded, entry),
+            day,
+            coverage,
+            level,
+            form,
+            next: 0,
+            members: Vec::new(),
+            done: false,
+        };
+        representation.body = Payload::Made {
+            steps: Steps(Box::new(pass)),
+            permit: None,
+        };
     }
     Ok(form.dress(loaded, representation))
 }
 
-fn render(
-    loaded: &LoadedSnapshot,
-    entry: &ArchivedIndexEntry,
+/// The position of an index entry among the snapshot's indices.
+fn index_position(loaded: &LoadedSnapshot, entry: &ArchivedIndexEntry) -> usize {
+    let indices = loaded.snapshot.index().indices.as_slice();
+    indices.iter().position(|i| std::ptr::eq(i, entry)).unwrap_or(0)
+}
+
+/// Companies whose row of the day one step of the pass reads: a step decodes about this many
+/// series, about a millisecond, so no poll holds a worker for long.
+const COMPANIES_A_STEP: usize = 4;
+
+/// An index's constituents of a day, made a few companies at a time as the body is polled:
+/// each company's row of that day is read from its decoded CSV series (every constituent's
+/// series is decoded, and none is kept), then the weights and the body at the end.
+struct ConstituentsPass {
+    loaded: Arc<LoadedSnapshot>,
+    /// Position of the index in `Index::indices`.
+    index: usize,
     day: [u8; 10],
-    date: &str,
     coverage: u32,
     level: f64,
     form: Form,
-) -> Result<Bytes, ApiError> {
-    let index = loaded.snapshot.index();
-    let julian = Day::parse(date).map_or(0, |d| d.0);
-    let sector = entry.sector.to_native();
-    let mut members: Vec<Constituent<'_>> = Vec::new();
-    let counted = index
-        .companies
-        .iter()
-        .filter(|c| c.in_index(sector))
-        .filter(|c| c.index_from.to_native() <= julian && julian < c.index_until.to_native());
-    for c in counted {
-        let series = if coverage == 95 {
-            &c.marks_95_csv
-        } else {
-            &c.marks_80_csv
-        };
-        // A pass over the index's companies: their texts are read, not kept.
-        let text = loaded.series_text_passing(series)?;
-        let Some(row) = row_on(&text, c.slug.as_str(), day) else {
-            continue;
-        };
-        let numbers = numbers_of(row);
-        let usd = |i: usize| numbers.get(i).copied().unwrap_or(0.0) as u64;
-        members.push(Constituent {
-            slug: c.slug.as_str(),
-            name: c.name.as_str(),
-            weight: 0.0,
-            value_weight: 0.0,
-            mark_usd: usd(0),
-            lower_usd: usd(1),
-            upper_usd: usd(2),
-        });
-    }
-    let values: Vec<f64> = members.iter().map(|m| m.mark_usd as f64).collect();
-    let total: f64 = values.iter().sum();
-    let round = |w: f64| (w * 1e6).round() / 1e6;
-    for (member, weight) in members.iter_mut().zip(marks_format::rules::weights::weights(&values)) {
-        member.weight = round(weight);
-        member.value_weight = if total > 0.0 {
-            round(member.mark_usd as f64 / total)
-        } else {
-            0.0
-        };
-    }
-    members.sort_by(|a, b| b.mark_usd.cmp(&a.mark_usd).then_with(|| a.slug.cmp(b.slug)));
-    match form {
-        Form::Json => {
-            #[derive(Serialize)]
-            struct Body<'a> {
-                meta: Option<&'a serde_json::value::RawValue>,
-                index: &'a str,
-                date: &'a str,
-                coverage: u32,
-                level: f64,
-                constituents: &'a [Constituent<'a>],
-            }
-            // `meta` as stored, in its order.
-            let meta = serde_json::from_slice(&loaded.meta).ok();
-            Ok(Bytes::from(
-                serde_json::to_vec(&Body {
-                    meta,
-                    index: entry.id.as_str(),
-                    date,
-                    coverage,
-                    level,
-                    constituents: &members,
-                })
-                .unwrap_or_default(),
-            ))
+    /// The next company to look at.
+    next: usize,
+    /// Each constituent so far: its company's position, and its mark and bounds that day.
+    members: Vec<(usize, [u64; 3])>,
+    done: bool,
+}
+
+impl Iterator for ConstituentsPass {
+    type Item = std::io::Result<Step>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
         }
-        Form::Csv => {
-            let mut out = table::header(CONSTITUENT_COLUMNS);
-            for m in &members {
-                put_row(
-                    &mut out,
-                    &[
-                        Cell::Text(entry.id.as_str()),
-                        Cell::Text(date),
-                        Cell::Text(m.slug),
-                        Cell::Text(m.name),
-                        Cell::Decimal(m.weight),
-                        Cell::Whole(m.mark_usd),
-                        Cell::Whole(m.lower_usd),
-                        Cell::Whole(m.upper_usd),
-                        Cell::Decimal(m.value_weight),
-                    ],
-                );
+        let loaded = Arc::clone(&self.loaded);
+        let index = loaded.snapshot.index();
+        let Some(entry) = index.indices.get(self.index) else {
+            self.done = true;
+            return None;
+        };
+        let companies = index.companies.as_slice();
+        if self.next >= companies.len() {
+            self.done = true;
+            return Some(Ok(Step::Text(self.render(entry))));
+        }
+        let julian = Day::parse(&String::from_utf8_lossy(&self.day)).map_or(0, |d| d.0);
+        let sector = entry.sector.to_native();
+        let mut decoded = 0;
+        let end = (self.next + COMPANIES_A_STEP).min(companies.len());
+        for (position, c) in companies.iter().enumerate().take(end).skip(self.next) {
+            let counted = c.index_from.to_native() <= julian && julian < c.index_until.to_native();
+            if !(c.in_index(sector) && counted) {
+                continue;
             }
-            Ok(Bytes::from(out))
+            let series = if self.coverage == 95 {
+                &c.marks_95_csv
+            } else {
+                &c.marks_80_csv
+            };
+            // A pass over the index's companies: their texts are read, not kept.
+            let text = match loaded.series_text_passing(series) {
+                Ok(text) => text,
+                Err(damaged) => {
+                    tracing::error!("{damaged}");
+                    self.done = true;
+                    return Some(Err(std::io::Error::other(damaged)));
+                }
+            };
+            decoded += text.len() as u64;
+            let Some(row) = row_on(&text, c.slug.as_str(), self.day) else {
+                continue;
+            };
+            let numbers = numbers_of(row);
+            let usd = |i: usize| numbers.get(i).copied().unwrap_or(0.0) as u64;
+            self.members.push((position, [usd(0), usd(1), usd(2)]));
+        }
+        self.next = end;
+        Some(Ok(Step::Worked(decoded)))
+    }
+}
+
+impl ConstituentsPass {
+    /// The body, once every company has been looked at.
+    fn render(&self, entry: &ArchivedIndexEntry) -> Bytes {
+        let loaded = &self.loaded;
+        let companies = loaded.snapshot.index().companies.as_slice();
+        let mut members: Vec<Constituent<'_>> = self
+            .members
+            .iter()
+            .map(|&(position, [mark_usd, lower_usd, upper_usd])| {
+                let c = &companies[position];
+                Constituent {
+                    slug: c.slug.as_str(),
+                    name: c.name.as_str(),
+                    weight: 0.0,
+                    value_weight: 0.0,
+                    mark_usd,
+                    lower_usd,
+                    upper_usd,
+                }
+            })
+            .collect();
+        let (coverage, level, form) = (self.coverage, self.level, self.form);
+        let date = String::from_utf8_lossy(&self.day).into_owned();
+        let date = date.as_str();
+        let values: Vec<f64> = members.iter().map(|m| m.mark_usd as f64).collect();
+        let total: f64 = values.iter().sum();
+        let round = |w: f64| (w * 1e6).round() / 1e6;
+        for (member, weight) in members.iter_mut().zip(marks_format::rules::weights::weights(&values)) {
+            member.weight = round(weight);
+            member.value_weight = if total > 0.0 {
+                round(member.mark_usd as f64 / total)
+            } else {
+                0.0
+            };
+        }
+        members.sort_by(|a, b| b.mark_usd.cmp(&a.mark_usd).then_with(|| a.slug.cmp(b.slug)));
+        match form {
+            Form::Json => {
+                #[derive(Serialize)]
+                struct Body<'a> {
+                    meta: Option<&'a serde_json::value::RawValue>,
+                    index: &'a str,
+                    date: &'a str,
+                    coverage: u32,
+                    level: f64,
+                    constituents: &'a [Constituent<'a>],
+                }
+                // `meta` as stored, in its order.
+                let meta = serde_json::from_slice(&loaded.meta).ok();
+                Bytes::from(
+                    serde_json::to_vec(&Body {
+                        meta,
+                        index: entry.id.as_str(),
+                        date,
+                        coverage,
+                        level,
+                        constituents: &members,
+                    })
+                    .unwrap_or_default(),
+                )
+            }
+            Form::Csv => {
+                let mut out = table::header(CONSTITUENT_COLUMNS);
+                for m in &members {
+                    put_row(
+                        &mut out,
+                        &[
+                            Cell::Text(entry.id.as_str()),
+                            Cell::Text(date),
+                            Cell::Text(m.slug),
+                            Cell::Text(m.name),
+                            Cell::Decimal(m.weight),
+                            Cell::Whole(m.mark_usd),
+                            Cell::Whole(m.lower_usd),
+                            Cell::Whole(m.upper_usd),
+                            Cell::Decimal(m.value_weight),
+                        ],
+                    );
+                }
+                Bytes::from(out)
+            }
         }
     }
 }

@@ -88,7 +88,7 @@ pub struct ScrapeInputs<'a> {
     /// Exports decoded for clients without gzip: refused for a key's share, cut for slowness.
     pub export_decoders: Option<&'a Decoders>,
     /// The snapshot in force's cache of decoded series.
-    pub series_texts: Option<&'a crate::snapshot::series::SeriesTexts>,
+    pub decoded_texts: Option<&'a crate::snapshot::decoded::DecodedTexts>,
 }
 
 impl Metrics {
@@ -244,7 +244,7 @@ impl Metrics {
         )?;
         let parts: [Option<&dyn Report>; 5] = [
             g.export_decoders.map(|d| d as &dyn Report),
-            g.series_texts.map(|s| s as &dyn Report),
+            g.decoded_texts.map(|s| s as &dyn Report),
             g.h2_streams.map(|s| s as &dyn Report),
             g.budget_store.map(|s| s as &dyn Report),
             g.snapshot_source.map(|s| s as &dyn Report),

@@ -110,7 +110,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
             } else {
                 &company.backtest
             };
-            Ok(call.negotiation.stored(call.loaded, body, Cache::Private))
+            call.negotiation.document(call.loaded, body)
         }
         Operation::ListIndices => indices::list(call),
         Operation::GetIndex => indices::series(call),
@@ -163,7 +163,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
             let range = rows::date_range(&params)?;
             let form = Form::of(call.negotiation);
             if !range.is_whole() {
-                return rows::series_export_range(call.loaded, call.negotiation, coverage, form, &range);
+                return rows::series_export_range(call, coverage, form, &range);
             }
             let exports = &call.loaded.snapshot.index().exports;
             let export = match (coverage, form) {
@@ -238,13 +238,13 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                     call.loaded,
                     call.negotiation,
                     company.slug.as_str(),
-                    SeriesText::Stored(body),
+                    SeriesText::Document(body),
                     form,
                     &range,
                 );
             }
-            let stored = call.negotiation.stored(call.loaded, body, Cache::Private);
-            Ok(form.dress(call.loaded, stored))
+            let whole = call.negotiation.document(call.loaded, body)?;
+            Ok(form.dress(call.loaded, whole))
         }
         Operation::GetLogExport => {
             require(call.caller, Scope::ExportRead)?;

@@ -8,17 +8,20 @@
 //! its text is decoded first (or found in the cache of decoded series); an index's series is
 //! stored as text.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use marks_format::file::layout::{ArchivedBody, ArchivedSeriesBody};
+use marks_format::file::layout::{ArchivedBody, ArchivedExport, ArchivedSeriesBody};
 use marks_format::rules::dated::{self, DateRange, JSON_POINT};
 use marks_format::rules::day::Day;
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::api::call::Call;
 use crate::api::query::Params;
-use crate::response::body::Payload;
+use crate::response::body::{Payload, Step, Steps};
 use crate::response::headers::{CSV, NDJSON};
 use crate::response::problem::ApiError;
-use crate::response::{header_value, Cache, Negotiation, Representation};
+use crate::response::{decoder_place, header_value, Cache, Negotiation, Representation};
 use crate::snapshot::LoadedSnapshot;
 
 /// JSON or CSV, as the client's `Accept` prefers.
@@ -123,12 +126,14 @@ pub fn cut_series(stored: Bytes, id: &str, form: Form, range: &DateRange) -> Vec
     }
 }
 
-/// Where a series' text is: stored as text (an index's series, a company's published marks),
-/// or a company's series, stored once compressed ([`LoadedSnapshot::series_text`]).
+/// Where a series' text is: stored as text (an index's series), a company's series, stored
+/// once compressed ([`LoadedSnapshot::series_text`]), or a document stored as gzip only (a
+/// company's published marks).
 #[derive(Clone, Copy)]
 pub enum SeriesText<'a> {
     Stored(&'a ArchivedBody),
     Company(&'a ArchivedSeriesBody),
+    Document(&'a ArchivedExport),
 }
 
 impl std::fmt::Debug for SeriesText<'_> {
@@ -143,6 +148,7 @@ impl SeriesText<'_> {
         match self {
             SeriesText::Stored(body) => body.etag.as_str(),
             SeriesText::Company(series) => series.identity_etag.as_str(),
+            SeriesText::Document(document) => document.identity_etag.as_str(),
         }
     }
 
@@ -150,6 +156,7 @@ impl SeriesText<'_> {
         match self {
             SeriesText::Stored(body) => Ok(loaded.snapshot.body(&body.identity)),
             SeriesText::Company(series) => Ok(loaded.series_text(series)?),
+            SeriesText::Document(document) => Ok(loaded.document_text(document)?),
         }
     }
 }
@@ -175,14 +182,15 @@ pub fn series_range(
 
 /// The series export with `from` or `to`: a first line (JSON: `meta`, the export, its coverage,
 /// the count of companies and the range; CSV: the header row), then every company's series
-/// cut to the range.
+/// cut to the range. Every series is decoded for it, so it is made as it is sent, a company at
+/// a time, within one of the decoders' places ([`Payload::Made`]).
 pub fn series_export_range(
-    loaded: &LoadedSnapshot,
-    negotiation: &Negotiation<'_>,
+    call: &Call<'_>,
     coverage: u32,
     form: Form,
     range: &DateRange,
 ) -> Result<Representation, ApiError> {
+    let (loaded, negotiation) = (call.loaded, call.negotiation);
     let index = loaded.snapshot.index();
     let exports = &index.exports;
     let export = match (coverage, form) {
@@ -193,71 +201,128 @@ pub fn series_export_range(
     };
     let etag = range_etag(loaded, export.identity_etag.as_str(), range, b"series export");
     let mut representation = negotiation.conditional(&etag, header_value(&etag), Cache::Private, Bytes::new);
-    if representation.status == http::StatusCode::OK {
-        let text = |day: &Option<[u8; 10]>| day.map(|d| String::from_utf8_lossy(&d).into_owned());
-        let mut pieces = Vec::with_capacity(1 + index.companies.len() * 4);
-        pieces.push(match form {
-            Form::Json => {
-                // As the stored export's first line, in its order, and the range after.
-                #[derive(serde::Serialize)]
-                struct Header<'a> {
-                    meta: &'a serde_json::value::RawValue,
-                    export: &'static str,
-                    coverage: u32,
-                    companies: usize,
-                    from: Option<String>,
-                    to: Option<String>,
-                }
-                let meta: Option<&serde_json::value::RawValue> = serde_json::from_slice(&loaded.meta).ok();
-                let mut line = meta
-                    .and_then(|meta| {
-                        serde_json::to_vec(&Header {
-                            meta,
-                            export: "series",
-                            coverage,
-                            companies: index.companies.len(),
-                            from: text(&range.from),
-                            to: text(&range.to),
-                        })
-                        .ok()
-                    })
-                    .unwrap_or_default();
-                line.push(b'\n');
-                Bytes::from(line)
+    representation.content_type = NDJSON;
+    if representation.status != http::StatusCode::OK {
+        return Ok(form.dress(loaded, representation));
+    }
+    // A HEAD makes nothing, so it takes no place.
+    let permit = match negotiation.head {
+        true => None,
+        false => Some(decoder_place(&call.state.budgets.decoders, &call.caller.key_id)?),
+    };
+    let text = |day: &Option<[u8; 10]>| day.map(|d| String::from_utf8_lossy(&d).into_owned());
+    let first = match form {
+        Form::Json => {
+            // As the stored export's first line, in its order, and the range after.
+            #[derive(serde::Serialize)]
+            struct Header<'a> {
+                meta: &'a serde_json::value::RawValue,
+                export: &'static str,
+                coverage: u32,
+                companies: usize,
+                from: Option<String>,
+                to: Option<String>,
             }
-            Form::Csv => Bytes::from(marks_format::rules::table::header(
-                marks_format::rules::table::SERIES_COLUMNS,
-            )),
-        });
-        let prefix = loaded.meta.len() + b"{\"meta\":,".len();
-        for company in index.companies.iter() {
-            let series = if coverage == 95 {
-                form.pick(&company.marks_95, &company.marks_95_csv)
-            } else {
-                form.pick(&company.marks_80, &company.marks_80_csv)
+            let meta: Option<&serde_json::value::RawValue> = serde_json::from_slice(&loaded.meta).ok();
+            let mut line = meta
+                .and_then(|meta| {
+                    serde_json::to_vec(&Header {
+                        meta,
+                        export: "series",
+                        coverage,
+                        companies: index.companies.len(),
+                        from: text(&range.from),
+                        to: text(&range.to),
+                    })
+                    .ok()
+                })
+                .unwrap_or_default();
+            line.push(b'\n');
+            Bytes::from(line)
+        }
+        Form::Csv => Bytes::from(marks_format::rules::table::header(
+            marks_format::rules::table::SERIES_COLUMNS,
+        )),
+    };
+    let lines = CompanyLines {
+        loaded: Arc::clone(loaded),
+        next: 0,
+        coverage,
+        form,
+        range: *range,
+    };
+    let steps = std::iter::once(Ok(Step::Text(first))).chain(lines);
+    representation.body = Payload::Made {
+        steps: Steps(Box::new(steps)),
+        permit,
+    };
+    Ok(form.dress(loaded, representation))
+}
+
+/// Every company's series cut to a range, a company at a time: a line of the ranged series
+/// export each (JSON: `{` and the body past its `meta`, as a line; CSV: its rows).
+struct CompanyLines {
+    loaded: Arc<LoadedSnapshot>,
+    next: usize,
+    coverage: u32,
+    form: Form,
+    range: DateRange,
+}
+
+impl Iterator for CompanyLines {
+    type Item = std::io::Result<Step>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // A CSV company with no day in the range has no rows: on to the next.
+        loop {
+            let line = match self.line()? {
+                Ok(line) => line,
+                Err(error) => return Some(Err(error)),
             };
-            let text = loaded.series_text_passing(series)?;
-            let cut = cut_series(text, company.slug.as_str(), form, range);
-            match form {
-                // `{` and the body past its `meta`, as a line.
-                Form::Json => {
-                    pieces.push(Bytes::from_static(b"{"));
-                    pieces.extend(cut.into_iter().enumerate().map(|(i, piece)| {
-                        if i == 0 {
-                            piece.slice(prefix.min(piece.len())..)
-                        } else {
-                            piece
-                        }
-                    }));
-                    pieces.push(Bytes::from_static(b"\n"));
-                }
-                // The rows past the header.
-                Form::Csv => pieces.extend(cut.into_iter().skip(1)),
+            if !line.is_empty() {
+                return Some(Ok(Step::Text(Bytes::from(line))));
             }
         }
-        let len = pieces.iter().map(|p| p.len() as u64).sum();
-        representation.body = Payload::Pieces { pieces, len };
     }
-    representation.content_type = NDJSON;
-    Ok(form.dress(loaded, representation))
+}
+
+impl CompanyLines {
+    /// The next company's line, or none past the last company.
+    fn line(&mut self) -> Option<std::io::Result<Vec<u8>>> {
+        let company = self.loaded.snapshot.index().companies.get(self.next)?;
+        self.next += 1;
+        let form = self.form;
+        let series = if self.coverage == 95 {
+            form.pick(&company.marks_95, &company.marks_95_csv)
+        } else {
+            form.pick(&company.marks_80, &company.marks_80_csv)
+        };
+        let text = match self.loaded.series_text_passing(series) {
+            Ok(text) => text,
+            Err(damaged) => {
+                tracing::error!("{damaged}");
+                return Some(Err(std::io::Error::other(damaged)));
+            }
+        };
+        let cut = cut_series(text, company.slug.as_str(), form, &self.range);
+        Some(Ok(match form {
+            Form::Json => {
+                let prefix = self.loaded.meta.len() + b"{\"meta\":,".len();
+                let mut line = Vec::with_capacity(cut.iter().map(Bytes::len).sum::<usize>() + 2);
+                line.push(b'{');
+                for (i, piece) in cut.iter().enumerate() {
+                    // The body past its `meta`.
+                    line.extend_from_slice(if i == 0 {
+                        &piece[prefix.min(piece.len())..]
+                    } else {
+                        piece
+                    });
+                }
+                line.push(b'\n');
+                line
+            }
+            // The rows past the header.
+            Form::Csv => cut.get(1..).map_or_else(Vec::new, <[Bytes]>::concat),
+        }))
+    }
 }

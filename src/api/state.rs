@@ -59,7 +59,7 @@ impl State {
         State {
             snapshots: Arc::new(SnapshotInForce::new(
                 resolved.publisher_key,
-                u64::from(exports.series_cache_mib) << 20,
+                u64::from(exports.decoded_cache_mib) << 20,
             )),
             keys: KeysInForce::default(),
             budgets: Budgets {
@@ -123,7 +123,7 @@ impl State {
             snapshot_source: self.snapshot_source.as_deref(),
             h2_streams: Some(&self.budgets.streams),
             export_decoders: Some(&self.budgets.decoders),
-            series_texts: loaded.as_ref().map(|l| &l.series_texts),
+            decoded_texts: loaded.as_ref().map(|l| &l.decoded_texts),
         })
     }
 }

@@ -222,17 +222,19 @@ fn print_bytes_by_part(index: &marks_format::file::layout::ArchivedIndex) {
         (body.identity.len.to_native(), gzip)
     };
     type Part = fn(&marks_format::file::layout::ArchivedCompanyEntry) -> &ArchivedBody;
-    let company_parts: [(&str, Part); 10] = [
+    let company_parts: [(&str, Part); 4] = [
         ("profile", |c| &c.profile),
         ("events JSON", |c| &c.events),
         ("events CSV", |c| &c.events_csv),
         ("resolution record", |c| &c.resolution),
-        ("backtest", |c| &c.backtest),
-        ("backtest, whole", |c| &c.backtest_full),
-        ("published JSON", |c| &c.published),
-        ("published JSON, whole", |c| &c.published_full),
-        ("published CSV", |c| &c.published_csv),
-        ("published CSV, whole", |c| &c.published_full_csv),
+    ];
+    let document_names = [
+        "backtest",
+        "backtest, whole",
+        "published JSON",
+        "published JSON, whole",
+        "published CSV",
+        "published CSV, whole",
     ];
     let mut rows: Vec<(String, u64, u64)> = company_parts
         .iter()
@@ -245,6 +247,14 @@ fn print_bytes_by_part(index: &marks_format::file::layout::ArchivedIndex) {
             (format!("companies' {name}"), text, gzip)
         })
         .collect();
+    for (i, name) in document_names.iter().enumerate() {
+        let gzip = index
+            .companies
+            .iter()
+            .map(|c| c.documents()[i].gzip.len.to_native())
+            .sum();
+        rows.push((format!("companies' {name} (gzip only)"), 0, gzip));
+    }
     let list_rows = index
         .companies
         .iter()

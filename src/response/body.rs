@@ -68,19 +68,42 @@ pub enum Payload {
         len: u64,
         permit: Option<DecodePermit>,
     },
+    /// A body made a step at a time as it is sent, holding a decoder's place (none for a HEAD,
+    /// which makes nothing): a pass over every company's series (a ranged series export, an
+    /// index's constituents of a day), each step a few companies' series decoded, so no poll
+    /// holds a worker for long. Its length is known only at its end: it is sent without
+    /// `Content-Length`.
+    Made {
+        steps: Steps,
+        permit: Option<DecodePermit>,
+    },
+}
+
+/// What a made body's next step gave: text to send, or work done (bytes decoded) with nothing
+/// to send yet.
+#[derive(Debug)]
+pub enum Step {
+    Text(Bytes),
+    Worked(u64),
+}
+
+/// The steps of a made body, in order.
+pub struct Steps(pub Box<dyn Iterator<Item = io::Result<Step>> + Send>);
+
+impl std::fmt::Debug for Steps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Steps")
+    }
 }
 
 impl Payload {
-    /// Bytes of the body as sent (its `Content-Length`).
-    pub fn len(&self) -> u64 {
+    /// Bytes of the body as sent (its `Content-Length`), when known before it is sent.
+    pub fn known_len(&self) -> Option<u64> {
         match self {
-            Payload::Bytes(bytes) => bytes.len() as u64,
-            Payload::Pieces { len, .. } | Payload::Gunzip { len, .. } => *len,
+            Payload::Bytes(bytes) => Some(bytes.len() as u64),
+            Payload::Pieces { len, .. } | Payload::Gunzip { len, .. } => Some(*len),
+            Payload::Made { .. } => None,
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -340,6 +363,7 @@ enum State {
         left: u64,
     },
     Gunzip(Box<Decoding>),
+    Made(Box<Making>),
     /// A body made elsewhere as it goes (the MCP transport's).
     Streamed(http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>),
 }
@@ -348,27 +372,56 @@ struct Decoding {
     decoder: flate2::bufread::GzDecoder<io::Cursor<Bytes>>,
     skip: u64,
     left: u64,
-    /// Shared with the floor's watchdog (none for a HEAD, which decodes nothing).
-    progress: Option<Arc<Progress>>,
+    place: Place,
 }
 
-impl Decoding {
+/// A made body ([`Payload::Made`]) as it goes.
+#[derive(Debug)]
+struct Making {
+    steps: Steps,
+    /// What is left of the text being handed over (HTTP/2 hands at most [`PIECE`] at once).
+    pending: Option<Bytes>,
+    /// A step was taken at the last poll: this one yields the worker first. hyper asks a body
+    /// for frame after frame while the socket takes them, so without this a fast reader would
+    /// keep a worker on one pass for as long as it lasts.
+    stepped: bool,
+    place: Place,
+}
+
+/// A decoder's place held by a body, shared with the floor's watchdog (none for a HEAD, which
+/// decodes nothing); given back when the body is done, broken or dropped, not when the
+/// watchdog next wakes.
+#[derive(Debug)]
+struct Place(Option<Arc<Progress>>);
+
+impl Place {
+    fn new(permit: Option<DecodePermit>) -> Place {
+        Place(permit.map(|permit| {
+            let limits = permit.limits;
+            let progress = Arc::new(Progress {
+                permit: Mutex::new(Some(permit)),
+                ..Progress::default()
+            });
+            watch_floor(progress.clone(), limits);
+            progress
+        }))
+    }
+
     /// Whether the watchdog cut this body for moving too slowly.
     fn is_cut(&self) -> bool {
-        self.progress.as_ref().is_some_and(|p| p.cut.load(Acquire))
+        self.0.as_ref().is_some_and(|p| p.cut.load(Acquire))
     }
 
     fn moved(&self, bytes: u64) {
-        if let Some(progress) = &self.progress {
+        if let Some(progress) = &self.0 {
             progress.sent.fetch_add(bytes, Release);
         }
     }
 }
 
-impl Drop for Decoding {
-    /// Done, broken or dropped: the place is given back now, not when the watchdog next wakes.
+impl Drop for Place {
     fn drop(&mut self) {
-        if let Some(progress) = &self.progress {
+        if let Some(progress) = &self.0 {
             progress.over.store(true, Release);
             let permit = progress.permit.lock().ok().and_then(|mut permit| permit.take());
             drop(permit);
@@ -404,15 +457,13 @@ impl ResponseBody {
                 decoder: flate2::bufread::GzDecoder::new(io::Cursor::new(gzip)),
                 skip,
                 left: len,
-                progress: permit.map(|permit| {
-                    let limits = permit.limits;
-                    let progress = Arc::new(Progress {
-                        permit: Mutex::new(Some(permit)),
-                        ..Progress::default()
-                    });
-                    watch_floor(progress.clone(), limits);
-                    progress
-                }),
+                place: Place::new(permit),
+            })),
+            Payload::Made { steps, permit } => State::Made(Box::new(Making {
+                steps,
+                pending: None,
+                stepped: false,
+                place: Place::new(permit),
             })),
         };
         ResponseBody { state, paced: false }
@@ -467,7 +518,7 @@ impl Decoding {
             self.skip -= n as u64;
             skipped += n as u64;
             // The server's own work: it counts as progress against the floor rate.
-            self.moved(n as u64);
+            self.place.moved(n as u64);
         }
         Ok(())
     }
@@ -485,7 +536,7 @@ impl Decoding {
             filled += n;
         }
         self.left -= want as u64;
-        self.moved(want as u64);
+        self.place.moved(want as u64);
         Ok(chunk.freeze())
     }
 }
@@ -525,7 +576,56 @@ impl hyper::body::Body for ResponseBody {
                 }
                 return polled.map(|frame| frame.map(|frame| frame.map_err(|never| match never {})));
             }
-            State::Gunzip(decoding) if decoding.is_cut() => {
+            State::Made(making) if making.place.is_cut() => {
+                this.state = State::Bytes(None);
+                return Poll::Ready(Some(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "decoded export cut: the reader took less than the floor rate",
+                ))));
+            }
+            State::Made(making) if making.stepped => {
+                making.stepped = false;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            State::Made(making) => {
+                making.stepped = making.pending.is_none();
+                let next = match making.pending.take() {
+                    Some(text) => Some(Ok(Step::Text(text))),
+                    None => making.steps.0.next(),
+                };
+                match next {
+                    None => {
+                        this.state = State::Bytes(None);
+                        return Poll::Ready(None);
+                    }
+                    Some(Err(error)) => {
+                        this.state = State::Bytes(None);
+                        Err(error)
+                    }
+                    Some(Ok(Step::Worked(bytes))) => {
+                        // The server's own work: progress against the floor and the stream's
+                        // stall deadline; the next step at the next poll, after whatever else
+                        // the worker has to do.
+                        making.place.moved(bytes);
+                        if paced {
+                            note_progress();
+                        }
+                        making.stepped = false;
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
+                    Some(Ok(Step::Text(mut text))) => {
+                        let take = next_piece(paced, text.len());
+                        if take < text.len() {
+                            making.pending = Some(text.split_off(take));
+                        }
+                        making.place.moved(text.len() as u64);
+                        Ok(text)
+                    }
+                }
+            }
+            State::Gunzip(decoding) if decoding.place.is_cut() => {
                 this.state = State::Bytes(None);
                 return Poll::Ready(Some(Err(io::Error::new(
                     io::ErrorKind::TimedOut,
@@ -571,6 +671,7 @@ impl hyper::body::Body for ResponseBody {
 
     fn size_hint(&self) -> SizeHint {
         match &self.state {
+            State::Made(_) => SizeHint::default(),
             State::Bytes(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
             State::Pieces { left, .. } => SizeHint::with_exact(*left),
             State::Streamed(body) => body.size_hint(),

@@ -20,7 +20,7 @@ use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, StatusCode};
 use marks_format::file::layout::{ArchivedBody, ArchivedExport, ArchivedSeriesBody};
 
-use crate::response::body::{DecodeRefused, Decoders, Payload, ResponseBody};
+use crate::response::body::{DecodePermit, DecodeRefused, Decoders, Payload, ResponseBody};
 use crate::response::headers::{
     BudgetHeaders, MeteredValues, Vary, BYTES, GZIP, IMMUTABLE, JSON, NDJSON, NOSNIFF, NO_REFERRER, NO_STORE,
     PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, PUBLIC_NO_CACHE, RATELIMIT, RATELIMIT_POLICY, VARY_ENCODING,
@@ -141,7 +141,7 @@ impl Representation {
             encoding: vary_encoding,
             accept: vary_accept,
         };
-        let length = body.len();
+        let length = body.known_len();
         let with_body = status != StatusCode::NOT_MODIFIED && !head;
         let mut response = Response::new(if with_body {
             ResponseBody::new(body)
@@ -230,8 +230,8 @@ impl Representation {
         if let Some(content_range) = content_range {
             headers.insert(header::CONTENT_RANGE, content_range);
         }
-        if head && status != StatusCode::NOT_MODIFIED {
-            // What a GET would have sent.
+        if let (true, Some(length)) = (head && status != StatusCode::NOT_MODIFIED, length) {
+            // What a GET would have sent, when it is known before the body is made.
             headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
         }
         response
@@ -314,11 +314,32 @@ impl Negotiation<'_> {
         if representation.status == StatusCode::OK {
             representation.body = match gzip {
                 true => Payload::Pieces {
-                    pieces: crate::snapshot::series::gzip_pieces(&loaded.snapshot, series),
+                    pieces: crate::snapshot::decoded::gzip_pieces(&loaded.snapshot, series),
                     len: series.gzip_len(),
                 },
                 false => Payload::Bytes(loaded.series_text(series)?),
             };
+        }
+        Ok(representation)
+    }
+
+    /// A company's document stored as gzip only (a backtest, its published entries): the stored
+    /// member for a client that accepts gzip, else its text, decoded or from the cache of
+    /// decoded texts (a few kilobytes: no decoder's place); 304 when `If-None-Match` matches.
+    pub fn document(&self, loaded: &LoadedSnapshot, document: &ArchivedExport) -> Result<Representation, ApiError> {
+        let gzip = self.accepts_gzip();
+        let etag = match gzip {
+            true => document.gzip_etag.as_str(),
+            false => document.identity_etag.as_str(),
+        };
+        let mut representation = self.conditional(etag, mapped_header_value(loaded, etag), Cache::Private, Bytes::new);
+        representation.vary_encoding = true;
+        representation.gzip = gzip;
+        if representation.status == StatusCode::OK {
+            representation.body = Payload::Bytes(match gzip {
+                true => loaded.snapshot.body(&document.gzip),
+                false => loaded.document_text(document)?,
+            });
         }
         Ok(representation)
     }
@@ -383,26 +404,7 @@ impl Negotiation<'_> {
             // A HEAD decodes nothing, so it takes no decoder's place.
             let permit = match self.head {
                 true => None,
-                false => Some(decoders.try_acquire(key).map_err(|refused| match refused {
-                    DecodeRefused::KeyShare { held } => ApiError::ExportsAtOnce {
-                        detail: format!(
-                            "this key is already decoding {held} export(s) for a client that does not accept gzip, its share of the server's {} decoders; retry when that download ends, or send Accept-Encoding: gzip, which is always served.",
-                            decoders.limits().places
-                        ),
-                        retry_after: 5,
-                    },
-                    DecodeRefused::CoolingDown { retry_after } => ApiError::ExportsAtOnce {
-                        detail: format!(
-                            "this key's last decoded export was cut for reading slower than {} KiB/s; it may start another in {retry_after} s, or send Accept-Encoding: gzip, which is always served.",
-                            decoders.limits().floor_bytes_per_sec / 1024
-                        ),
-                        retry_after,
-                    },
-                    DecodeRefused::AllTaken { active, turn } => ApiError::Unavailable(format!(
-                        "{active} exports are being decoded for clients that do not accept gzip; this key is number {turn} in line for the next free decoder and keeps its turn if it asks again within {} s; or send Accept-Encoding: gzip, which is always served.",
-                        crate::response::body::TURN_KEPT.as_secs()
-                    )),
-                })?),
+                false => Some(decoder_place(decoders, key)?),
             };
             Payload::Gunzip {
                 gzip: loaded.snapshot.body(&export.gzip),
@@ -443,6 +445,32 @@ impl Negotiation<'_> {
             page_policy: None,
         }
     }
+}
+
+/// One of `decoders`' places for `key`, to decode a stored document for a client without gzip
+/// or to pass over every company's series; or why not, said to the client: 429 past the key's
+/// share or while it cools down after a cut, 503 while every place is taken.
+pub fn decoder_place(decoders: &Decoders, key: &Arc<str>) -> Result<DecodePermit, ApiError> {
+    decoders.try_acquire(key).map_err(|refused| match refused {
+        DecodeRefused::KeyShare { held } => ApiError::ExportsAtOnce {
+            detail: format!(
+                "this key is already decoding {held} document(s) (an export or the scored targets for a client that does not accept gzip, a ranged series export, an index's constituents), its share of the server's {} decoders; retry when that ends, or send Accept-Encoding: gzip, with which a whole export or the scored targets are always served.",
+                decoders.limits().places
+            ),
+            retry_after: 5,
+        },
+        DecodeRefused::CoolingDown { retry_after } => ApiError::ExportsAtOnce {
+            detail: format!(
+                "this key's last decoded document was cut for reading slower than {} KiB/s; it may start another in {retry_after} s, or send Accept-Encoding: gzip, with which a whole export or the scored targets are always served.",
+                decoders.limits().floor_bytes_per_sec / 1024
+            ),
+            retry_after,
+        },
+        DecodeRefused::AllTaken { active, turn } => ApiError::Unavailable(format!(
+            "{active} documents are being decoded (exports and the scored targets for clients that do not accept gzip, ranged series exports, indices' constituents); this key is number {turn} in line for the next free decoder and keeps its turn if it asks again within {} s; or send Accept-Encoding: gzip, with which a whole export or the scored targets are always served.",
+            crate::response::body::TURN_KEPT.as_secs()
+        )),
+    })
 }
 
 /// Whether an `Accept` header prefers CSV to JSON, read as RFC 9110 12.5.1 says: its lines

@@ -190,8 +190,8 @@ impl ApiError {
 
 /// A stored series that does not decode: the snapshot is damaged past what its checks caught.
 /// Logged here, where it becomes the client's 500.
-impl From<crate::snapshot::series::DamagedSeries> for ApiError {
-    fn from(damaged: crate::snapshot::series::DamagedSeries) -> ApiError {
+impl From<crate::snapshot::decoded::DamagedText> for ApiError {
+    fn from(damaged: crate::snapshot::decoded::DamagedText) -> ApiError {
         tracing::error!("{damaged}");
         ApiError::Internal
     }

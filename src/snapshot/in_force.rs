@@ -99,7 +99,7 @@ impl SnapshotInForce {
                     csv_meta: crate::snapshot::csv_meta(&meta),
                     slugs: SlugIndex::new(&snapshot),
                     pages: crate::snapshot::SnapshotPages::of(&snapshot),
-                    series_texts: crate::snapshot::series::SeriesTexts::new(self.series_cache_bytes),
+                    decoded_texts: crate::snapshot::decoded::DecodedTexts::new(self.series_cache_bytes),
                     snapshot,
                     meta,
                     etag_seed,

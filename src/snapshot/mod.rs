@@ -3,16 +3,16 @@
 //! idle-priority thread that reads new files.
 
 pub mod background;
+pub mod decoded;
 pub mod identity;
 pub mod in_force;
 pub mod object_store;
-pub mod series;
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use marks_format::file::layout::{ArchivedCompanyEntry, ArchivedSeriesBody};
+use marks_format::file::layout::{ArchivedCompanyEntry, ArchivedExport, ArchivedSeriesBody};
 use marks_format::{Snapshot, SnapshotError};
 
 use crate::snapshot::identity::FileIdentity;
@@ -34,8 +34,9 @@ pub struct LoadedSnapshot {
     pub slugs: SlugIndex,
     /// `/` and `/scorecard`, their content the snapshot's, drawn in this binary's frame.
     pub pages: SnapshotPages,
-    /// The companies' series decoded last, for clients without gzip and for cuts.
-    pub series_texts: series::SeriesTexts,
+    /// The texts stored compressed only (series, backtests, published entries) decoded last,
+    /// for clients without gzip and for cuts.
+    pub decoded_texts: decoded::DecodedTexts,
 }
 
 /// The pages whose content a snapshot carries, framed and prepared when it is put in force.
@@ -66,15 +67,20 @@ impl LoadedSnapshot {
         self.snapshot.index().companies.get(position).map(|c| (position, c))
     }
 
-    /// A series' text, kept in the cache of decoded series once decoded
-    /// ([`series::SeriesTexts::text`]).
-    pub fn series_text(&self, series: &ArchivedSeriesBody) -> Result<Bytes, series::DamagedSeries> {
-        self.series_texts.text(&self.snapshot, series)
+    /// A series' text, kept in the cache of decoded texts once decoded
+    /// ([`decoded::DecodedTexts::text`]).
+    pub fn series_text(&self, series: &ArchivedSeriesBody) -> Result<Bytes, decoded::DamagedText> {
+        self.decoded_texts.text(&self.snapshot, series)
     }
 
-    /// A series' text for a pass over every company ([`series::SeriesTexts::text_passing`]).
-    pub fn series_text_passing(&self, series: &ArchivedSeriesBody) -> Result<Bytes, series::DamagedSeries> {
-        self.series_texts.text_passing(&self.snapshot, series)
+    /// A series' text for a pass over every company ([`decoded::DecodedTexts::text_passing`]).
+    pub fn series_text_passing(&self, series: &ArchivedSeriesBody) -> Result<Bytes, decoded::DamagedText> {
+        self.decoded_texts.text_passing(&self.snapshot, series)
+    }
+
+    /// A document stored as gzip only, its text kept in the cache once decoded.
+    pub fn document_text(&self, document: &ArchivedExport) -> Result<Bytes, decoded::DamagedText> {
+        self.decoded_texts.document(&self.snapshot, document)
     }
 }
 

@@ -34,7 +34,7 @@ pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// the append-only history in each event's fingerprint (methodology v0.5.0's dataset) and the
 /// publication log; version 8 the pages' content without the frame, which the server draws;
 /// version 9 each company's daily series stored once, as its lines of the series exports
-/// ([`SeriesBody`]).
+/// ([`SeriesBody`]), and its backtests and published entries as gzip only.
 pub const FORMAT_VERSION: u32 = 9;
 /// The oldest format this code still reads. Versions 3 to 9 changed the index's layout, so
 /// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
@@ -275,9 +275,10 @@ pub struct CompanyEntry {
     pub events: Body,
     pub resolution: Body,
     /// How the method did on this company (getBacktest): below Pro without its events'
-    /// values, and whole for Pro and above.
-    pub backtest: Body,
-    pub backtest_full: Body,
+    /// values, and whole for Pro and above. Stored as gzip only, like the exports (read
+    /// seldom, and decoded in well under a millisecond for a client without gzip).
+    pub backtest: Export,
+    pub backtest_full: Export,
     /// The days (Julian day numbers) it counts in the indices: from `index_from` up to, not
     /// including, `index_until` (both 0: never).
     pub index_from: i32,
@@ -289,11 +290,12 @@ pub struct CompanyEntry {
     pub events_csv: Body,
     /// The company's entries in the publication log with their inclusion proofs
     /// (`GET /v1/companies/{slug}/published`): without the 95% bounds (a digest of them) below
-    /// Pro, with them for Pro and above; JSON and CSV.
-    pub published: Body,
-    pub published_full: Body,
-    pub published_csv: Body,
-    pub published_full_csv: Body,
+    /// Pro, with them for Pro and above; JSON and CSV. Stored as gzip only, like the
+    /// backtests.
+    pub published: Export,
+    pub published_full: Export,
+    pub published_csv: Export,
+    pub published_full_csv: Export,
 }
 
 /// A row of a stored list: the position of a company in `Index::companies`.
@@ -375,6 +377,19 @@ pub fn compare_rows(sort: usize, a: (RowKey<'_>, &str), b: (RowKey<'_>, &str)) -
 }
 
 impl ArchivedCompanyEntry {
+    /// The company's documents stored as gzip only: the backtest in its two disclosures, and
+    /// the published entries in theirs, JSON and CSV.
+    pub fn documents(&self) -> [&ArchivedExport; 6] {
+        [
+            &self.backtest,
+            &self.backtest_full,
+            &self.published,
+            &self.published_full,
+            &self.published_csv,
+            &self.published_full_csv,
+        ]
+    }
+
     /// The company's four series: JSON at 80% and 95%, CSV at 80% and 95%.
     pub fn series(&self) -> [&ArchivedSeriesBody; 4] {
         [&self.marks_80, &self.marks_95, &self.marks_80_csv, &self.marks_95_csv]
@@ -498,8 +513,9 @@ pub struct EventFingerprint {
     pub line: u64,
 }
 
-/// One bulk export document: NDJSON stored only as a gzip member, with what it decompresses
-/// to, so that clients that do not accept gzip are answered by decoding it as it is sent.
+/// A document stored only as a gzip member (a bulk export, the scored targets, a company's
+/// backtest or published entries), with what it decompresses to, so that clients that do not
+/// accept gzip are answered by decoding it.
 #[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Export {
     pub gzip: BodyRef,
@@ -696,8 +712,7 @@ impl ArchivedIndex {
                 .chain(c.series().into_iter().flat_map(|s| [&s.head, &s.rest]))
                 .chain(of(&c.events))
                 .chain(of(&c.resolution))
-                .chain(of(&c.backtest))
-                .chain(of(&c.backtest_full))
+                .chain(c.documents().into_iter().map(|d| &d.gzip))
                 .chain(std::iter::once(&c.list_row_csv))
                 .chain(of(&c.events_csv))
         });
