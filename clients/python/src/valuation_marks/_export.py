@@ -9,11 +9,13 @@ gzip stream where it stopped.
 
 An export is bounded by the length it declares (``Content-Length``, or the total of
 ``Content-Range``), not by the client's ``max_response_bytes``: a server that sends more is
-cut off with ``ResponseTooLarge``. Decoding hands out at most 1 MiB at a time, and a line may
-not grow past ``max_response_bytes``, so a gzip bomb costs time but never memory. In time, an
-answer may keep the client waiting for its bytes (reads only: not the time the caller spends
-between lines) at most the client's ``deadline`` plus its declared length at
-``MIN_EXPORT_RATE``; past that it is ``DeadlineExceeded``, not a break to resume.
+cut off with ``ResponseTooLarge``. An export cut to dates is made as it is sent and declares no
+length: it is whole when its body ends cleanly, and bounded by ``max_response_bytes``. Decoding
+hands out at most 1 MiB at a time, and a line may not grow past ``max_response_bytes``, so a
+gzip bomb costs time but never memory. In time, an answer may keep the client waiting for its
+bytes (reads only: not the time the caller spends between lines) at most the client's
+``deadline`` plus its declared length at ``MIN_EXPORT_RATE``; past that it is
+``DeadlineExceeded``, not a break to resume.
 """
 
 from __future__ import annotations
@@ -268,6 +270,13 @@ class _Transfer:
     @property
     def complete(self) -> bool:
         return self.total is not None and self.offset >= self.total
+
+    def ended(self) -> None:
+        """The answer's body ended cleanly (its last chunk, or the end of its HTTP/2 stream; a
+        cut one raises in httpx instead). An answer without a declared length (an export cut to
+        dates, made as it is sent) is whole where it ends."""
+        if self.total is None:
+            self.total = self.offset
 
     def _count(self, chunk: bytes) -> None:
         """Counts received bytes against the declared length (or, without one, ``max_line``)."""

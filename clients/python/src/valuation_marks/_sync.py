@@ -962,6 +962,7 @@ class Client:
                 while (chunk := self._read(transfer, chunks)) is not None:
                     if transfer.write(chunk):
                         return transfer.result()  # max_bytes reached
+                transfer.ended()
                 if not transfer.complete:
                     raise httpx.RemoteProtocolError("the answer ended before the export did")
             except httpx.TransportError as exc:
