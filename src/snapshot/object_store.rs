@@ -108,8 +108,17 @@ impl std::fmt::Display for Location {
     }
 }
 
-/// The store at `location`, configured from the AWS environment variables.
-fn open_store(location: &Location) -> Result<Arc<dyn ObjectStore>> {
+/// How long a replica waits for the next bytes of an answer before it takes the download as
+/// stalled.
+const READ_TIMEOUT: &str = "30s";
+/// How long `marks publish` waits for an answer: completing a multipart upload of many
+/// gigabytes makes the store assemble it before it answers, silently on some stores (moto
+/// took 31 s for a 2.9 GB snapshot, and the upload was taken for stalled and aborted).
+const PUBLISH_READ_TIMEOUT: &str = "15m";
+
+/// The store at `location`, configured from the AWS environment variables, waiting at most
+/// `read_timeout` for the next bytes of an answer.
+fn open_store(location: &Location, read_timeout: &str) -> Result<Arc<dyn ObjectStore>> {
     crate::use_ring_for_outbound_tls();
     // A poll that fails is retried at the next poll anyway: a few quick retries, not the
     // default ten over up to three minutes. A download may take long (a multi-GB snapshot),
@@ -124,7 +133,7 @@ fn open_store(location: &Location) -> Result<Arc<dyn ObjectStore>> {
         .with_bucket_name(&location.bucket)
         .with_retry(retry)
         .with_config(client(ClientConfigKey::Timeout), "1h")
-        .with_config(client(ClientConfigKey::ReadTimeout), "30s")
+        .with_config(client(ClientConfigKey::ReadTimeout), read_timeout)
         .build()
         .with_context(|| format!("cannot configure the object store for {location}"))?;
     Ok(Arc::new(store))
@@ -141,7 +150,7 @@ pub async fn publish(file: &FsPath, location: &Location, options: OpenOptions) -
         Ok((snapshot.header().clone(), sha256, size))
     })
     .await??;
-    let store = open_store(location)?;
+    let store = open_store(location, PUBLISH_READ_TIMEOUT)?;
     let object = location.snapshot(&sha256);
     // Content-addressed: an object already there holds these very bytes.
     if store.head(&object).await.is_err() {
@@ -261,7 +270,7 @@ impl SnapshotSource {
         std::fs::create_dir_all(&cache)
             .with_context(|| format!("cannot create the snapshot cache {}", cache.display()))?;
         Ok(SnapshotSource {
-            store: open_store(&location)?,
+            store: open_store(&location, READ_TIMEOUT)?,
             location,
             cache,
             poll_interval,
