@@ -690,7 +690,13 @@ async fn start_unread_export_at(
     key: &str,
 ) -> (u16, String, tokio::net::TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // A small receive buffer, set before connecting so the window is small from the start: the
+    // server can then write only a few kilobytes ahead of a reader that stops, whatever the
+    // machine's buffer autotuning would allow (several megabytes on loopback, as much as a
+    // decoded document), so the decode holds its place until the reader goes.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
     // An empty key sends none: a keyless client.
     let key_line = if key.is_empty() {
         String::new()
