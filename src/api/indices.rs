@@ -166,6 +166,7 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
             loaded: Arc::clone(loaded),
             index: index_position(loaded, entry),
             day,
+            julian: asked_julian(day),
             coverage,
             level,
             form,
@@ -179,6 +180,11 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
         };
     }
     Ok(form.dress(loaded, representation))
+}
+
+/// A day written `YYYY-MM-DD` as a Julian day number (0 if it is not one).
+fn asked_julian(day: [u8; 10]) -> i32 {
+    Day::parse(&String::from_utf8_lossy(&day)).map_or(0, |d| d.0)
 }
 
 /// The position of an index entry among the snapshot's indices.
@@ -199,6 +205,8 @@ struct ConstituentsPass {
     /// Position of the index in `Index::indices`.
     index: usize,
     day: [u8; 10],
+    /// The same day as a Julian day number, for the companies' index windows.
+    julian: i32,
     coverage: u32,
     level: f64,
     form: Form,
@@ -227,7 +235,7 @@ impl Iterator for ConstituentsPass {
             self.done = true;
             return Some(Ok(Step::Text(self.render(entry))));
         }
-        let julian = Day::parse(&String::from_utf8_lossy(&self.day)).map_or(0, |d| d.0);
+        let julian = self.julian;
         let sector = entry.sector.to_native();
         let mut decoded = 0;
         let end = (self.next + COMPANIES_A_STEP).min(companies.len());

@@ -303,43 +303,47 @@ impl Negotiation<'_> {
     /// else its text, decoded or from the cache of decoded series; 304 when `If-None-Match`
     /// matches, and then nothing is decoded.
     pub fn series(&self, loaded: &LoadedSnapshot, series: &ArchivedSeriesBody) -> Result<Representation, ApiError> {
-        let gzip = self.accepts_gzip();
-        let etag = match gzip {
-            true => series.gzip_etag.as_str(),
-            false => series.identity_etag.as_str(),
-        };
-        let mut representation = self.conditional(etag, mapped_header_value(loaded, etag), Cache::Private, Bytes::new);
-        representation.vary_encoding = true;
-        representation.gzip = gzip;
-        if representation.status == StatusCode::OK {
-            representation.body = match gzip {
+        let etags = (series.gzip_etag.as_str(), series.identity_etag.as_str());
+        self.compressed(loaded, etags, |gzip| {
+            Ok(match gzip {
                 true => Payload::Pieces {
                     pieces: crate::snapshot::decoded::gzip_pieces(&loaded.snapshot, series),
                     len: series.gzip_len(),
                 },
                 false => Payload::Bytes(loaded.series_text(series)?),
-            };
-        }
-        Ok(representation)
+            })
+        })
     }
 
     /// A company's document stored as gzip only (a backtest, its published entries): the stored
     /// member for a client that accepts gzip, else its text, decoded or from the cache of
     /// decoded texts (a few kilobytes: no decoder's place); 304 when `If-None-Match` matches.
     pub fn document(&self, loaded: &LoadedSnapshot, document: &ArchivedExport) -> Result<Representation, ApiError> {
+        let etags = (document.gzip_etag.as_str(), document.identity_etag.as_str());
+        self.compressed(loaded, etags, |gzip| {
+            Ok(Payload::Bytes(match gzip {
+                true => loaded.snapshot.body(&document.gzip),
+                false => loaded.document_text(document)?,
+            }))
+        })
+    }
+
+    /// What [`Negotiation::series`] and [`Negotiation::document`] share: a text stored
+    /// compressed only, under its gzip and identity ETags, in the encoding the client takes;
+    /// `body(gzip)` is made only when the answer is not a 304.
+    fn compressed(
+        &self,
+        loaded: &LoadedSnapshot,
+        (gzip_etag, identity_etag): (&str, &str),
+        body: impl FnOnce(bool) -> Result<Payload, ApiError>,
+    ) -> Result<Representation, ApiError> {
         let gzip = self.accepts_gzip();
-        let etag = match gzip {
-            true => document.gzip_etag.as_str(),
-            false => document.identity_etag.as_str(),
-        };
+        let etag = if gzip { gzip_etag } else { identity_etag };
         let mut representation = self.conditional(etag, mapped_header_value(loaded, etag), Cache::Private, Bytes::new);
         representation.vary_encoding = true;
         representation.gzip = gzip;
         if representation.status == StatusCode::OK {
-            representation.body = Payload::Bytes(match gzip {
-                true => loaded.snapshot.body(&document.gzip),
-                false => loaded.document_text(document)?,
-            });
+            representation.body = body(gzip)?;
         }
         Ok(representation)
     }
