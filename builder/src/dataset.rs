@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use marks_format::rules::day::Day;
-use marks_format::rules::names::{is_valid_slug, MAX_NAME_BYTES};
+use marks_format::rules::names::{first_invisible, is_valid_slug, Joiners, MAX_NAME_BYTES};
 
 macro_rules! string_enum {
     ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
@@ -390,7 +390,8 @@ fn read_info(path: &Path) -> Result<DatasetInfo, DatasetError> {
     if raw.disclaimer.get_ref().trim().is_empty() {
         return Err(at(&raw.disclaimer, "disclaimer is empty".into()));
     }
-    check_text("disclaimer", raw.disclaimer.get_ref()).map_err(|reason| at(&raw.disclaimer, reason))?;
+    check_text("disclaimer", raw.disclaimer.get_ref(), Joiners::InsideWords)
+        .map_err(|reason| at(&raw.disclaimer, reason))?;
     if let Some(key) = &raw.quickstart_key {
         let text = key.get_ref();
         if text.is_empty() || text.len() > 64 || !text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
@@ -573,7 +574,8 @@ fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
         };
         if !is_valid_slug(slug) {
             return Err(format!(
-                "slug {slug:?} must be 1-64 characters of a-z, 0-9 and '-', starting with a letter or digit"
+                "slug {} must be 1-64 characters of a-z, 0-9 and '-', starting with a letter or digit",
+                quoted(slug)
             ));
         }
         if let Some(first) = seen.insert(slug.to_string(), line) {
@@ -582,24 +584,34 @@ fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
         if name.trim().is_empty() {
             return Err(format!("company {slug:?} has an empty name"));
         }
-        check_text(&format!("the name of {slug:?}"), name)?;
+        check_text(&format!("the name of {slug:?}"), name, Joiners::Refused)?;
         if name.trim().len() > MAX_NAME_BYTES {
             return Err(format!(
                 "company {slug:?} has a name of {} bytes; names are at most {MAX_NAME_BYTES} bytes of UTF-8",
                 name.trim().len()
             ));
         }
-        let sector = Sector::parse(sector)
-            .ok_or_else(|| format!("unknown sector {sector:?} (expected one of {})", Sector::expected()))?;
-        let status = Status::parse(status)
-            .ok_or_else(|| format!("unknown status {status:?} (expected one of {})", Status::expected()))?;
+        let sector = Sector::parse(sector).ok_or_else(|| {
+            format!(
+                "unknown sector {} (expected one of {})",
+                quoted(sector),
+                Sector::expected()
+            )
+        })?;
+        let status = Status::parse(status).ok_or_else(|| {
+            format!(
+                "unknown status {} (expected one of {})",
+                quoted(status),
+                Status::expected()
+            )
+        })?;
         let aliases: Vec<String> = aliases_text
             .split(';')
             .map(str::trim)
             .filter(|a| !a.is_empty())
             .map(str::to_string)
             .collect();
-        check_text(&format!("the aliases of {slug:?}"), aliases_text)?;
+        check_text(&format!("the aliases of {slug:?}"), aliases_text, Joiners::Refused)?;
         if let Some(long) = aliases.iter().find(|a| a.len() > MAX_NAME_BYTES) {
             return Err(format!(
                 "company {slug:?} has an alias of {} bytes; aliases are at most {MAX_NAME_BYTES} bytes of UTF-8",
@@ -643,6 +655,9 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
         position: usize,
     }
     let mut seen: HashMap<String, Placed> = HashMap::new();
+    // Ids folded to lower case: two that differ only in case would name one record to a reader
+    // who types it, and to a file system or a spreadsheet that folds case.
+    let mut folded: HashMap<String, (String, u64)> = HashMap::new();
     table.for_each_row(|line, fields| {
         let [event_id, slug, event_type, occurred_on, valuation, source_url, note, reported_as, source_grade, supersedes] =
             fields
@@ -651,23 +666,31 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
         };
         if !is_valid_event_id(event_id) {
             return Err(format!(
-                "event_id {event_id:?} must be 1-64 characters of A-Z, a-z, 0-9, '-', '_', '.'"
+                "event_id {} must be 1-64 characters of A-Z, a-z, 0-9, '-', '_', '.'",
+                quoted(event_id)
             ));
         }
         if let Some(first) = seen.get(*event_id) {
             return Err(format!("duplicate event_id {event_id:?} (first on line {})", first.line));
         }
+        if let Some((other, first)) = folded.get(&event_id.to_ascii_lowercase()) {
+            return Err(format!(
+                "event_id {event_id:?} differs from {other:?} (line {first}) only in case: ids must differ in more than case"
+            ));
+        }
+        folded.insert(event_id.to_ascii_lowercase(), (event_id.to_string(), line));
         let company = companies
             .binary_search_by(|c| c.slug.as_str().cmp(slug))
-            .map_err(|_| format!("unknown slug {slug:?}: it is not in companies.csv"))?;
+            .map_err(|_| format!("unknown slug {}: it is not in companies.csv", quoted(slug)))?;
         let event_type = EventType::parse(event_type).ok_or_else(|| {
             format!(
-                "unknown event_type {event_type:?} (expected one of {})",
+                "unknown event_type {} (expected one of {})",
+                quoted(event_type),
                 EventType::expected()
             )
         })?;
-        let occurred_on =
-            Day::parse(occurred_on).ok_or_else(|| format!("occurred_on {occurred_on:?} is not a date YYYY-MM-DD"))?;
+        let occurred_on = Day::parse(occurred_on)
+            .ok_or_else(|| format!("occurred_on {} is not a date YYYY-MM-DD", quoted(occurred_on)))?;
         if occurred_on < EARLIEST_EVENT {
             return Err(format!(
                 "event {event_id} on {occurred_on} is before {EARLIEST_EVENT}, the earliest date a series may start"
@@ -680,12 +703,11 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
             ));
         }
         let valuation_usd = parse_valuation(valuation, event_type)?;
-        let is_http = source_url.starts_with("https://") || source_url.starts_with("http://");
-        if !(source_url.is_empty() || is_http) {
-            return Err(format!("source_url {source_url:?} is not an http(s) address"));
+        check_text(&format!("source_url of event {event_id}"), source_url, Joiners::Refused)?;
+        if !source_url.is_empty() {
+            check_source_url(source_url)?;
         }
-        check_text(&format!("source_url of event {event_id}"), source_url)?;
-        check_text(&format!("note of event {event_id}"), note)?;
+        check_text(&format!("note of event {event_id}"), note, Joiners::InsideWords)?;
         let reported_as = optional(reported_as, ReportedAs::parse, "reported_as", ReportedAs::expected)?;
         let source_grade = optional(source_grade, SourceGrade::parse, "source_grade", SourceGrade::expected)?;
         let supersedes = match *supersedes {
@@ -698,10 +720,14 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
             id => {
                 let Some(earlier) = seen.get(id) else {
                     return Err(format!(
-                        "event {event_id} supersedes {id:?}, which is not an earlier record of events.csv"
+                        "event {event_id} supersedes {}, which is not an earlier record of events.csv",
+                        quoted(id)
                     ));
                 };
                 let target = &companies[earlier.company].events[earlier.position];
+                if event_type == EventType::Retraction {
+                    check_retraction(event_id, occurred_on, valuation_usd, target, earlier.line)?;
+                }
                 if earlier.company != company {
                     return Err(format!(
                         "event {event_id} of {slug:?} supersedes {id} of {:?} (line {}): a correction is of the same company",
@@ -758,6 +784,71 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
     Ok(())
 }
 
+/// A retraction withdraws a record that reported something: never another retraction (withdraw
+/// a mistaken retraction by correcting the record it withdrew), never with a value of its own
+/// (it reports none), and never dated before what it withdraws (nothing can be withdrawn before
+/// it was reported).
+fn check_retraction(
+    event_id: &str,
+    on: Day,
+    valuation_usd: u64,
+    target: &Event,
+    target_line: u64,
+) -> Result<(), String> {
+    if target.event_type == EventType::Retraction {
+        return Err(format!(
+            "retraction {event_id} withdraws {}, itself a retraction (line {target_line}): to restore a record, append a correction of it",
+            target.event_id
+        ));
+    }
+    if valuation_usd != 0 {
+        return Err(format!(
+            "retraction {event_id} carries valuation_usd {valuation_usd}: a retraction reports no value (write 0)"
+        ));
+    }
+    if on < target.occurred_on {
+        return Err(format!(
+            "retraction {event_id} on {on} is dated before {} on {} (line {target_line}), which it withdraws",
+            target.event_id, target.occurred_on
+        ));
+    }
+    Ok(())
+}
+
+/// An http(s) address a reader can follow: a host after the scheme (not `https:///path`), no
+/// user name or password before it, and no white space anywhere (an address with a space is two
+/// words to every tool that splits text).
+fn check_source_url(text: &str) -> Result<(), String> {
+    let refuse = |why: &str| Err(format!("source_url {} {why}", quoted(text)));
+    if text.chars().any(char::is_whitespace) {
+        return refuse("holds white space: write it percent-encoded (%20)");
+    }
+    let Some(rest) = text.strip_prefix("https://").or_else(|| text.strip_prefix("http://")) else {
+        return refuse("is not an http(s) address");
+    };
+    if rest.starts_with(['/', '\\']) {
+        return refuse("names no host after the scheme");
+    }
+    match url::Url::parse(text) {
+        Err(err) => refuse(&format!("is not an address: {err}")),
+        Ok(url) if url.host_str().is_none_or(str::is_empty) => refuse("names no host"),
+        Ok(url) if !url.username().is_empty() || url.password().is_some() => {
+            refuse("carries a user name or password before its host")
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// A field as an error message quotes it: escaped, and cut to its first 60 characters with its
+/// size said, so that a hostile row (a 20 MB cell) makes a one-line message.
+fn quoted(text: &str) -> String {
+    const SHOWN: usize = 60;
+    match text.char_indices().nth(SHOWN) {
+        None => format!("{text:?}"),
+        Some((end, _)) => format!("{:?}... ({} bytes)", &text[..end], text.len()),
+    }
+}
+
 /// An optional column's value: empty, or one of its names.
 fn optional<T>(
     text: &str,
@@ -768,30 +859,26 @@ fn optional<T>(
     if text.is_empty() {
         return Ok(None);
     }
-    parse(text)
-        .map(Some)
-        .ok_or_else(|| format!("unknown {column} {text:?} (expected one of {}, or empty)", expected()))
+    parse(text).map(Some).ok_or_else(|| {
+        format!(
+            "unknown {column} {} (expected one of {}, or empty)",
+            quoted(text),
+            expected()
+        )
+    })
 }
 
-/// Refuses a character that changes how text reads without being seen: C0 and C1 controls
-/// (line breaks and tabs among them), bidirectional overrides and isolates, zero-width
-/// characters and line or paragraph separators. A dataset's text ends up in JSON, CSV cells and
-/// pages; none of its fields needs any of these.
-pub fn check_text(what: &str, text: &str) -> Result<(), String> {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(
-                c,
-                '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
-                    | '\u{2066}'..='\u{2069}' | '\u{feff}'
-            )
-    };
-    match text.chars().enumerate().find(|&(_, c)| hidden(c)) {
+/// Refuses a character that changes how text reads without being seen
+/// ([`marks_format::rules::names::is_invisible`]: controls, every format character, the tag
+/// characters and Hangul fillers among them). A dataset's text ends up in JSON, CSV cells, pages
+/// and agents' context, where a name that shows "Zeta Labs" must not carry hidden words; a note
+/// may keep a zero-width joiner or non-joiner inside a word (`Joiners::InsideWords`).
+pub fn check_text(what: &str, text: &str, joiners: Joiners) -> Result<(), String> {
+    match first_invisible(text, joiners) {
         None => Ok(()),
         Some((at, c)) => Err(format!(
-            "{what} holds the invisible or control character U+{:04X} at character {}: text fields take printable characters only",
+            "{what} holds the invisible or control character U+{:04X} at character {at}: text fields take printable characters only",
             u32::from(c),
-            at + 1
         )),
     }
 }
@@ -799,18 +886,31 @@ pub fn check_text(what: &str, text: &str) -> Result<(), String> {
 /// A whole, non-negative number of dollars; 0 only where the event type allows it (a write-off,
 /// a terminated deal, a retraction, an undisclosed sale price: docs/design.md section 2).
 fn parse_valuation(text: &str, event_type: EventType) -> Result<u64, String> {
-    let digits = text.strip_prefix('+').unwrap_or(text);
     if let Some(rest) = text.strip_prefix('-') {
         if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
             return Err(format!("valuation_usd {text} is not positive"));
         }
     }
+    // Digits only, as the number is written everywhere it is shown: no sign, and no leading
+    // zero that one reader takes for octal and another drops.
+    let digits = text;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("valuation_usd {text:?} is not a whole number of US dollars"));
+        return Err(format!(
+            "valuation_usd {} is not a whole number of US dollars, digits only",
+            quoted(text)
+        ));
     }
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("valuation_usd {text} is above the largest supported value {MAX_VALUATION_USD}"))?;
+    if digits.len() > 1 && digits.starts_with('0') {
+        return Err(format!(
+            "valuation_usd {text:?} has a leading zero: write the number as it reads"
+        ));
+    }
+    let value: u64 = digits.parse().map_err(|_| {
+        format!(
+            "valuation_usd {} is above the largest supported value {MAX_VALUATION_USD}",
+            quoted(text)
+        )
+    })?;
     if value == 0 && !event_type.may_be_zero() {
         return Err(format!(
             "valuation_usd 0 is not positive (only a failure, a fund's write-off, a terminated or undisclosed sale or a retraction may carry 0; this is a {event_type})"
@@ -940,6 +1040,33 @@ mod tests {
         assert!(parse_valuation("1.5e9", round).is_err());
         assert!(parse_valuation("", round).is_err());
         assert!(parse_valuation("99999999999999999999", round).is_err());
+        for odd in ["+5", "007", "0019000000000", " 5", "5 "] {
+            assert!(parse_valuation(odd, round).is_err(), "{odd:?}");
+        }
+        let huge = "9".repeat(20_000_000);
+        assert!(
+            parse_valuation(&huge, round).unwrap_err().len() < 200,
+            "a hostile cell is quoted in part"
+        );
+    }
+
+    #[test]
+    fn source_urls_name_a_host_without_userinfo_or_blanks() {
+        assert!(check_source_url("https://www.reuters.com/a/b?c=d#e").is_ok());
+        assert!(check_source_url("http://example.com").is_ok());
+        for refused in [
+            "https:///path",
+            "https://",
+            "https://exa mple.com/",
+            "https://example.com/a b",
+            "https://user@example.com/",
+            "https://user:pw@example.com/",
+            "ftp://example.com/",
+            "javascript:alert(1)",
+            "https:\\\\example.com",
+        ] {
+            assert!(check_source_url(refused).is_err(), "{refused:?}");
+        }
     }
 
     #[test]
@@ -959,12 +1086,34 @@ mod tests {
 
     #[test]
     fn hidden_characters_are_refused_with_their_place() {
-        assert!(check_text("note", "Series B, $1.2B (Reuters) \u{e9}t\u{e9} \u{65e5}\u{672c}").is_ok());
+        assert!(check_text(
+            "note",
+            "Series B, $1.2B (Reuters) \u{e9}t\u{e9} \u{65e5}\u{672c}",
+            Joiners::Refused
+        )
+        .is_ok());
         for hidden in [
-            '\0', '\r', '\n', '\t', '\u{7f}', '\u{85}', '\u{202e}', '\u{200b}', '\u{2066}', '\u{feff}', '\u{2028}',
+            '\0',
+            '\r',
+            '\n',
+            '\t',
+            '\u{7f}',
+            '\u{85}',
+            '\u{202e}',
+            '\u{200b}',
+            '\u{2066}',
+            '\u{feff}',
+            '\u{2028}',
+            '\u{e0041}',
+            '\u{ad}',
+            '\u{180e}',
+            '\u{fff9}',
+            '\u{3164}',
+            '\u{115f}',
+            '\u{ffa0}',
         ] {
             let text = format!("ab{hidden}c");
-            let refusal = check_text("note of event e1", &text).unwrap_err();
+            let refusal = check_text("note of event e1", &text, Joiners::InsideWords).unwrap_err();
             assert!(
                 refusal.contains(&format!("U+{:04X} at character 3", u32::from(hidden))),
                 "{refusal}"

@@ -332,6 +332,99 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
             "companies.csv:43: the name of \"zw\" holds the invisible or control character U+200B",
         ),
         (
+            "tag characters spelling hidden words in a name",
+            |d| edit(&d.join("companies.csv"), |t| t + "zeta,Zeta\u{e0049}\u{e0047}\u{e004e} Labs,ai,private\n"),
+            "companies.csv:43: the name of \"zeta\" holds the invisible or control character U+E0049 at character 5",
+        ),
+        (
+            "a Hangul filler in a name",
+            |d| edit(&d.join("companies.csv"), |t| t + "zeta,Zeta\u{3164},ai,private\n"),
+            "companies.csv:43: the name of \"zeta\" holds the invisible or control character U+3164 at character 5",
+        ),
+        (
+            "a soft hyphen in a source address",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,stripe,primary_round,2024-01-01,100,https://e.com/a\u{ad}b,\n"
+                })
+            },
+            "events.csv:115: source_url of event x1 holds the invisible or control character U+00AD at character 16",
+        ),
+        (
+            "a tag character in a note",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "x1,stripe,primary_round,2024-01-01,100,https://e.com,Series B\u{e0020}\n"
+                })
+            },
+            "events.csv:115: note of event x1 holds the invisible or control character U+E0020 at character 9",
+        ),
+        (
+            "a retraction of a retraction",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(
+                        t,
+                        "x1,airbnb,retraction,2024-01-01,0,,wrong,,,e0001\n\
+                         x2,airbnb,retraction,2024-01-02,0,,undo,,,x1\n",
+                    )
+                })
+            },
+            "events.csv:116: retraction x2 withdraws x1, itself a retraction (line 115)",
+        ),
+        (
+            "a retraction with a value",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,airbnb,retraction,2024-01-01,5,,wrong,,,e0001\n")
+                })
+            },
+            "events.csv:115: retraction x1 carries valuation_usd 5",
+        ),
+        (
+            "a retraction dated before what it withdraws",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,airbnb,retraction,2019-01-01,0,,wrong,,,e0001\n")
+                })
+            },
+            "events.csv:115: retraction x1 on 2019-01-01 is dated before e0001 on 2020-04-06",
+        ),
+        (
+            "event ids that differ only in case",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    t + "E0001,stripe,primary_round,2024-01-01,100,https://e.com,\n"
+                })
+            },
+            "events.csv:115: event_id \"E0001\" differs from \"e0001\" (line 2) only in case",
+        ),
+        (
+            "a valuation with a sign",
+            |d| edit(&d.join("events.csv"), |t| t + "x1,stripe,primary_round,2024-01-01,+5,https://e.com,\n"),
+            "events.csv:115: valuation_usd \"+5\" is not a whole number of US dollars, digits only",
+        ),
+        (
+            "a valuation with a leading zero",
+            |d| edit(&d.join("events.csv"), |t| t + "x1,stripe,primary_round,2024-01-01,007,https://e.com,\n"),
+            "events.csv:115: valuation_usd \"007\" has a leading zero",
+        ),
+        (
+            "an address without a host",
+            |d| edit(&d.join("events.csv"), |t| t + "x1,stripe,primary_round,2024-01-01,5,https:///path,\n"),
+            "events.csv:115: source_url \"https:///path\" names no host after the scheme",
+        ),
+        (
+            "an address with a space",
+            |d| edit(&d.join("events.csv"), |t| t + "x1,stripe,primary_round,2024-01-01,5,https://e.com/a b,\n"),
+            "events.csv:115: source_url \"https://e.com/a b\" holds white space",
+        ),
+        (
+            "an address with a user name",
+            |d| edit(&d.join("events.csv"), |t| t + "x1,stripe,primary_round,2024-01-01,5,https://me:pw@e.com/,\n"),
+            "events.csv:115: source_url \"https://me:pw@e.com/\" carries a user name or password",
+        ),
+        (
             "malformed csv row",
             |d| edit(&d.join("events.csv"), |t| t + "x1,stripe\n"),
             "events.csv:115: malformed CSV",
@@ -358,6 +451,50 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
             .collect();
         assert!(leftovers.is_empty(), "{name}: no temporary file left");
     }
+}
+
+/// A hostile cell is quoted in part: the refusal of a 20 MB slug is one short line.
+#[test]
+fn a_refusal_quotes_a_hostile_cell_in_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("dataset");
+    copy_sample(&source);
+    let huge = "X".repeat(20 << 20);
+    edit(&source.join("events.csv"), |t| {
+        t + &format!("x1,{huge},primary_round,2024-01-01,100,https://e.com,\n")
+    });
+    let out = dir.path().join("out.snap");
+    let message = marks_builder::build(&options(&source, &out))
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        message.contains("events.csv:115: unknown slug \"XXXX"),
+        "{}",
+        &message[..200.min(message.len())]
+    );
+    assert!(
+        message.contains(&format!("({} bytes)", 20 << 20)),
+        "says how long it was"
+    );
+    assert!(
+        message.len() < 500,
+        "one short line, not the cell: {} bytes",
+        message.len()
+    );
+}
+
+/// A zero-width joiner or non-joiner inside a word of a note is how some scripts spell it.
+#[test]
+fn a_joiner_inside_a_word_of_a_note_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("dataset");
+    copy_sample(&source);
+    edit(&source.join("events.csv"), |t| {
+        t + "x1,stripe,primary_round,2024-01-01,100,https://e.com,\u{645}\u{6cc}\u{200c}\u{62e}\u{648}\u{627}\u{647}\u{645} round\n"
+    });
+    let out = dir.path().join("out.snap");
+    marks_builder::build(&options(&source, &out)).unwrap_or_else(|e| panic!("refused: {e}"));
+    assert!(out.exists());
 }
 
 #[test]

@@ -181,7 +181,7 @@ impl<'a> From<Option<&'a str>> for Cell<'a> {
 /// A text cell as a spreadsheet may safely open it: one that could start a formula (see the
 /// module's notes) gets `'` before it.
 pub fn neutralised(text: &str) -> Cow<'_, str> {
-    if could_run(text.as_bytes()) {
+    if could_run(text) {
         Cow::Owned(format!("'{text}"))
     } else {
         Cow::Borrowed(text)
@@ -189,18 +189,25 @@ pub fn neutralised(text: &str) -> Cow<'_, str> {
 }
 
 /// Whether a spreadsheet, or a reader that splits lines itself, could take the cell `text` for
-/// a formula.
-fn could_run(text: &[u8]) -> bool {
-    let is_blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
-    let is_trigger = |b: &u8| matches!(b, b'=' | b'+' | b'-' | b'@');
-    if matches!(text.first(), Some(b'\t' | b'\r')) {
+/// a formula. Blanks before a trigger are any Unicode white space or invisible character (a
+/// no-break space, a zero-width joiner), which a spreadsheet may drop before it reads the cell;
+/// the full-width triggers count too, since some spreadsheets fold them to ASCII.
+fn could_run(text: &str) -> bool {
+    let is_blank = |c: char| c.is_whitespace() || super::names::is_invisible(c);
+    let is_trigger = |c: char| {
+        matches!(
+            c,
+            '=' | '+' | '-' | '@' | '\u{ff1d}' | '\u{ff0b}' | '\u{ff0d}' | '\u{ff20}'
+        )
+    };
+    if text.starts_with(['\t', '\r']) {
         return true;
     }
-    if text.iter().find(|b| !is_blank(b)).is_some_and(is_trigger) {
+    if text.chars().find(|&c| !is_blank(c)).is_some_and(is_trigger) {
         return true;
     }
-    match text.iter().position(|b| matches!(b, b'\r' | b'\n')) {
-        Some(line_break) => text[line_break..].iter().any(is_trigger),
+    match text.find(['\r', '\n']) {
+        Some(line_break) => text[line_break..].chars().any(is_trigger),
         None => false,
     }
 }
@@ -281,6 +288,10 @@ mod tests {
             "Sold in 2024\r\n=HYPERLINK(\"http://x\")",
             "first line\nsecond line, then @A1",
             "note\r\n  -1",
+            "\u{a0}=1+2",
+            "\u{a0}\u{200d} @SUM(A1)",
+            "\u{3000}+1",
+            "\u{ff1d}HYPERLINK(\"x\")",
         ] {
             assert_eq!(neutralised(formula), format!("'{formula}"), "{formula:?}");
             let text = row(&[Cell::Text(formula)]);
