@@ -101,6 +101,7 @@ pub fn resolve(settings: &Settings, bound: SocketAddr) -> Result<ResolvedFiles, 
         resolved: Resolved {
             public_base_url: public_base_url.trim_end_matches('/').to_string(),
             publisher_key,
+            allow_rollback: data.allow_rollback,
             snapshot_path,
             keys_path,
         },

@@ -69,6 +69,10 @@ pub async fn reload_snapshot(state: &Arc<State>) -> SnapshotReload {
             tracing::error!(path = %state.resolved.snapshot_path.display(), error = %with_causes(&err), "snapshot refused; {keeping}");
             SnapshotReload::Refused
         }
+        Ok(Err(err @ LoadError::NotASuccessor { .. })) => {
+            tracing::error!(error = %err, "snapshot refused as a rollback; {keeping}");
+            SnapshotReload::Refused
+        }
         Ok(Err(err)) => {
             tracing::warn!(error = %with_causes(&err), "snapshot not loaded; {keeping}");
             SnapshotReload::NotYet

@@ -140,6 +140,11 @@ pub struct Data {
     /// Refuse snapshots whose header is not signed by this publisher public key (PEM).
     #[arg(long, value_name = "PUB")]
     pub publisher_key: Option<PathBuf>,
+    /// Put in force a snapshot of an older or the same dataset version, or one whose publication
+    /// log does not extend the log in force (a rollback). Without it such a file is refused, the
+    /// snapshot in force keeps serving, and the refusal is logged and counted.
+    #[arg(long)]
+    pub allow_rollback: bool,
     /// How often the snapshot and keys files are checked for replacement (a bare number is
     /// milliseconds; at least 10ms).
     #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = millis_at_least::<10>,
@@ -337,6 +342,8 @@ impl Default for Settings {
 pub struct Resolved {
     pub public_base_url: String,
     pub publisher_key: Option<VerifyingKey>,
+    /// `--allow-rollback`: a snapshot need not succeed the one in force.
+    pub allow_rollback: bool,
     pub snapshot_path: PathBuf,
     pub keys_path: PathBuf,
 }

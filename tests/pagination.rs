@@ -280,7 +280,9 @@ async fn a_cursor_minted_before_a_swap_continues_after_the_same_row() {
     events.push_str("x0002,zzz-last,primary_round,2025-01-01,1000000000,closed,https://example.com/z,B,,\n");
     std::fs::write(source.join("events.csv"), events).unwrap();
     let next = dir.path().join("next.snap");
-    build(&source, &next);
+    // Built on the sample (`--previous`), as a successor is: its publication log extends the one
+    // in force, so the server puts it in force.
+    try_build(&source, &next, Some(sample_snapshot())).unwrap();
     server.publish(&next);
     server.wait_for_dataset(&day_after(&sample_version())).await;
 

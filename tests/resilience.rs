@@ -315,13 +315,101 @@ async fn marks_install_refuses_a_bad_file_and_publishes_a_good_one() {
     assert!(names.is_empty(), "{names:?}");
 }
 
+/// A signature binds content, not freshness: `marks install` refuses an older or the same dataset
+/// version, or a log that does not extend the live one, unless told `--rollback`; a running
+/// server refuses such a file at its watched path (it keeps serving, logs and counts it) unless
+/// started with `--allow-rollback`.
+#[tokio::test]
+async fn a_rollback_is_refused_unless_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let versions = build_versions(dir.path(), 3);
+    // Built apart from the chain, with other values: a newer version whose log does not extend
+    // the chain's.
+    let fork = dir.path().join("fork");
+    std::fs::create_dir_all(&fork).unwrap();
+    let forked = build_chain(&fork, 4, |v, source, version| {
+        append_line(
+            &source.join("events.csv"),
+            &format!(
+                "f{v:04},synth-000001,tender_offer,{version},{},https://example.com/f,",
+                2_000_000_000 + v
+            ),
+        )
+    })
+    .pop()
+    .unwrap();
+    let server = TestServer::start_with(Options {
+        snapshot: Some(versions[1].1.clone()),
+        ..Options::default()
+    })
+    .await;
+    let install = |from: &Path, extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_marks"))
+            .args(["install", "--snapshot"])
+            .arg(from)
+            .arg("--to")
+            .arg(&server.snapshot_path)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let live = std::fs::read(&server.snapshot_path).unwrap();
+    for (older, why) in [
+        (&versions[0].1, "is older than dataset"),
+        (&forked.1, "does not extend the log in force"),
+    ] {
+        let refused = install(older, &[]);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success() && stderr.contains(why), "{stderr}");
+        assert!(stderr.contains("--rollback"), "says how to roll back: {stderr}");
+        assert_eq!(
+            std::fs::read(&server.snapshot_path).unwrap(),
+            live,
+            "the live file is untouched"
+        );
+    }
+    // The same file again is no change, and a successor installs.
+    assert!(install(&versions[1].1, &[]).status.success());
+    assert!(install(&versions[2].1, &[]).status.success());
+    server.wait_for_dataset(&versions[2].0).await;
+
+    // Dropped at the watched path by hand: refused, counted, and the newer one keeps serving.
+    let refusals = server.state.snapshots.rollbacks_refused.load(Ordering::Relaxed);
+    server.publish(&versions[0].1);
+    wait_until(|| server.state.snapshots.rollbacks_refused.load(Ordering::Relaxed) > refusals).await;
+    assert_eq!(served(&server).await, versions[2].0);
+    let ready = server.get("/readyz", None).await;
+    let ready = String::from_utf8_lossy(&ready.body).into_owned();
+    assert!(ready.contains("is older than dataset"), "{ready}");
+    let metrics = server.get("/metrics", None).await;
+    let metrics = String::from_utf8_lossy(&metrics.body).into_owned();
+    assert!(
+        metrics.contains("marks_snapshot_rollbacks_refused_total 1"),
+        "{metrics}"
+    );
+
+    // Asked for, it rolls back: install --rollback, and a server started with --allow-rollback.
+    assert!(install(&versions[0].1, &["--rollback"]).status.success());
+    let mut settings = test_settings();
+    settings.data.allow_rollback = true;
+    let permissive = TestServer::start_with(Options {
+        snapshot: Some(versions[2].1.clone()),
+        settings,
+        ..Options::default()
+    })
+    .await;
+    permissive.publish(&versions[0].1);
+    permissive.wait_for_dataset(&versions[0].0).await;
+}
+
 /// SIGHUP and the watcher never load at once, so the last file published is the one served,
 /// however the two interleave.
 #[tokio::test]
 async fn sighup_racing_the_watcher_ends_on_the_newest_file() {
     let dir = tempfile::tempdir().unwrap();
     let versions = build_versions(dir.path(), 6);
-    let (mut child, addr) = spawn_binary(dir.path(), &["--watch-interval-ms", "10"]).await;
+    // The synthetic versions are older than the sample it starts on: rollbacks allowed.
+    let (mut child, addr) = spawn_binary(dir.path(), &["--watch-interval-ms", "10", "--allow-rollback"]).await;
     let live = dir.path().join("live.snap");
     let pid = child.id().unwrap() as i32;
     for (_, path) in &versions {

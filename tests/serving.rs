@@ -460,7 +460,8 @@ async fn sighup_reloads_the_snapshot_and_the_keys_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let versions = build_versions(dir.path(), 2);
     // The watcher looks once at start and then not for an hour: only SIGHUP can reload.
-    let (mut child, addr) = spawn_binary(dir.path(), &["--watch-interval-ms", "3600000"]).await;
+    // The synthetic version is older than the sample it starts on: rollbacks allowed.
+    let (mut child, addr) = spawn_binary(dir.path(), &["--watch-interval-ms", "3600000", "--allow-rollback"]).await;
     let get = |path: &'static str, key: &'static str| async move {
         request(addr, Method::GET, path, &[("x-api-key", key)]).await
     };

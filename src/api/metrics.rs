@@ -73,6 +73,7 @@ pub struct ScrapeInputs<'a> {
     pub last_refusal_at: Option<u64>,
     pub snapshot_loads: u64,
     pub snapshot_refusals: u64,
+    pub snapshot_rollbacks_refused: u64,
     pub keys_loads: u64,
     pub keys_refusals: u64,
     pub keys: usize,
@@ -225,6 +226,11 @@ impl Metrics {
                 "marks_snapshot_refusals_total",
                 "Snapshot files refused (failed a check); the previous one kept serving.",
                 g.snapshot_refusals,
+            ),
+            (
+                "marks_snapshot_rollbacks_refused_total",
+                "Of the snapshot files refused, the valid ones that did not succeed the snapshot in force (an older dataset version, a rewritten publication log); see --allow-rollback.",
+                g.snapshot_rollbacks_refused,
             ),
             ("marks_keys_reloads_total", "Keys files loaded.", g.keys_loads),
             (

@@ -59,6 +59,7 @@ impl State {
         State {
             snapshots: Arc::new(SnapshotInForce::new(
                 resolved.publisher_key,
+                resolved.allow_rollback,
                 u64::from(exports.decoded_cache_mib) << 20,
             )),
             keys: KeysInForce::default(),
@@ -114,6 +115,7 @@ impl State {
             last_refusal_at: self.snapshots.last_refusal().map(|r| epoch_seconds(r.at)),
             snapshot_loads: self.snapshots.loads.load(Relaxed),
             snapshot_refusals: self.snapshots.refusals.load(Relaxed),
+            snapshot_rollbacks_refused: self.snapshots.rollbacks_refused.load(Relaxed),
             keys_loads: self.keys.loads.load(Relaxed),
             keys_refusals: self.keys.refusals.load(Relaxed),
             keys: self.keys.ring().len(),

@@ -315,14 +315,31 @@ pub fn publish(snapshot: &Path, to: &str, publisher_key: Option<&Path>) -> Resul
 }
 
 /// Puts a snapshot in place of the one a server watches, the safe way: checks it as the server
-/// would, copies it to a temporary file beside `live`, fsyncs it and renames it over `live`, so
-/// the server sees the old file or the whole new one and never a partial copy.
-pub fn install(snapshot: &Path, live: &Path, publisher_key: Option<&Path>) -> Result<()> {
+/// would, and that it succeeds the snapshot at `live` (a newer dataset version whose publication
+/// log extends live's; `rollback` waives that), copies it to a temporary file beside `live`,
+/// fsyncs it and renames it over `live`, so the server sees the old file or the whole new one and
+/// never a partial copy.
+pub fn install(snapshot: &Path, live: &Path, publisher_key: Option<&Path>, rollback: bool) -> Result<()> {
     let options = OpenOptions {
         publisher_key: publisher_key.map(signing::read_verifying_key).transpose()?,
     };
     let checked = Snapshot::open(snapshot, &options)
         .with_context(|| format!("{} refused; {} left as it was", snapshot.display(), live.display()))?;
+    if !rollback && live.exists() {
+        // What is at `live` now is what a server serves; a file there that fails its checks
+        // is in force nowhere, so it binds nothing.
+        if let Ok(in_force) = Snapshot::open(live, &OpenOptions::default()) {
+            marks_format::file::succession::check_succession(&checked, &in_force).with_context(|| {
+                format!(
+                    "{} refused: it does not succeed {} (dataset {}); {} left as it was",
+                    snapshot.display(),
+                    live.display(),
+                    in_force.header().dataset_version,
+                    live.display()
+                )
+            })?;
+        }
+    }
     let header = checked.header().clone();
     drop(checked);
     let started = Instant::now();

@@ -59,6 +59,10 @@ enum Command {
         /// Refuse to install a snapshot not signed by this publisher public key (PEM).
         #[arg(long, value_name = "PUB")]
         publisher_key: Option<PathBuf>,
+        /// Install it even if it does not succeed the snapshot at LIVE (an older or the same
+        /// dataset version, or a publication log that does not extend LIVE's).
+        #[arg(long)]
+        rollback: bool,
     },
     /// Publish a snapshot to S3-compatible object storage for replicas run with --snapshot-from:
     /// check it, upload it as PREFIX/snapshots/<sha256>.snap, then point PREFIX/CURRENT at it.
@@ -172,7 +176,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             snapshot,
             to,
             publisher_key,
-        } => commands::install(&snapshot, &to, publisher_key.as_deref()),
+            rollback,
+        } => commands::install(&snapshot, &to, publisher_key.as_deref(), rollback),
         Command::VerifySnapshot { file, publisher_key } => commands::verify_snapshot(&file, publisher_key.as_deref()),
     }
 }

@@ -13,6 +13,7 @@ use std::time::SystemTime;
 use arc_swap::ArcSwapOption;
 use ed25519_dalek::VerifyingKey;
 use marks_format::file::regular_file;
+use marks_format::file::succession::{check_succession, NotASuccessor};
 use marks_format::{OpenOptions, Snapshot, SnapshotError};
 
 use crate::snapshot::identity::FileIdentity;
@@ -23,6 +24,8 @@ pub struct SnapshotInForce {
     current: ArcSwapOption<LoadedSnapshot>,
     /// With `--publisher-key`: snapshots not signed by it are refused.
     publisher_key: Option<VerifyingKey>,
+    /// With `--allow-rollback`: a snapshot need not succeed the one in force.
+    allow_rollback: bool,
     /// Bytes of decoded series each snapshot in force keeps (`--series-cache`).
     series_cache_bytes: u64,
     refusal: Mutex<Option<Refusal>>,
@@ -32,18 +35,22 @@ pub struct SnapshotInForce {
     /// Snapshots put in force, and files refused, since the start.
     pub loads: AtomicU64,
     pub refusals: AtomicU64,
+    /// Of the refusals, the valid files that did not succeed the snapshot in force.
+    pub rollbacks_refused: AtomicU64,
 }
 
 impl SnapshotInForce {
-    pub fn new(publisher_key: Option<VerifyingKey>, series_cache_bytes: u64) -> SnapshotInForce {
+    pub fn new(publisher_key: Option<VerifyingKey>, allow_rollback: bool, series_cache_bytes: u64) -> SnapshotInForce {
         SnapshotInForce {
             current: ArcSwapOption::empty(),
             publisher_key,
+            allow_rollback,
             series_cache_bytes,
             refusal: Mutex::new(None),
             loading: tokio::sync::Mutex::new(()),
             loads: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
+            rollbacks_refused: AtomicU64::new(0),
         }
     }
 
@@ -90,6 +97,11 @@ impl SnapshotInForce {
         }
         match opened {
             Ok(snapshot) => {
+                if let Some(current) = self.current().filter(|_| !self.allow_rollback) {
+                    if let Err(reason) = check_succession(&snapshot, &current.snapshot) {
+                        return Err(self.refuse_rollback(path, reason));
+                    }
+                }
                 let meta = snapshot.body(&snapshot.index().meta_json);
                 let etag_seed = snapshot.header().checksum as u64;
                 let loaded = Arc::new(LoadedSnapshot {
@@ -127,6 +139,24 @@ impl SnapshotInForce {
         // `/readyz` already.
         self.refusals.fetch_add(1, Relaxed);
         LoadError::Refused(err)
+    }
+
+    /// Records a valid file that does not succeed the snapshot in force, for `/readyz`, and
+    /// counts it both as a refusal and as a rollback refused.
+    fn refuse_rollback(&self, path: &Path, reason: NotASuccessor) -> LoadError {
+        if let Ok(mut refusal) = self.refusal.lock() {
+            *refusal = Some(Refusal {
+                at: SystemTime::now(),
+                path: path.to_owned(),
+                reason: reason.to_string(),
+            });
+        }
+        self.rollbacks_refused.fetch_add(1, Relaxed);
+        self.refusals.fetch_add(1, Relaxed);
+        LoadError::NotASuccessor {
+            path: path.to_owned(),
+            reason,
+        }
     }
 
     pub fn last_refusal(&self) -> Option<Refusal> {

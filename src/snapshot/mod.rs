@@ -130,6 +130,13 @@ pub enum LoadError {
     /// read again at the next look.
     #[error("{path} changed while it was being read (still being written?); it is read again once it is complete")]
     Changing { path: PathBuf },
+    /// A valid file that does not succeed the snapshot in force (an older dataset, a rewritten
+    /// publication log): refused until it changes, unless the server allows rollbacks.
+    #[error("{path} refused: {reason}")]
+    NotASuccessor {
+        path: PathBuf,
+        reason: marks_format::file::succession::NotASuccessor,
+    },
 }
 
 /// An error and each of its causes, outermost first, on one line: what a refusal records and

@@ -231,6 +231,10 @@ class Fleet:
         with open(toml, "w") as f:
             f.write(text)
         out = os.path.join(self.work, f"{version}.snap")
+        # Each version is built on the one before (--previous), as a publisher builds: its
+        # publication log extends the one the replicas serve, so they put it in force (a
+        # replica refuses a rollback).
+        previous = os.path.join(self.work, "previous.snap")
         subprocess.run(
             [
                 self.marks,
@@ -242,11 +246,13 @@ class Fleet:
                 "--signing-key",
                 os.path.join(self.repo, "sample/demo-signing-key.pem"),
                 "--quiet",
+                *(["--previous", previous] if os.path.exists(previous) else []),
             ],
             check=True,
             stdout=subprocess.DEVNULL,
             cwd=self.repo,
         )
+        shutil.copy(out, previous)
         return out
 
     def publish(self, snapshot):

@@ -15,7 +15,8 @@
      endLabels          write each line's label at its end (wide charts only): in the right
                         margin for a line that runs to the end, beside its exit marker for one
                         that ends earlier; labels are moved up or down until none overlaps
-                        another (measured boxes, a simple vertical de-overlap)
+                        another (measured boxes, a simple vertical de-overlap), and kept below
+                        the axis titles they would otherwise overprint
      readout(day, initial)  the readout for a day (the page writes it): text, or an array of
                         text and nodes; `initial` when no cursor is set yet (the last day)
      readoutNode        where that text goes (an aria-live element)
@@ -154,12 +155,14 @@ function render(box, state) {
     grid.append(svgEl('line', { class: 'axis-line', x1: M.l + pw, x2: M.l + pw, y1: M.t, y2: H - M.b }));
   }
   grid.append(...timeGrid(timeTicks(d0, d1, pw), x, { M, W, H }));
+  const titles = []; // the axis titles, at the plot's top corners: no end label may cover them
   if (spec.left.title) {
-    grid.append(svgEl('text', { class: 'axis axis-title', x: M.l + 4, y: M.t + 12, text: spec.left.title }));
+    titles.push(svgEl('text', { class: 'axis axis-title', x: M.l + 4, y: M.t + 12, text: spec.left.title }));
   }
   if (right && spec.right.title) {
-    grid.append(svgEl('text', { class: 'axis axis-title', x: M.l + pw - 4, y: M.t + 12, 'text-anchor': 'end', text: spec.right.title }));
+    titles.push(svgEl('text', { class: 'axis axis-title', x: M.l + pw - 4, y: M.t + 12, 'text-anchor': 'end', text: spec.right.title }));
   }
+  grid.append(...titles);
 
   const bands = svgEl('g', { class: 'bands' });
   const lines = svgEl('g', { class: 'lines' });
@@ -253,7 +256,7 @@ function render(box, state) {
     setCursor(state, moves[ev.key]);
   });
   box.replaceChildren(root);
-  if (labels) placeLabels(endLabels, ends, { W, H, M, right: W - M.r + (hasRight ? 62 : 0) + 4 });
+  if (labels) placeLabels(endLabels, ends, { W, H, M, right: W - M.r + (hasRight ? 62 : 0) + 4, titles });
   if (state.day != null) setCursor(state, state.day);
   else showReadout(spec, spec.to, true);
 }
@@ -269,22 +272,35 @@ function showReadout(spec, day, initial) {
  * measured once drawn, then pushed apart: each pair whose boxes share columns and lie less than
  * a label's height (and a gap) apart is moved apart, half each way, and every label is kept
  * between the plot's top and bottom, until no pair clashes (a simple vertical de-overlap). A
+ * label that shares columns with an axis title (`titles`, drawn at the plot's top corners: an
+ * exit's label inside the plot may reach them) is kept below it, so it never overprints it. A
  * leader joins each label to its line's end.
  */
-function placeLabels(group, ends, { W, H, M, right }) {
+function placeLabels(group, ends, { W, H, M, right, titles = [] }) {
   const top = M.t + 6;
   const bottom = H - M.b - 6;
   const scale = group.ownerSVGElement.getBoundingClientRect().width / W || 1;
+  // The titles' boxes in the chart's own units (they are drawn in the grid, untransformed).
+  const blocked = titles.map((t) => t.getBBox()).filter((b) => b.width > 0)
+    .map((b) => ({ x0: b.x, x1: b.x + b.width, bottom: b.y + b.height }));
   let step = 18; // the least distance between two labels' middles: their height and a gap, measured below
   const items = ends.map((end) => {
     const text = svgEl('text', { class: `end-label ${end.line.cls}`, x: 0, y: 0, 'data-key': end.line.key, text: end.text });
     group.append(text);
     const box = text.getBoundingClientRect();
+    const own = text.getBBox(); // drawn on the baseline 0: own.y is its top above the baseline
     step = Math.max(step, Math.ceil(box.height / scale) + 4);
     const width = Math.ceil(Math.max(text.getComputedTextLength(), box.width / scale));
     let x0 = end.exit ? end.x + 9 : right;
     if (x0 + width > W - 2) x0 = end.exit ? end.x - 9 - width : W - 2 - width;
-    return { end, text, width, x0, y: Math.max(top, Math.min(bottom, end.y)) };
+    // The label is written on the baseline y + 4: its top is y + 4 + own.y. Below every title
+    // whose columns it shares, with a 3-unit gap.
+    let least = top;
+    for (const b of blocked) {
+      if (x0 < b.x1 + 4 && b.x0 < x0 + width + 4) least = Math.max(least, b.bottom + 3 - 4 - own.y);
+    }
+    least = Math.min(least, bottom);
+    return { end, text, width, x0, least, y: Math.max(least, Math.min(bottom, end.y)) };
   });
   const columns = (p, q) => p.x0 < q.x0 + q.width + 4 && q.x0 < p.x0 + p.width + 4;
   for (let round = 0; round < 500; round += 1) {
@@ -301,7 +317,7 @@ function placeLabels(group, ends, { W, H, M, right }) {
         moved = true;
       }
     }
-    for (const it of items) it.y = Math.max(top, Math.min(bottom, it.y));
+    for (const it of items) it.y = Math.max(it.least, Math.min(bottom, it.y));
     if (!moved) break;
   }
   for (const it of items) {

@@ -191,6 +191,17 @@ export function ended(c) {
 }
 
 /**
+ * Whether a company's mark holds the price of a pending agreed sale: a sale agreed at a disclosed
+ * price and not closed. Its mark is that price and adds nothing while the sale is pending (the
+ * API's explanation, case sale_agreed), so its 30-day change is no drift: it is the price held.
+ * A sale agreed at an undisclosed price holds nothing: its mark runs from the last value reported.
+ */
+export function holdsAgreedPrice(c) {
+  const o = c.outcome;
+  return Boolean(o && o.kind === 'sale_agreed' && o.valuation_usd > 0 && !ended(c));
+}
+
+/**
  * What ended or fixed a company's private marks, with its day and value, as an array of
  * strings and figures: "Listed 2021-01-13 at $12B", "Sold 2026-03-11, price not disclosed",
  * "Bankrupt 2022-11-11, equity reported at $0". Empty when it has no outcome.
@@ -219,6 +230,46 @@ export function outcomeParts(o) {
 /** The same in plain text, three significant figures (for chart labels and readouts). */
 export function outcomeText(o) {
   return outcomeParts(o).map((p) => (typeof p === 'string' ? p : p.dataset.compact)).join('');
+}
+
+/**
+ * A company's fate in a few words, for a suggestion or a list of them: "Listed 2020-12-10",
+ * "Sold 2026-03-11", "Sale agreed 2026-01-22, pending", "Bankrupt 2022-07-13", "Wound down
+ * 2023-05-01"; '' for a company still private with no sale agreed.
+ */
+export function fateWords(c) {
+  const o = c.outcome;
+  if (!o) return c.status === 'ipo_completed' ? OUTCOME_WORDS.listed : '';
+  return `${OUTCOME_WORDS[o.kind] || eventWords(o.event_type)} ${o.occurred_on}${o.kind === 'sale_agreed' ? ', pending' : ''}`;
+}
+
+/**
+ * A company's mark as a suggestion names it: today's value estimate ("$95.6B") while its marks
+ * are current; for a listed, sold or failed company its last private mark, said so and dated
+ * ("last private mark $18B, 2020-12-09"), never passed off as a value today.
+ */
+export function markWords(c) {
+  const m = c.latest_mark;
+  if (!m || typeof m.value_usd !== 'number') return '';
+  return ended(c) ? `last private mark ${usd(m.value_usd)}${m.as_of_date ? `, ${m.as_of_date}` : ''}` : usd(m.value_usd);
+}
+
+/**
+ * The content of a suggestion (the search's listbox, the suggestions of a page that names no
+ * company): the name (with its aliases; with `link`, a link to the company's page), its fate
+ * beside it (span.fate, classed by its kind) and, under them, the sector, the mark (markWords)
+ * and the slug.
+ */
+export function companyOption(c, { link = false } = {}) {
+  const fate = fateWords(c);
+  const kind = c.outcome ? c.outcome.kind : c.status === 'ipo_completed' ? 'listed' : 'private';
+  return [
+    link
+      ? el('a', { class: 'option-name', href: `/explore/${encodeURIComponent(c.slug)}`, text: displayName(c) })
+      : el('span', { class: 'option-name', text: displayName(c) }),
+    fate ? [' ', el('span', { class: `fate fate-${kind}`, 'data-kind': kind, text: fate })] : null,
+    el('span', { class: 'sub', text: [c.sector, markWords(c), c.slug].filter(Boolean).join(' · ') }),
+  ];
 }
 
 /** An index level or a rebased value: 1,234.56 (two decimals). */
@@ -459,11 +510,14 @@ function dropUsage() {
 export const FREE_SCOPES = ['companies:list', 'companies:read'];
 
 /**
- * {tier, rate, scopes}, asked of /v1/usage once per key and tab (kept in sessionStorage).
- * /v1/usage needs Research: a key refused it with 403 tier_forbidden is a free key, which may
- * read the list and a company's profile only (FREE_SCOPES), so the pages never spend its budget
- * on what it is certain to be refused; its budget is the RateLimit-Policy quota of that answer.
- * scopes is null only when the answer said nothing (e.g. a 429: asked again on the next page).
+ * {tier, rate, scopes}, learnt once per key and tab (kept in sessionStorage), by asking only what
+ * every tier may read first: /v1/companies?limit=1 (listCompanies). A free key's list answer
+ * carries `universe_note` (the free tier lists its ten companies; no other tier's does): that
+ * answer tells the pages the key is free, so it may read the list and a company's profile only
+ * (FREE_SCOPES), and its budget is the RateLimit-Policy quota of that answer. /v1/usage, which
+ * needs Research, is asked only of a key whose list answer had no such note; so a free key is
+ * never sent a request it is certain to be refused (not even the key check).
+ * scopes is null only when the answers said nothing (e.g. a 429: asked again on the next page).
  */
 export async function loadUsage() {
   try {
@@ -476,13 +530,19 @@ export async function loadUsage() {
   } catch { /* not cached */ }
   let known;
   try {
-    const u = await api('/v1/usage');
-    known = { tier: u.tier, rate: u.rate_per_min, scopes: Array.isArray(u.scopes) ? u.scopes : [] };
+    const first = await api('/v1/companies?limit=1');
+    if (first && typeof first.universe_note === 'string' && first.universe_note) {
+      known = { tier: 'free', rate: budget.quota, scopes: FREE_SCOPES };
+    } else {
+      const u = await api('/v1/usage');
+      known = { tier: u.tier, rate: u.rate_per_min, scopes: Array.isArray(u.scopes) ? u.scopes : [] };
+    }
   } catch (err) {
     if (err.status === 401) throw err;
     if (err.status !== 403 || (err.problem && err.problem.code && err.problem.code !== 'tier_forbidden')) {
       return (usage = { tier: null, rate: null, scopes: null }); // e.g. 429: ask again later
     }
+    // /v1/usage refused after all (a server whose free list carries no note): the key is free.
     const named = /tier \(([a-z]+)\)/i.exec((err.problem && err.problem.detail) || '');
     known = { tier: named ? named[1] : 'free', rate: budget.quota, scopes: FREE_SCOPES };
   }
@@ -746,8 +806,7 @@ export function companySearch({ input, list, status, onPick, limit = 8, exclude 
     items = companies.filter((c) => !skip.has(c.slug));
     list.replaceChildren(...items.map((c, i) => el('li', {
       role: 'option', id: `${list.id}-${i}`, 'aria-selected': 'false', 'data-slug': c.slug,
-    }, el('span', { class: 'option-name', text: displayName(c) }),
-    el('span', { class: 'sub', text: [c.sector, c.latest_mark ? usd(c.latest_mark.value_usd) : null, c.slug].filter(Boolean).join(' · ') }))));
+    }, companyOption(c))));
     active = -1;
     input.removeAttribute('aria-activedescendant');
     if (items.length) {

@@ -14,7 +14,8 @@
 import {
   $, el, svgEl, say, facts, sourceLink, hostOf,
   usd, usdFull, band, an, pct, pctCell, displayName, money, moneyBand, initExactToggles,
-  eventWords, GRADE_WORDS, REPORTED_WORDS, OUTCOME_WORDS, ended, outcomeParts, outcomeText,
+  eventWords, GRADE_WORDS, REPORTED_WORDS, OUTCOME_WORDS, ended, outcomeParts, outcomeText, holdsAgreedPrice,
+  companyOption,
   getKey, api, problemWords, showError, keyThenView, allows, needsTier, initKeyPanel, showMeta,
   dayNumber, nearestIn, timeTicks, chartWidth, redrawOnResize, DAY_MS, MONTHS,
   apiText, toCsv, fetchCsv, fileName, downloadButton, companySearch,
@@ -188,10 +189,16 @@ function outcomeWords(c) {
 }
 
 /** A 30-day change cell: the percent, and when it is only the method's curve moving with the
- * days since the last report (delta_30d_basis "profile"), a mark saying so. */
+ * days since the last report (delta_30d_basis "profile"), a mark saying so; for a pending sale
+ * agreed at a disclosed price, whose mark holds that price, that it is held instead. */
 function changeCell(c, extra = '') {
   const td = pctCell(c.delta_30d_pct, extra);
-  if (c.delta_30d_basis === 'profile' && typeof c.delta_30d_pct === 'number') {
+  if (c.delta_30d_basis === 'profile' && typeof c.delta_30d_pct === 'number' && holdsAgreedPrice(c)) {
+    // A pending agreed sale: the mark holds the agreed price; no drift to speak of.
+    td.append(el('span', { class: 'sub', text: 'agreed price held' }));
+    td.title = `A sale was agreed on ${c.outcome.occurred_on} at ${usd(c.outcome.valuation_usd)} and is pending: `
+      + 'the mark holds the agreed price and adds nothing while the sale is pending.';
+  } else if (c.delta_30d_basis === 'profile' && typeof c.delta_30d_pct === 'number') {
     td.append(el('span', { class: 'sub', text: 'drift, no news' }));
     td.title = 'No value was reported in these 30 days: this is the method\'s curve moving with the days since the last report, not new evidence.';
   } else if (c.delta_30d_basis === 'events') {
@@ -260,10 +267,16 @@ function confidenceWords(c) {
     + `±${CONFIDENCE_TOLERANCE_PCT}% of the next reported valuation; not a company-specific probability`;
 }
 
-/** The 30-day change with what it rests on (delta_30d_basis). */
+/** The 30-day change with what it rests on (delta_30d_basis); for a pending sale agreed at a
+ * disclosed price, that the mark holds it (not the method's drift). */
 function changeWords(p) {
   if (typeof p.delta_30d_pct !== 'number') {
     return ended(p) ? `none: the private marks ended on ${(p.latest_mark || {}).as_of_date}` : 'none (the series is shorter than 31 days)';
+  }
+  if (p.delta_30d_basis === 'profile' && holdsAgreedPrice(p)) {
+    const o = p.outcome;
+    return [`${pct(p.delta_30d_pct)}: the mark holds the agreed price, `, money(o.valuation_usd),
+      ` (a sale agreed on ${o.occurred_on}, pending), and adds nothing while the sale is pending`];
   }
   if (p.delta_30d_basis === 'profile') {
     return `${pct(p.delta_30d_pct)}: no value was reported in these 30 days; this is the method's drift moving with the days `
@@ -454,6 +467,8 @@ function wireCompanyDownloads() {
 async function showCompany(slug) {
   shown.slug = slug;
   shown.backtest = [];
+  $('profile-suggest').hidden = true;
+  $('profile-suggest-list').replaceChildren();
   $('company-view').hidden = false;
   $('back').hidden = false;
   $('lede').hidden = true;
@@ -484,6 +499,8 @@ async function showCompany(slug) {
   const logP = wantLog ? Promise.all([api(`${base}/published`), apiText('/v1/log/checkpoint'), signingKeys()]) : null;
 
   renderProfile(profile);
+  const missing = profile.status === 'rejected' && profile.reason.status === 404;
+  const suggestP = missing ? suggestCompanies(slug) : null;
   const p = profile.status === 'fulfilled' ? profile.value : null;
   const name = p ? p.name || slug : slug;
   const backtestP = renderBacktest(slug, name);
@@ -491,14 +508,56 @@ async function showCompany(slug) {
   renderEvents(events, evs);
   const [s95, res, pub] = await Promise.allSettled([s95P, resP, logP]);
   renderSeries(s80, s95, evs, p);
-  await Promise.all([renderResolution(res, wantRes), renderPublished(pub, wantLog, s80), backtestP]);
+  await Promise.all([renderResolution(res, wantRes), renderPublished(pub, wantLog, s80), backtestP, suggestP]);
 }
+
+/** The words of an address's slug, as the search takes them: "celsius-network" gives
+ * "celsius network". */
+const slugWords = (slug) => slug.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+
+/**
+ * An address that names no company (/explore/celsius): the companies whose names come closest,
+ * found with the search the list's box uses (q on listCompanies, in relevance order, within the
+ * key's universe): the slug's words, and when they find none its first word of three letters or
+ * more alone (so "stripe-inc" finds Stripe). Each is a link to its page, its fate beside it.
+ */
+async function suggestCompanies(slug) {
+  const box = $('profile-suggest');
+  const words = slugWords(slug);
+  const queries = [words.join(' ')];
+  const first = words.find((w) => w.length >= 3);
+  if (words.length > 1 && first) queries.push(first);
+  let found = [];
+  let asked = '';
+  try {
+    for (const q of queries.filter(Boolean)) {
+      asked = q;
+      const data = await api(`/v1/companies?${new URLSearchParams({ q, limit: String(SUGGESTIONS) })}`);
+      found = Array.isArray(data && data.companies) ? data.companies : [];
+      if (found.length) break;
+    }
+  } catch (err) {
+    say($('profile-suggest-note'), problemWords(err, 'The search for similar names'), 'error');
+    box.hidden = false;
+    return;
+  }
+  $('profile-suggest-list').replaceChildren(...found.map((c) => el('li', { 'data-slug': c.slug }, companyOption(c, { link: true }))));
+  say($('profile-suggest-note'), found.length
+    ? `Did you mean ${found.length === 1 ? 'this company' : `one of these ${found.length} companies`}? `
+      + `The closest to “${asked}”, as the search finds them:`
+    : `None of this key's companies matches “${queries[0] || slug}” either. `);
+  if (!found.length) $('profile-suggest-note').append(el('a', { href: '/explore', text: 'See the list of companies' }), '.');
+  box.hidden = false;
+}
+
+const SUGGESTIONS = 5; // how many companies a page that names none suggests
 
 function renderProfile(result) {
   if (result.status === 'rejected') {
     showError(result.reason, 'The company profile', $('profile-error'));
     return;
   }
+  $('profile-error').textContent = '';
   const p = result.value;
   $('title').textContent = p.name || p.slug;
   document.title = `${p.name || p.slug} · Valuation Marks`;

@@ -233,16 +233,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
-def run_server(marks: Path, snapshot: Path, keys_file: Path, work: Path) -> Iterator[str]:
+def run_server(marks: Path, snapshot: Path, keys_file: Path, work: Path, *extra: str) -> Iterator[str]:
     """``marks serve`` on 127.0.0.1:0 for the duration, started by the repository's one Python
-    harness (tests/harness/marks_server.py, which waits for the server's ready file); yields
-    its base URL."""
+    harness (tests/harness/marks_server.py, which waits for the server's ready file), with
+    ``extra`` arguments; yields its base URL."""
     log = work / f"serve-{snapshot.stem}.err"
     with open(log, "w+b") as stderr:
         try:
             with serve(
                 marks, "--snapshot", snapshot, "--keys", keys_file, "--no-access-log",
-                "--auth-failures-per-min", "1000", stderr=stderr, timeout=30,
+                "--auth-failures-per-min", "1000", *extra, stderr=stderr, timeout=30,
             ) as running:  # fmt: skip
                 yield running.url
         except NotStarted as error:

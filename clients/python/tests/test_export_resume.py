@@ -124,7 +124,9 @@ def test_a_complete_part_is_finished_by_a_416(server: Server, direct: Client, tm
 def swappable(server: Server, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     live = tmp_path / "live.snap"
     shutil.copy(server.workdir / "sample.snap", live)
-    with run_server(server.marks_bin, live, server.workdir / "keys.toml", tmp_path) as base_url:
+    # The swap goes back to the previous dataset version: a rollback, which the server allows
+    # only when told.
+    with run_server(server.marks_bin, live, server.workdir / "keys.toml", tmp_path, "--allow-rollback") as base_url:
         yield base_url, live
 
 

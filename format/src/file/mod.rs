@@ -12,3 +12,4 @@ pub mod gzip;
 pub mod layout;
 pub mod reader;
 pub mod regular_file;
+pub mod succession;
