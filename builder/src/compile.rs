@@ -14,7 +14,8 @@ use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::dataset::{Company, Dataset, DatasetError, Sector, Status};
-use crate::methodology::indices::{IndexBuilder, IndexDay, Membership};
+use crate::methodology::history::History;
+use crate::methodology::indices::{plan_sector_indices, IndexBuilder, IndexDay, Membership, SectorIndices};
 use crate::methodology::scorecard::disclosure::Disclosure;
 use crate::methodology::{usd, Band, Coverage, Fit, MarkDay, Method, METHODOLOGY_VERSION};
 use crate::render;
@@ -34,7 +35,6 @@ use marks_format::file::layout::{
 };
 use marks_format::file::reader::{OpenOptions, Snapshot, SnapshotError};
 use marks_format::rules::tiers::Tier;
-use marks_format::rules::weights::MIN_SECTOR_COMPANIES;
 
 const CHUNK: usize = 256;
 
@@ -649,8 +649,12 @@ fn write_snapshot(
         writer.append(&deflating.series_prefix.1.deflated)?,
         writer.append(&deflating.series_csv_header.1.deflated)?,
     ];
-    let sectors = sector_table(dataset);
-    let index_codes = index_codes(dataset, &sectors);
+    let (sectors, sector_plan) = sector_indices(dataset);
+    let index_codes: Vec<u16> = sector_plan
+        .index_of
+        .iter()
+        .map(|&i| u16::try_from(i).unwrap_or(u16::MAX))
+        .collect();
     let pass = CompanyPass {
         dataset,
         method,
@@ -662,6 +666,7 @@ fn write_snapshot(
         published: &published,
         sectors: &sectors,
         index_codes: &index_codes,
+        index_starts: &sector_plan.starts,
         series_heads,
     };
     let mut index_builder = IndexBuilder::new(first_event_day(dataset), dataset.info.as_of, 1 + sectors.len());
@@ -750,6 +755,8 @@ struct CompanyPass<'a> {
     sectors: &'a [&'static str],
     /// Each company's index code (0 is every company's; a sector's is its code).
     index_codes: &'a [u16],
+    /// The first day each index counts its constituents (a sector index holds five on each day).
+    index_starts: &'a [marks_format::rules::day::Day],
     /// Where the series' shared heads are stored: JSON, CSV.
     series_heads: [BodyRef; 2],
 }
@@ -802,6 +809,7 @@ impl CompanyPass<'_> {
         let (chunks, queue) = std::sync::mpsc::sync_channel::<(usize, Vec<Rendered>)>(2);
         let written = std::thread::scope(|scope| {
             let (sectors, deflating, index_codes) = (self.sectors, self.deflating, self.index_codes);
+            let index_starts = self.index_starts;
             let heads = self.series_heads;
             let consumer = scope.spawn(move || -> Result<_, BuildError> {
                 let mut companies = Vec::with_capacity(dataset.companies.len());
@@ -813,7 +821,11 @@ impl CompanyPass<'_> {
                         // A small sector's companies count in "other".
                         let index_code = index_codes[start + offset];
                         if let Some(membership) = r.membership {
-                            index_builder.add(&[0, usize::from(index_code)], &r.series, membership);
+                            index_builder.add(&[0], &r.series, membership);
+                            let sector = usize::from(index_code);
+                            if let Some(from_start) = index_starts.get(sector).and_then(|&d| membership.from(d)) {
+                                index_builder.add(&[sector], &r.series, from_start);
+                            }
                         }
                         let series = SeriesPlaces { heads, rest_at };
                         companies.push(write_company(&mut writer, company, sectors, index_code, r, series)?);
@@ -1016,40 +1028,49 @@ fn write_company(
     })
 }
 
-/// The sector names present, sorted (byte order), as the index stores them.
-fn sector_table(dataset: &Dataset) -> Vec<&'static str> {
+/// The sector names present, sorted (byte order), as the index stores them, with "other" when a
+/// sector too small for an index of its own folds into it; and the sector indices' plan
+/// ([`plan_sector_indices`]): the index each company counts in beside "all" and the day each
+/// index starts.
+fn sector_indices(dataset: &Dataset) -> (Vec<&'static str>, SectorIndices) {
     let mut sectors: Vec<&'static str> = dataset.companies.iter().map(|c| c.sector.as_str()).collect();
+    sectors.push(Sector::Other.as_str());
     sectors.sort_unstable();
-    // A sector too small for an index of its own rolls into "other", which must then exist.
-    let small = sectors
-        .chunk_by(|a, b| a == b)
-        .any(|run| run.len() < MIN_SECTOR_COMPANIES);
-    if small {
-        sectors.push(Sector::Other.as_str());
-        sectors.sort_unstable();
-    }
     sectors.dedup();
-    sectors
-}
-
-/// The index each company counts in beside "all": its sector's, or "other"'s when its sector
-/// has fewer than `MIN_SECTOR_COMPANIES` companies.
-fn index_codes(dataset: &Dataset, sectors: &[&str]) -> Vec<u16> {
-    let count = |sector: Sector| dataset.companies.iter().filter(|c| c.sector == sector).count();
-    let other = sectors
-        .binary_search(&Sector::Other.as_str())
-        .map_or(0, |p| u16::try_from(p + 1).unwrap_or(u16::MAX));
-    dataset
+    let memberships: Vec<Option<Membership>> = dataset
         .companies
         .iter()
         .map(|company| {
-            if company.sector == Sector::Other || count(company.sector) >= MIN_SECTOR_COMPANIES {
-                sector_code(sectors, company)
-            } else {
-                other
-            }
+            let history = History::of(company);
+            let first = history.anchors.first()?.day;
+            let after_series = history.last_marked_day(dataset.info.as_of).plus(1);
+            let outcome = crate::render::facts::outcome_of(company).map(|(_, e)| e.occurred_on);
+            Membership::between(first, after_series, outcome)
         })
-        .collect()
+        .collect();
+    let plan = |sectors: &[&str]| {
+        let sector_of: Vec<usize> = dataset
+            .companies
+            .iter()
+            .map(|c| usize::from(sector_code(sectors, c)))
+            .collect();
+        let other = sectors.binary_search(&Sector::Other.as_str()).map_or(0, |p| p + 1);
+        let (origin, as_of) = (first_event_day(dataset), dataset.info.as_of);
+        plan_sector_indices(&sector_of, &memberships, other, 1 + sectors.len(), origin, as_of)
+    };
+    let planned = plan(&sectors);
+    let other_needed = dataset.companies.iter().any(|c| c.sector == Sector::Other)
+        || planned
+            .index_of
+            .iter()
+            .zip(&dataset.companies)
+            .any(|(&i, c)| i != usize::from(sector_code(&sectors, c)));
+    if other_needed {
+        return (sectors, planned);
+    }
+    sectors.retain(|s| *s != Sector::Other.as_str());
+    let planned = plan(&sectors);
+    (sectors, planned)
 }
 
 /// A company's sector code: its position in the sector table plus one (0 means "any").

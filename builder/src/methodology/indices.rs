@@ -13,8 +13,10 @@
 //!   100. A day with no constituent on the day before keeps the level. The uncapped level (plain
 //!   value weights, `level(t) = level(t-1) * sum M(t) / sum M(t-1)`) is kept beside it for the
 //!   scorecard's comparison.
-//! - **Sectors.** A sector with fewer than five companies has no index of its own: its
-//!   companies count in "other".
+//! - **Sectors.** A sector index holds at least five constituents on every day it is published: a
+//!   sector with fewer than five on the latest day has no index of its own (its companies count
+//!   in "other" for their whole history), and an index starts on the first day from which it has
+//!   five on every day ([`plan_sector_indices`]).
 //! - **Bands.** Day t's 80% (95%) band scales its level by the constituents' band edges over
 //!   their marks, weighted as the level is: the basket's value if every constituent sat at the
 //!   same edge of its band at once. Quantiles add up for errors that move together (comonotone),
@@ -24,7 +26,7 @@
 use crate::methodology::fit::MarkDay;
 use crate::methodology::usd;
 use marks_format::rules::day::Day;
-use marks_format::rules::weights::capped;
+use marks_format::rules::weights::{capped, MIN_SECTOR_COMPANIES};
 
 /// At most this many constituents can be held at the cap (1 / `marks_format::rules::weights::WEIGHT_CAP`):
 /// the largest this many are all the capping ever needs to see.
@@ -42,9 +44,95 @@ impl Membership {
     pub fn of(series: &[MarkDay], outcome: Option<Day>) -> Option<Membership> {
         let first = series.first()?.day;
         let after_series = series.last()?.day.plus(1);
+        Membership::between(first, after_series, outcome)
+    }
+
+    /// From the first and the day after the last day a company is marked, and the day of its
+    /// outcome, if any.
+    pub fn between(first: Day, after_series: Day, outcome: Option<Day>) -> Option<Membership> {
         let until = outcome.map_or(after_series, |day| day.min(after_series));
         (until > first).then_some(Membership { first, until })
     }
+
+    /// The same days from `start` on, if any remain.
+    pub fn from(self, start: Day) -> Option<Membership> {
+        let first = self.first.max(start);
+        (self.until > first).then_some(Membership { first, ..self })
+    }
+}
+
+/// Which index each company counts in beside "all", and from which day each index counts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SectorIndices {
+    /// Per company (in the order given), the number of its index beside "all" (0 is "all"):
+    /// its sector's, or "other"'s when its sector folds.
+    pub index_of: Vec<usize>,
+    /// Per index number, the first day its constituents count (from it to `as_of` it has at
+    /// least `MIN_SECTOR_COMPANIES` every day); a day after `as_of` for an index that has fewer
+    /// on `as_of`.
+    pub starts: Vec<Day>,
+}
+
+/// Plans the sector indices: `sector_of[c]` is company c's sector as an index number (1..), with
+/// `other` the number of "other"; `memberships[c]` the days it counts. A sector with fewer than
+/// `MIN_SECTOR_COMPANIES` constituents on `as_of` folds into "other" for its whole history; each
+/// index then starts on the first day from which it has at least that many on every day to
+/// `as_of` (its earlier days, when it had fewer, are not published).
+pub fn plan_sector_indices(
+    sector_of: &[usize],
+    memberships: &[Option<Membership>],
+    other: usize,
+    indices: usize,
+    origin: Day,
+    as_of: Day,
+) -> SectorIndices {
+    let days = usize::try_from(as_of.days_since(origin) + 1).unwrap_or(0);
+    let counts = |index_of: &[usize]| {
+        let mut change = vec![vec![0i64; days + 1]; indices];
+        for (&index, membership) in index_of.iter().zip(memberships) {
+            let Some(m) = membership else { continue };
+            let slot = |day: Day| usize::try_from(day.days_since(origin)).unwrap_or(0).min(days);
+            change[index][slot(m.first)] += 1;
+            change[index][slot(m.until)] -= 1;
+        }
+        change
+            .into_iter()
+            .map(|deltas| {
+                deltas[..days]
+                    .iter()
+                    .scan(0i64, |count, delta| {
+                        *count += delta;
+                        Some(*count)
+                    })
+                    .collect::<Vec<i64>>()
+            })
+            .collect::<Vec<_>>()
+    };
+    let enough = MIN_SECTOR_COMPANIES as i64;
+    // The first day of the last run of days with enough constituents that reaches `as_of`.
+    let first_full = |daily: &[i64]| match daily.iter().rposition(|&n| n < enough) {
+        None if !daily.is_empty() => Some(0),
+        Some(last_short) if last_short + 1 < daily.len() => Some(last_short + 1),
+        _ => None,
+    };
+    let holds = |daily: &[i64]| first_full(daily).is_some();
+    let before = counts(sector_of);
+    let index_of: Vec<usize> = sector_of
+        .iter()
+        .map(|&index| {
+            if index == other || holds(&before[index]) {
+                index
+            } else {
+                other
+            }
+        })
+        .collect();
+    let after = counts(&index_of);
+    let starts = after
+        .iter()
+        .map(|daily| origin.plus(first_full(daily).unwrap_or(days) as i32))
+        .collect();
+    SectorIndices { index_of, starts }
 }
 
 /// One day of an index.
@@ -320,6 +408,45 @@ mod tests {
         assert!((index[0].largest_share - 50.0 / 105.0).abs() < 1e-12);
         // Every band is half and twice its mark, so the capped band is too.
         assert!((index[1].band80.0 - 50.5).abs() < 1e-9 && (index[1].band80.1 - 202.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_sector_index_holds_five_on_every_day_it_is_published_or_folds_into_other() {
+        let member = |first: i32, until: i32| Membership::between(day(first), day(until), None);
+        // Index 1: five on days 1, then four on day 2, five again from day 3 to the end. Index
+        // 2: five from day 0, four from day 5 (one leaves). Index 3 is "other", two of its own.
+        let mut sector_of = vec![1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3];
+        let mut memberships = vec![
+            member(0, 10),
+            member(0, 10),
+            member(1, 10),
+            member(1, 10),
+            member(1, 2),
+            member(3, 10),
+            member(0, 10),
+            member(0, 10),
+            member(0, 10),
+            member(0, 10),
+            member(0, 5),
+            member(0, 10),
+            member(3, 10),
+        ];
+        let plan = plan_sector_indices(&sector_of, &memberships, 3, 4, day(0), day(9));
+        assert_eq!(plan.index_of, vec![1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3]);
+        assert_eq!(plan.starts[1], day(3), "from the first day of its last run of five");
+        assert_eq!(
+            plan.starts[3],
+            day(0),
+            "other has five from day 0 with the folded sector"
+        );
+        assert!(plan.starts[2] > day(9), "a folded sector's index has no day");
+        // One more in sector 2 from day 5 keeps it at five on the latest day: it stays.
+        sector_of.push(2);
+        memberships.push(member(5, 10));
+        let plan = plan_sector_indices(&sector_of, &memberships, 3, 4, day(0), day(9));
+        assert_eq!(plan.index_of[6], 2);
+        assert_eq!(plan.starts[2], day(0));
+        assert!(plan.starts[3] > day(9), "other's two never make five");
     }
 
     #[test]

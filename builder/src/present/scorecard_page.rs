@@ -483,8 +483,8 @@ fn indices_section(indices: &[IndexSummary]) -> String {
     let cap = marks_format::rules::weights::WEIGHT_CAP * 100.0;
     let mut out = format!(
         "<h2 id=\"indices\">The indices, capped and not</h2>\n<p>Each index weighs its companies by value with no \
-         weight above {cap}% (below ten companies, equally), and a sector with fewer than {} companies counts in \
-         \"other\". Beside each, where plain value weights would have taken it from the same 100: a value-weighted \
+         weight above {cap}% (below ten companies, equally); a sector with fewer than {} companies marked on the latest day \
+         counts in \"other\", and each index starts on the first day from which it holds that many on every day. Beside each, where plain value weights would have taken it from the same 100: a value-weighted \
          index of private companies is mostly its two or three largest.</p>\n\
          <div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Indices capped and not\"><table class=\"data\">\
          <caption>Levels on each index's last day</caption>\n<thead><tr><th scope=\"col\">index</th>\
