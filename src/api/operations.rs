@@ -496,8 +496,10 @@ pub fn published(
 static KEYLESS_DECODER: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("keyless clients"));
 
 /// The scored targets, stored as gzip only like the exports: the stored bytes for a client
-/// that accepts gzip, else the JSON decoded as it is sent, in one of `decoders`' places held by
-/// `key`.
+/// that accepts gzip, else the JSON decoded once and kept in the cache of decoded texts (so
+/// no client, keyless or of any tier, holds a decoder's place for them, and a slow reader
+/// keeps nothing from anyone); only a document too large for that cache is decoded as it is
+/// sent, in one of `decoders`' places held by `key`.
 fn scored_targets(
     loaded: &LoadedSnapshot,
     negotiation: &Negotiation<'_>,
@@ -506,7 +508,10 @@ fn scored_targets(
     key: &Arc<str>,
     cache: Cache,
 ) -> Result<Representation, ApiError> {
-    let mut representation = negotiation.gzip_document(loaded, targets, decoders, key, false)?;
+    let mut representation = match loaded.keeps_text(targets) {
+        true => negotiation.document(loaded, targets)?,
+        false => negotiation.gzip_document(loaded, targets, decoders, key, false)?,
+    };
     representation.content_type = JSON;
     representation.cache = cache;
     Ok(representation)

@@ -63,6 +63,13 @@ impl DecodedTexts {
             .get_or_insert_with(&series.rest.offset.to_native(), || decode(snapshot, series))
     }
 
+    /// Whether a text of `len` bytes is kept once decoded ([`DecodedTexts::document`]): at most
+    /// a quarter of the cache, so that one document never empties it. A larger one is decoded as
+    /// it is sent, in one of the decoders' places.
+    pub fn keeps(&self, len: u64) -> bool {
+        len <= self.cache.capacity() / 4
+    }
+
     /// A document's text: from the cache, or decoded and kept.
     pub fn document(&self, snapshot: &Snapshot, document: &ArchivedExport) -> Result<Bytes, DamagedText> {
         self.cache.get_or_insert_with(&document.gzip.offset.to_native(), || {

@@ -79,6 +79,11 @@ impl LoadedSnapshot {
     }
 
     /// A document stored as gzip only, its text kept in the cache once decoded.
+    /// Whether the text of `document` is kept once decoded, and served from memory.
+    pub fn keeps_text(&self, document: &ArchivedExport) -> bool {
+        self.decoded_texts.keeps(document.identity_len.to_native())
+    }
+
     pub fn document_text(&self, document: &ArchivedExport) -> Result<Bytes, decoded::DamagedText> {
         self.decoded_texts.document(&self.snapshot, document)
     }
