@@ -305,6 +305,42 @@ def test_line_end_labels_never_overlap(open_page, path):
             assert not overlaps(a, b), (labels.nth(i).text_content(), a, b)
 
 
+@pytest.mark.parametrize(
+    "path,title",
+    [
+        # Airbnb listed at $47B, the chart's highest value, on its first years: by the left title.
+        ("/compare?c=airbnb,chipper-cash&scale=usd", "Mark, USD"),
+        # Nubank's listing at the top left of a rebased chart.
+        ("/compare?c=nubank,chipper-cash", "100 = "),
+        # Wiz sold at $32B at the top right, under the index's axis title.
+        ("/compare?c=wiz&index=all&scale=usd", "Index level"),
+    ],
+    ids=["left-usd", "left-rebased", "right"],
+)
+def test_an_exit_label_never_overprints_an_axis_title(open_page, path, title):
+    """An exit's label (a listing or sale named beside its marker, inside the plot) is placed
+    where its box does not meet an axis title's (at the plot's top corners): compared as the
+    browser lays them out. Charts whose exit sits where its label used to cover a title."""
+    page, _ = open_page()
+    enter_key(page, PRO, path)
+    wait_settled(page)
+    boxes = "(ts) => ts.map((t) => { const r = t.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height, text: t.textContent }; })"
+    titles = page.locator("#compare-svg text.axis-title").evaluate_all(boxes)
+    assert any(t["text"].startswith(title) for t in titles), titles
+    exits = page.locator("#compare-svg g.exit").evaluate_all("(gs) => gs.map((g) => g.dataset.key)")
+    assert exits, "the chart has an exit"
+    labels = page.locator("#compare-svg text.end-label").evaluate_all(boxes)
+    exit_labels = [lb for lb in labels if ": " in lb["text"]]  # "Airbnb: Listed $47B"
+    assert len(exit_labels) == len(exits), labels
+    for label in labels:
+        for t in titles:
+            assert not overlaps(label, t), (label, t)
+    # And it stays inside the chart.
+    svg = page.locator("#compare-svg").bounding_box()
+    for label in exit_labels:
+        assert svg["y"] <= label["y"] and label["y"] + label["height"] <= svg["y"] + svg["height"]
+
+
 @pytest.mark.parametrize("path", [EXITS, COMPARED_CROWDED])
 def test_the_comparison_table_is_not_clipped_at_1280(open_page, path):
     page, _ = open_page()

@@ -353,6 +353,58 @@ def test_malformed_address_shows_not_found(open_page):
     expect(page.locator("#title")).to_have_text("%E0%A4%A")
 
 
+OUTCOME_WORDS = {
+    "listed": "Listed",
+    "sold": "Sold",
+    "sale_agreed": "Sale agreed",
+    "bankrupt": "Bankrupt",
+    "wound_down": "Wound down",
+}
+
+
+def fate_words(c):
+    """A company's fate as a suggestion shows it beside its name ("Bankrupt 2022-07-13")."""
+    o = c["outcome"]
+    if not o:
+        return ""
+    return f"{OUTCOME_WORDS[o['kind']]} {o['occurred_on']}" + (", pending" if o["kind"] == "sale_agreed" else "")
+
+
+@pytest.mark.parametrize(
+    "slug,query,expected",
+    [("celsius", "celsius", "celsius-network"), ("stripe-inc", "stripe", "stripe")],
+)
+def test_an_address_that_names_no_company_suggests_the_closest(open_page, server, slug, query, expected):
+    """/explore/celsius names no company (Celsius is celsius-network): the page says it was not
+    found and suggests the companies the search finds for the address's words (the API's
+    q= answer, in its order; "stripe-inc" finds none, so its first word alone), each a link to
+    its page with its fate beside it."""
+    assert server.get(f"/v1/companies/{slug}", RESEARCH)[0] == 404
+    found = server.json(f"/v1/companies?q={query}&limit=5", RESEARCH)["companies"]
+    assert found and found[0]["slug"] == expected
+    page, _ = open_page()
+    enter_key(page, RESEARCH, f"/explore/{slug}")
+    expect(page.locator("#profile-error")).to_contain_text(f'No company has the slug "{slug}"')
+    box = page.locator("#profile-suggest")
+    expect(box).to_be_visible()
+    expect(page.locator("#profile-suggest-note")).to_contain_text(f"“{query}”")
+    items = page.locator("#profile-suggest-list li")
+    expect(items).to_have_count(len(found))
+    assert items.evaluate_all("(lis) => lis.map((li) => li.dataset.slug)") == [c["slug"] for c in found]
+    for c, item in zip(found, items.all(), strict=True):
+        link = item.get_by_role("link")
+        expect(link).to_have_attribute("href", f"/explore/{c['slug']}")
+        expect(link).to_contain_text(c["name"])
+        if c["outcome"]:
+            expect(item.locator(".fate")).to_have_text(fate_words(c))
+    first = items.first.get_by_role("link")
+    first.click()
+    page.wait_for_url(f"**/explore/{expected}")
+    wait_company_loaded(page)
+    expect(page.locator("#title")).to_have_text(found[0]["name"])
+    expect(page.locator("#profile-suggest")).to_be_hidden()
+
+
 def usd_words(value):
     """The explorer's compact dollars: $47B, $1.54T, $32B."""
     for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):

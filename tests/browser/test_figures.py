@@ -86,11 +86,60 @@ def test_a_30_day_change_with_no_news_is_said_to_be_the_drift(open_page, server)
     wait_list_loaded(page)
     for c, row in zip(first["companies"], page.locator("#company-rows tr").all(), strict=False):
         cell = row.locator("td").last
-        if c["delta_30d_basis"] == "profile":
+        if c["delta_30d_basis"] == "profile" and holds_agreed_price(c):
+            expect(cell.locator(".sub")).to_have_text("agreed price held")  # no drift: see below
+        elif c["delta_30d_basis"] == "profile":
             expect(cell.locator(".sub")).to_have_text("drift, no news")
         else:
             expect(cell.locator(".sub")).not_to_have_text("drift, no news")
     expect(page.locator("#list-legend")).to_contain_text("not new evidence")
+
+
+def holds_agreed_price(c):
+    """A pending sale agreed at a disclosed price: the mark holds that price (nothing drifts)."""
+    o = c["outcome"]
+    return bool(o and o["kind"] == "sale_agreed" and o["valuation_usd"] > 0)
+
+
+def test_a_pending_agreed_sale_says_its_price_is_held_not_drift(open_page, server):
+    """A company whose sale was agreed at a disclosed price and is pending (Brex, and every other
+    such in the sample) has a mark that holds the agreed price: its 30-day change is said to be
+    that, on its page and in the list, with no drift line ("drift, no news 0.00%"). A sale
+    agreed at a price not disclosed (Windsurf) holds nothing: its change is still the drift."""
+    agreed, first = server.walk_companies(PRO, outcome="sale_agreed")
+    items = {c["slug"]: c for c in first["companies"]}
+    assert sorted(items) == sorted(agreed), "one page holds them all"
+    held = [s for s in agreed if holds_agreed_price(items[s]) and items[s]["delta_30d_basis"] == "profile"]
+    drifting = [s for s in agreed if not holds_agreed_price(items[s]) and items[s]["delta_30d_basis"] == "profile"]
+    assert "brex" in held and "windsurf" in drifting
+    profile = server.json("/v1/companies/brex", PRO)
+    o = profile["outcome"]
+    assert profile["delta_30d_pct"] == 0 and o["kind"] == "sale_agreed"
+    page, _ = open_page()
+    enter_key(page, PRO, "/explore/brex")
+    wait_company_loaded(page)
+    change = page.locator("#latest-facts dt", has_text="30-day change").locator("xpath=following-sibling::dd[1]")
+    expect(change).to_have_text(
+        f"0.00%: the mark holds the agreed price, {usd_words(o['valuation_usd'])} (a sale agreed on"
+        f" {o['occurred_on']}, pending), and adds nothing while the sale is pending"
+    )
+    expect(change).not_to_contain_text("drift")
+    expect(page.locator("#latest-facts")).not_to_contain_text("drift")
+    # In the list of pending sales: the price held, said so; no "drift, no news" beside a held price.
+    page.goto("/explore?outcome=sale_agreed")
+    wait_list_loaded(page)
+    for slug in held:
+        cell = page.locator(f'#company-rows tr[data-slug="{slug}"] td').last
+        expect(cell.locator(".sub")).to_have_text("agreed price held")
+        expect(cell).not_to_contain_text("drift")
+    for slug in drifting:
+        cell = page.locator(f'#company-rows tr[data-slug="{slug}"] td').last
+        expect(cell.locator(".sub")).to_have_text("drift, no news")
+    expect(page.locator("#list-legend")).to_contain_text("agreed price held")
+    # Windsurf's page: its change is the method's drift, as before.
+    page.goto("/explore/windsurf")
+    wait_company_loaded(page)
+    expect(change).to_contain_text("this is the method's drift")
 
 
 @pytest.mark.parametrize("slug", ["affirm", "wiz", "ftx"])

@@ -13,7 +13,7 @@ from conftest import (
     wait_list_loaded,
 )
 from playwright.sync_api import expect
-from test_explore import listed_slugs
+from test_explore import fate_words, listed_slugs, usd_words
 
 
 def suggestions(page, text):
@@ -70,6 +70,40 @@ def test_typing_suggests_companies_by_name_and_alias(open_page, server):
     assert all(PRO not in url for url in asked)
     # Answers are kept: "codeium" typed twice is asked once.
     assert sum("q=codeium&" in url for url in asked) == 1
+
+
+def test_a_suggestion_says_what_became_of_the_company(open_page, server):
+    """A listed, sold or failed company is suggested with its fate beside its name (its
+    outcome's kind and day, from the API's item) and its mark said to be its last private one,
+    dated: never shown as a value today. A pending sale says so; a private company has none."""
+    page, _ = open_page()
+    enter_key(page, PRO)
+    wait_list_loaded(page)
+    seen = set()
+    for text in ["airbnb", "ftx", "celsius", "brex", "stripe"]:
+        expected = server.json(f"/v1/companies?q={text}&limit=8", PRO)["companies"]
+        assert suggestions(page, text) == [c["slug"] for c in expected]
+        for c in expected:
+            option = page.locator(f'#q-list li[data-slug="{c["slug"]}"]')
+            mark = c["latest_mark"]
+            sub = option.locator(".sub")
+            if c["outcome"]:
+                seen.add(c["outcome"]["kind"])
+                expect(option.locator(".fate")).to_have_text(fate_words(c))
+                expect(option.locator(".fate")).to_have_attribute("data-kind", c["outcome"]["kind"])
+            else:
+                expect(option.locator(".fate")).to_have_count(0)
+            if c["outcome"] and c["outcome"]["kind"] != "sale_agreed":
+                expect(sub).to_contain_text(f"last private mark {usd_words(mark['value_usd'])}, {mark['as_of_date']}")
+            else:
+                expect(sub).not_to_contain_text("last private mark")
+                expect(sub).to_contain_text(usd_words(mark["value_usd"]))
+    assert {"listed", "bankrupt", "sale_agreed"} <= seen, seen
+    # The fate is part of the option's name, as a screen reader reads it.
+    suggestions(page, "airbnb")
+    airbnb = server.json("/v1/companies/airbnb", PRO)
+    assert airbnb["outcome"]["kind"] == "listed"
+    expect(page.get_by_role("option").first).to_contain_text(f"Airbnb Listed {airbnb['outcome']['occurred_on']}")
 
 
 def test_enter_filters_the_list_by_the_search(open_page, server):

@@ -10,7 +10,8 @@
      when to retry);
    - CSV: files fetched from the API with Accept: text/csv (following X-Next-Cursor across
      pages) or written here with the API's own rules, saved through a Blob and <a download>;
-   - the company search box: a combobox with suggestions from /v1/companies?q=;
+   - the company search box: a combobox with suggestions from /v1/companies?q=, each with its fate
+     (listed, sold, sale agreed, bankrupt, wound down) beside its name;
    - ticks for the charts (log scale, time).
 
    No framework, no build step, no eval, no inline styles: it runs under the site's strict
@@ -495,7 +496,7 @@ export function showError(err, what, target) {
   }
 }
 
-/* ---------- the key's tier: /v1/usage, asked once per key and tab ---------- */
+/* ---------- the key's tier: learnt once per key and tab ---------- */
 
 let usage = null;
 

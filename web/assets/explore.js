@@ -511,6 +511,8 @@ async function showCompany(slug) {
   await Promise.all([renderResolution(res, wantRes), renderPublished(pub, wantLog, s80), backtestP, suggestP]);
 }
 
+const SUGGESTIONS = 5; // how many companies a page that names none suggests
+
 /** The words of an address's slug, as the search takes them: "celsius-network" gives
  * "celsius network". */
 const slugWords = (slug) => slug.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
@@ -549,8 +551,6 @@ async function suggestCompanies(slug) {
   if (!found.length) $('profile-suggest-note').append(el('a', { href: '/explore', text: 'See the list of companies' }), '.');
   box.hidden = false;
 }
-
-const SUGGESTIONS = 5; // how many companies a page that names none suggests
 
 function renderProfile(result) {
   if (result.status === 'rejected') {
