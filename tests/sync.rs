@@ -777,6 +777,59 @@ async fn the_scored_targets_are_stored_as_gzip_and_decoded_within_the_shared_dec
     drop((stalled, export));
 }
 
+/// An index's constituents of its latest day are stored by the builder and answered as stored
+/// (with a gzip variant, and no decoder's place); any other day reads every constituent's series,
+/// so it is made within the decoders' places, one at a time for a key: while the key holds its
+/// share, its next gets 429 with Retry-After, and another key is served.
+#[tokio::test]
+async fn the_latest_constituents_are_stored_and_another_day_takes_a_decoders_place() {
+    let server = TestServer::start().await;
+    let other = second_enterprise_key(&server);
+    let latest = server.get("/v1/indices/all/constituents", Some(ENTERPRISE)).await;
+    assert_eq!(latest.status, 200);
+    let date = latest.json()["date"].as_str().unwrap().to_string();
+    let same = server
+        .get(&format!("/v1/indices/all/constituents?date={date}"), Some(ENTERPRISE))
+        .await;
+    assert_eq!(
+        (same.body.clone(), same.header("etag")),
+        (latest.body.clone(), latest.header("etag"))
+    );
+    let gzip = server
+        .get_with(
+            "/v1/indices/all/constituents",
+            &[("x-api-key", ENTERPRISE), ("accept-encoding", "gzip")],
+        )
+        .await;
+    assert_eq!(gzip.header("content-encoding"), Some("gzip"));
+    assert_eq!(
+        gunzip(&gzip.body),
+        latest.body,
+        "the stored gzip variant is the same answer"
+    );
+    let past = "/v1/indices/all/constituents?date=2023-12-29";
+    let served = server.get(past, Some(&other)).await;
+    assert_eq!(served.status, 200);
+    assert_eq!(served.json()["date"], "2023-12-29");
+
+    // The key holds its one place (a ranged export whose reader stopped) ...
+    let (status, _, held) = start_unread_export(&server, "/v1/export/series?from=2020-01-01", ENTERPRISE).await;
+    assert_eq!(status, 200);
+    let refused = server.get(past, Some(ENTERPRISE)).await;
+    let problem = refused.assert_problem(429, "rate_limited");
+    assert!(refused.header("retry-after").is_some(), "{problem}");
+    // ... the latest day, stored, takes no place, and another key's past day is served.
+    assert_eq!(
+        server
+            .get("/v1/indices/all/constituents", Some(ENTERPRISE))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(server.get(past, Some(&other)).await.body, served.body);
+    drop(held);
+}
+
 /// A ranged series export decodes every company's series, so it is made as it is sent, a
 /// company at a time, within the decoders' places: without a `Content-Length` (its length is
 /// known only at its end), and held against its key's share while its reader holds it, like a

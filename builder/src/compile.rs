@@ -15,7 +15,9 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::dataset::{Company, Dataset, DatasetError, Sector, Status};
 use crate::methodology::history::History;
-use crate::methodology::indices::{plan_sector_indices, IndexBuilder, IndexDay, Membership, SectorIndices};
+use crate::methodology::indices::{
+    plan_sector_indices, IndexBuilder, IndexDay, LatestMembers, Membership, SectorIndices,
+};
 use crate::methodology::scorecard::disclosure::Disclosure;
 use crate::methodology::{usd, Band, Coverage, Fit, MarkDay, Method, METHODOLOGY_VERSION};
 use crate::render;
@@ -30,8 +32,8 @@ use marks_format::file::etag::{etag_of, quoted};
 use marks_format::file::gzip::{self, Piece};
 use marks_format::file::layout::{
     compare_rows, mark_is_current, ArchivedIndex, Body, BodyRef, CompanyEntry, EventFingerprint, Export, Exports,
-    Index, IndexEntry, LatestBands, ListEntry, PageContent, RowKey, SeriesBody, FREE_UNIVERSE_SIZE, SORTS,
-    STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
+    Index, IndexEntry, LatestBands, LatestConstituents, ListEntry, PageContent, RowKey, SeriesBody, FREE_UNIVERSE_SIZE,
+    SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
 };
 use marks_format::file::reader::{OpenOptions, Snapshot, SnapshotError};
 use marks_format::rules::tiers::Tier;
@@ -670,7 +672,9 @@ fn write_snapshot(
         series_heads,
     };
     let mut index_builder = IndexBuilder::new(first_event_day(dataset), dataset.info.as_of, 1 + sectors.len());
-    let (mut companies, series_points, mut writer, spools) = pass.write(writer, spools, &mut index_builder)?;
+    let mut latest_members = LatestMembers::new(dataset.info.as_of, 1 + sectors.len());
+    let (mut companies, series_points, mut writer, spools) =
+        pass.write(writer, spools, &mut index_builder, &mut latest_members)?;
 
     let (lists, list_rows) = list_indexes(dataset, &companies, &sectors);
     let sector_lists = [UNIVERSE_ALL, UNIVERSE_FREE]
@@ -681,8 +685,14 @@ fn write_snapshot(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let search_words = marks_format::rules::search::word_index(companies.iter().map(|c| c.search_names.as_slice()));
-    let (indices, index_list, index_summaries) =
-        write_indices(&mut writer, &meta, &sectors, index_builder.finish(), options.gzip_level)?;
+    let (indices, index_list, index_summaries) = write_indices(
+        &mut writer,
+        &meta,
+        dataset,
+        &sectors,
+        (index_builder.finish(), latest_members),
+        options.gzip_level,
+    )?;
     let usage = Tier::ALL
         .iter()
         .map(|&tier| {
@@ -803,6 +813,7 @@ impl CompanyPass<'_> {
         mut writer: SnapshotWriter,
         mut spools: Spools,
         index_builder: &mut IndexBuilder,
+        latest_members: &mut LatestMembers,
     ) -> Result<CompaniesWritten, BuildError> {
         let dataset = self.dataset;
         let bar = progress_bar(dataset.companies.len(), self.options.progress);
@@ -822,9 +833,11 @@ impl CompanyPass<'_> {
                         let index_code = index_codes[start + offset];
                         if let Some(membership) = r.membership {
                             index_builder.add(&[0], &r.series, membership);
+                            latest_members.add(0, start + offset, &r.series, membership);
                             let sector = usize::from(index_code);
                             if let Some(from_start) = index_starts.get(sector).and_then(|&d| membership.from(d)) {
                                 index_builder.add(&[sector], &r.series, from_start);
+                                latest_members.add(sector, start + offset, &r.series, from_start);
                             }
                         }
                         let series = SeriesPlaces { heads, rest_at };
@@ -1028,6 +1041,55 @@ fn write_company(
     })
 }
 
+/// An index's constituents on `as_of` at 80% and 95%, as JSON and CSV (in that order), rendered
+/// as the server renders any other day's (`rules::constituents`), with the level its stored CSV
+/// series gives that day; none when the index has no row on `as_of`.
+fn latest_constituents(
+    meta: &[u8],
+    dataset: &Dataset,
+    id: &str,
+    series_csv: [&[u8]; 2],
+    members: &[(usize, [u64; 5])],
+) -> Option<(String, [Vec<u8>; 4])> {
+    use marks_format::rules::constituents::{numbers_of, render, row_on, Day, Member};
+    let date_bytes = dataset.info.as_of.iso();
+    let date = String::from_utf8_lossy(&date_bytes).into_owned();
+    let level =
+        |csv: &[u8]| row_on(csv, id, date_bytes).map(|row| numbers_of(row).first().copied().unwrap_or(f64::NAN));
+    let levels = [level(series_csv[0])?, level(series_csv[1])?];
+    let at = |coverage: u32| -> Vec<Member<'_>> {
+        members
+            .iter()
+            .filter_map(|&(position, n)| {
+                let company = dataset.companies.get(position)?;
+                let (lower_usd, upper_usd) = if coverage == 95 { (n[3], n[4]) } else { (n[1], n[2]) };
+                Some(Member {
+                    slug: &company.slug,
+                    name: &company.name,
+                    mark_usd: n[0],
+                    lower_usd,
+                    upper_usd,
+                })
+            })
+            .collect()
+    };
+    let (m80, m95) = (at(80), at(95));
+    let day = |coverage: u32, level: f64| Day {
+        meta,
+        index: id,
+        date: &date,
+        coverage,
+        level,
+    };
+    let bodies = [
+        render(day(80, levels[0]), &m80, false),
+        render(day(95, levels[1]), &m95, false),
+        render(day(80, levels[0]), &m80, true),
+        render(day(95, levels[1]), &m95, true),
+    ];
+    Some((date.clone(), bodies))
+}
+
 /// The sector names present, sorted (byte order), as the index stores them, with "other" when a
 /// sector too small for an index of its own folds into it; and the sector indices' plan
 /// ([`plan_sector_indices`]): the index each company counts in beside "all" and the day each
@@ -1153,8 +1215,9 @@ fn first_event_day(dataset: &Dataset) -> marks_format::rules::day::Day {
 fn write_indices(
     writer: &mut SnapshotWriter,
     meta: &[u8],
+    dataset: &Dataset,
     sectors: &[&'static str],
-    days: Vec<Vec<IndexDay>>,
+    (days, latest): (Vec<Vec<IndexDay>>, LatestMembers),
     gzip_level: u32,
 ) -> Result<(Vec<IndexEntry>, marks_format::file::layout::Body, Vec<IndexSummary>), WriteError> {
     let infos: Vec<(IndexInfo<'_>, u16)> = std::iter::once((
@@ -1182,14 +1245,29 @@ fn write_indices(
     let mut body = |bytes: Vec<u8>| writer.append_body(&bytes, gzip(&bytes, gzip_level).as_deref());
     let mut entries = Vec::with_capacity(infos.len());
     for ((info, code), days) in infos.iter().zip(&days) {
+        let series_80_csv = render::indices::series_csv(info, Coverage::C80, days);
+        let series_95_csv = render::indices::series_csv(info, Coverage::C95, days);
+        let members = latest.members.get(usize::from(*code)).map_or(&[][..], Vec::as_slice);
+        let constituents = latest_constituents(meta, dataset, info.id, [&series_80_csv, &series_95_csv], members);
+        let latest_constituents = match constituents {
+            Some((date, [json_80, json_95, csv_80, csv_95])) => Some(LatestConstituents {
+                date,
+                json_80: body(json_80)?,
+                json_95: body(json_95)?,
+                csv_80: body(csv_80)?,
+                csv_95: body(csv_95)?,
+            }),
+            None => None,
+        };
         entries.push(IndexEntry {
             id: info.id.to_string(),
             name: info.name.clone(),
             sector: *code,
             series_80: body(render::indices::series(meta, info, Coverage::C80, days))?,
             series_95: body(render::indices::series(meta, info, Coverage::C95, days))?,
-            series_80_csv: body(render::indices::series_csv(info, Coverage::C80, days))?,
-            series_95_csv: body(render::indices::series_csv(info, Coverage::C95, days))?,
+            series_80_csv: body(series_80_csv)?,
+            series_95_csv: body(series_95_csv)?,
+            latest_constituents,
         });
     }
     let listed: Vec<(IndexInfo<'_>, &[IndexDay])> = infos

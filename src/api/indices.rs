@@ -6,11 +6,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use marks_format::file::layout::{ArchivedBody, ArchivedIndexEntry};
-use marks_format::rules::dated::{self, DateRange};
+use marks_format::rules::constituents::{self, last_day, numbers_of, row_on, Member};
 use marks_format::rules::day::Day;
-use marks_format::rules::table::{self, put_row, Cell, CONSTITUENT_COLUMNS};
-use marks_format::rules::tiers::Scope;
-use serde::Serialize;
+use marks_format::rules::tiers::{Scope, Tier};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::call::{coverage, require, Call};
@@ -18,7 +16,7 @@ use crate::api::query::Params;
 use crate::api::rows::{self, Form, SeriesText};
 use crate::response::body::{Payload, Step, Steps};
 use crate::response::problem::ApiError;
-use crate::response::{header_value, Cache, Representation};
+use crate::response::{decoder_place, header_value, Cache, Representation};
 use crate::snapshot::LoadedSnapshot;
 
 /// `GET /v1/indices`.
@@ -67,51 +65,6 @@ pub fn series(call: &Call<'_>) -> Result<Representation, ApiError> {
     Ok(form.dress(call.loaded, stored))
 }
 
-/// The numbers of a stored CSV row after its id and date (`"id","YYYY-MM-DD",a,b,c...`).
-fn numbers_of(row: &[u8]) -> Vec<f64> {
-    std::str::from_utf8(row)
-        .unwrap_or("")
-        .trim_end()
-        .split(',')
-        .skip(2)
-        .map(|cell| cell.parse().unwrap_or(f64::NAN))
-        .collect()
-}
-
-/// The row of day `day` in a stored CSV series, if it has that day.
-fn row_on<'b>(stored: &'b [u8], id: &str, day: [u8; 10]) -> Option<&'b [u8]> {
-    let range = DateRange {
-        from: Some(day),
-        to: Some(day),
-    };
-    let cut = dated::records(stored, dated::csv_rows(stored), &dated::csv_row_marker(id), &range);
-    (!cut.is_empty()).then(|| &stored[cut])
-}
-
-/// The date of the last row of a stored CSV series.
-fn last_day(stored: &[u8], id: &str) -> Option<[u8; 10]> {
-    let rows = &stored[dated::csv_rows(stored)];
-    let body = rows.strip_suffix(b"\r\n")?;
-    let start = body.windows(2).rposition(|w| w == b"\r\n").map_or(0, |i| i + 2);
-    let date = body.get(start + id.len() + 4..start + id.len() + 14)?;
-    let mut day = [0u8; 10];
-    day.copy_from_slice(date);
-    Some(day)
-}
-
-#[derive(Serialize)]
-struct Constituent<'a> {
-    slug: &'a str,
-    name: &'a str,
-    /// Its weight in the index: by value, capped (`marks_format::rules::weights`).
-    weight: f64,
-    /// Its share of the day's value, before capping.
-    value_weight: f64,
-    mark_usd: u64,
-    lower_usd: u64,
-    upper_usd: u64,
-}
-
 /// `GET /v1/indices/{id}/constituents?date=`: the companies in the index on that day (its last
 /// day when none is given) with their marks, bands and weights, largest first.
 pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
@@ -128,6 +81,20 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
     let entry = named(call)?;
     let loaded = call.loaded;
     let id = entry.id.as_str();
+    let form = Form::of(call.negotiation);
+    // The latest day, asked most, as the builder stored it.
+    if let Some(latest) = entry.latest_constituents.as_ref() {
+        if asked_day.is_none_or(|day| day.iso() == latest.date.as_bytes()) {
+            let body = match (coverage, form) {
+                (95, Form::Csv) => &latest.csv_95,
+                (95, Form::Json) => &latest.json_95,
+                (_, Form::Csv) => &latest.csv_80,
+                (_, Form::Json) => &latest.json_80,
+            };
+            let stored = call.negotiation.stored(loaded, body, Cache::Private);
+            return Ok(form.dress(loaded, stored));
+        }
+    }
     let pick = |c80: &'_ ArchivedBody, c95: &'_ ArchivedBody| -> Bytes {
         loaded.snapshot.body(&if coverage == 95 { c95 } else { c80 }.identity)
     };
@@ -146,7 +113,6 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
         ));
     };
     let level = numbers_of(index_row).first().copied().unwrap_or(f64::NAN);
-    let form = Form::of(call.negotiation);
     let mut hasher = Xxh3::with_seed(loaded.etag_seed);
     for part in [
         b"constituents".as_slice(),
@@ -162,6 +128,16 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
         .negotiation
         .conditional(&etag, header_value(&etag), Cache::Private, Bytes::new);
     if representation.status == http::StatusCode::OK {
+        // Another day reads every constituent's series: within the decoders' places, one at a
+        // time for a key (its next gets 429 until this one ends); a HEAD reads nothing.
+        let permit = match call.negotiation.head {
+            true => None,
+            false => Some(decoder_place(
+                &call.state.budgets.decoders,
+                &call.caller.key_id,
+                call.caller.tier == Tier::Enterprise,
+            )?),
+        };
         let pass = ConstituentsPass {
             loaded: Arc::clone(loaded),
             index: index_position(loaded, entry),
@@ -176,7 +152,7 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
         };
         representation.body = Payload::Made {
             steps: Steps(Box::new(pass)),
-            permit: None,
+            permit,
         };
     }
     Ok(form.dress(loaded, representation))
@@ -276,82 +252,28 @@ impl ConstituentsPass {
     fn render(&self, entry: &ArchivedIndexEntry) -> Bytes {
         let loaded = &self.loaded;
         let companies = loaded.snapshot.index().companies.as_slice();
-        let mut members: Vec<Constituent<'_>> = self
+        let members: Vec<Member<'_>> = self
             .members
             .iter()
             .map(|&(position, [mark_usd, lower_usd, upper_usd])| {
                 let c = &companies[position];
-                Constituent {
+                Member {
                     slug: c.slug.as_str(),
                     name: c.name.as_str(),
-                    weight: 0.0,
-                    value_weight: 0.0,
                     mark_usd,
                     lower_usd,
                     upper_usd,
                 }
             })
             .collect();
-        let (coverage, level, form) = (self.coverage, self.level, self.form);
         let date = String::from_utf8_lossy(&self.day).into_owned();
-        let date = date.as_str();
-        let values: Vec<f64> = members.iter().map(|m| m.mark_usd as f64).collect();
-        let total: f64 = values.iter().sum();
-        let round = |w: f64| (w * 1e6).round() / 1e6;
-        for (member, weight) in members.iter_mut().zip(marks_format::rules::weights::weights(&values)) {
-            member.weight = round(weight);
-            member.value_weight = if total > 0.0 {
-                round(member.mark_usd as f64 / total)
-            } else {
-                0.0
-            };
-        }
-        members.sort_by(|a, b| b.mark_usd.cmp(&a.mark_usd).then_with(|| a.slug.cmp(b.slug)));
-        match form {
-            Form::Json => {
-                #[derive(Serialize)]
-                struct Body<'a> {
-                    meta: Option<&'a serde_json::value::RawValue>,
-                    index: &'a str,
-                    date: &'a str,
-                    coverage: u32,
-                    level: f64,
-                    constituents: &'a [Constituent<'a>],
-                }
-                // `meta` as stored, in its order.
-                let meta = serde_json::from_slice(&loaded.meta).ok();
-                Bytes::from(
-                    serde_json::to_vec(&Body {
-                        meta,
-                        index: entry.id.as_str(),
-                        date,
-                        coverage,
-                        level,
-                        constituents: &members,
-                    })
-                    .unwrap_or_default(),
-                )
-            }
-            Form::Csv => {
-                let mut out = table::header(CONSTITUENT_COLUMNS);
-                for m in &members {
-                    put_row(
-                        &mut out,
-                        &[
-                            Cell::Text(entry.id.as_str()),
-                            Cell::Text(date),
-                            Cell::Text(m.slug),
-                            Cell::Text(m.name),
-                            Cell::Decimal(m.weight),
-                            Cell::Whole(m.mark_usd),
-                            Cell::Whole(m.lower_usd),
-                            Cell::Whole(m.upper_usd),
-                            Cell::Decimal(m.value_weight),
-                        ],
-                    );
-                }
-                Bytes::from(out)
-            }
-        }
+        let day = constituents::Day {
+            meta: &loaded.meta,
+            index: entry.id.as_str(),
+            date: &date,
+            coverage: self.coverage,
+            level: self.level,
+        };
+        Bytes::from(constituents::render(day, &members, self.form == Form::Csv))
     }
 }

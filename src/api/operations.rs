@@ -510,7 +510,7 @@ fn scored_targets(
 ) -> Result<Representation, ApiError> {
     let mut representation = match loaded.keeps_text(targets) {
         true => negotiation.document(loaded, targets)?,
-        false => negotiation.gzip_document(loaded, targets, decoders, key, false)?,
+        false => negotiation.gzip_document(loaded, targets, decoders, (key, false), false)?,
     };
     representation.content_type = JSON;
     representation.cache = cache;

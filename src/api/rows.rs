@@ -14,6 +14,7 @@ use bytes::Bytes;
 use marks_format::file::layout::{ArchivedBody, ArchivedExport, ArchivedSeriesBody};
 use marks_format::rules::dated::{self, DateRange, JSON_POINT};
 use marks_format::rules::day::Day;
+use marks_format::rules::tiers::Tier;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::api::call::Call;
@@ -208,7 +209,11 @@ pub fn series_export_range(
     // A HEAD makes nothing, so it takes no place.
     let permit = match negotiation.head {
         true => None,
-        false => Some(decoder_place(&call.state.budgets.decoders, &call.caller.key_id)?),
+        false => Some(decoder_place(
+            &call.state.budgets.decoders,
+            &call.caller.key_id,
+            call.caller.tier == Tier::Enterprise,
+        )?),
     };
     let text = |day: &Option<[u8; 10]>| day.map(|d| String::from_utf8_lossy(&d).into_owned());
     let first = match form {

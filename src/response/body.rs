@@ -138,6 +138,9 @@ pub struct DecodeLimits {
 impl DecodeLimits {
     /// Exports decoded at once across the server: each costs a core for as long as it streams.
     pub const PLACES: usize = 4;
+    /// Places only an Enterprise key may take: whatever keys of lower tiers (an index's
+    /// constituents of a past day) or keyless clients hold, an Enterprise export finds one.
+    pub const RESERVED_FOR_ENTERPRISE: usize = 2;
 }
 
 /// How long a key refused for want of a place keeps its turn without asking again: several
@@ -175,8 +178,12 @@ pub struct Decoders {
 #[derive(Debug, Default)]
 struct Book {
     holders: HashMap<Arc<str>, usize>,
-    /// Keys refused for want of a place, longest waiting first, with when each last asked.
-    waiting: std::collections::VecDeque<(Arc<str>, Instant)>,
+    /// Places held by callers below Enterprise, who may never take the last
+    /// [`DecodeLimits::RESERVED_FOR_ENTERPRISE`].
+    below_enterprise: usize,
+    /// Keys refused for want of a place, longest waiting first, with when each last asked and
+    /// whether it is an Enterprise key's.
+    waiting: std::collections::VecDeque<(Arc<str>, Instant, bool)>,
     /// Keys whose decoded response was cut for slowness, and until when they wait.
     cooling: HashMap<Arc<str>, Instant>,
 }
@@ -199,6 +206,8 @@ pub enum DecodeRefused {
 pub struct DecodePermit {
     _place: OwnedSemaphorePermit,
     key: Arc<str>,
+    /// Held by a caller below Enterprise (counted in `Book::below_enterprise`).
+    below_enterprise: bool,
     book: Arc<Mutex<Book>>,
     /// The floor the body is held to, and where a cut is counted.
     limits: DecodeLimits,
@@ -220,6 +229,9 @@ impl DecodePermit {
 impl Drop for DecodePermit {
     fn drop(&mut self) {
         if let Ok(mut book) = self.book.lock() {
+            if self.below_enterprise {
+                book.below_enterprise = book.below_enterprise.saturating_sub(1);
+            }
             if let Some(held) = book.holders.get_mut(&self.key) {
                 *held -= 1;
                 if *held == 0 {
@@ -246,8 +258,10 @@ impl Decoders {
     }
 
     /// A place for `key`, unless it is cooling down after a cut, holds its share, or every
-    /// free place is owed to keys that have waited longer.
-    pub fn try_acquire(&self, key: &Arc<str>) -> Result<DecodePermit, DecodeRefused> {
+    /// free place is owed to keys that have waited longer; for a caller below Enterprise
+    /// (`enterprise` false), also unless taking it would leave fewer free places than
+    /// [`DecodeLimits::RESERVED_FOR_ENTERPRISE`] for Enterprise keys.
+    pub fn try_acquire(&self, key: &Arc<str>, enterprise: bool) -> Result<DecodePermit, DecodeRefused> {
         let all_taken = |turn| DecodeRefused::AllTaken {
             active: self.active(),
             turn,
@@ -266,17 +280,27 @@ impl Decoders {
             self.refused_for_share.fetch_add(1, Relaxed);
             return Err(DecodeRefused::KeyShare { held });
         }
-        book.waiting.retain(|(_, asked)| now.duration_since(*asked) < TURN_KEPT);
-        let turn = book.waiting.iter().position(|(waiting, _)| waiting == key);
-        let ahead = turn.unwrap_or(book.waiting.len());
-        let place = match ahead < self.places.available_permits() {
+        book.waiting
+            .retain(|(_, asked, _)| now.duration_since(*asked) < TURN_KEPT);
+        let turn = book.waiting.iter().position(|(waiting, _, _)| waiting == key);
+        // While the lower tiers hold all the places open to them, a freed place can only be
+        // an Enterprise key's: lower keys waiting are not ahead of one.
+        let open_to_lower = self.limits.places.saturating_sub(DecodeLimits::RESERVED_FOR_ENTERPRISE);
+        let lower_full = book.below_enterprise >= open_to_lower;
+        let ahead = book
+            .waiting
+            .iter()
+            .take(turn.unwrap_or(book.waiting.len()))
+            .filter(|(_, _, waiter_enterprise)| *waiter_enterprise || !lower_full)
+            .count();
+        let place = match ahead < self.places.available_permits() && (enterprise || !lower_full) {
             true => self.places.clone().try_acquire_owned().ok(),
             false => None,
         };
         let Some(place) = place else {
             match turn {
                 Some(turn) => book.waiting[turn].1 = now,
-                None => book.waiting.push_back((key.clone(), now)),
+                None => book.waiting.push_back((key.clone(), now, enterprise)),
             }
             return Err(all_taken(ahead + 1));
         };
@@ -284,9 +308,13 @@ impl Decoders {
             book.waiting.remove(turn);
         }
         *book.holders.entry(key.clone()).or_insert(0) += 1;
+        if !enterprise {
+            book.below_enterprise += 1;
+        }
         Ok(DecodePermit {
             _place: place,
             key: key.clone(),
+            below_enterprise: !enterprise,
             book: self.book.clone(),
             limits: self.limits,
             cut_slow: self.cut_slow.clone(),
@@ -716,19 +744,52 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn places_below_enterprise_leave_the_reserved_ones_free() {
+        let decoders = Decoders::new(limits(DecodeLimits::PLACES, 1));
+        let lower: Vec<Arc<str>> = ["research-1", "research-2", "free-3", "keyless"]
+            .map(Arc::from)
+            .to_vec();
+        let first = decoders.try_acquire(&lower[0], false).unwrap();
+        let second = decoders.try_acquire(&lower[1], false).unwrap();
+        // Two places are free, and both are Enterprise's.
+        assert!(matches!(
+            decoders.try_acquire(&lower[2], false),
+            Err(DecodeRefused::AllTaken { .. })
+        ));
+        assert!(decoders.try_acquire(&lower[3], false).is_err());
+        let enterprise = decoders.try_acquire(&Arc::from("enterprise-1"), true).unwrap();
+        let another = decoders.try_acquire(&Arc::from("enterprise-2"), true).unwrap();
+        assert_eq!(decoders.active(), 4);
+        // A lower place given back opens one to the lower tiers again (the longest waiting).
+        drop(first);
+        assert!(
+            decoders.try_acquire(&lower[3], false).is_err(),
+            "owed to free-3, which asked first"
+        );
+        assert!(decoders.try_acquire(&lower[2], false).is_ok());
+        // One at a time for a key: its share is one.
+        drop(second);
+        assert!(matches!(
+            decoders.try_acquire(&Arc::from("enterprise-1"), true),
+            Err(DecodeRefused::KeyShare { held: 1 })
+        ));
+        drop((enterprise, another));
+    }
+
+    #[tokio::test]
     async fn decoders_are_capped_and_a_dropped_body_gives_its_place_back() {
         let decoders = Decoders::new(limits(2, 2));
         let key: Arc<str> = Arc::from("k1");
-        let first = decoders.try_acquire(&key).unwrap();
-        let second = decoders.try_acquire(&key).unwrap();
+        let first = decoders.try_acquire(&key, true).unwrap();
+        let second = decoders.try_acquire(&key, true).unwrap();
         assert_eq!(
-            decoders.try_acquire(&Arc::from("k2")).unwrap_err(),
+            decoders.try_acquire(&Arc::from("k2"), true).unwrap_err(),
             DecodeRefused::AllTaken { active: 2, turn: 1 }
         );
         drop(first);
         // The freed place is owed to k2, which asked first.
-        assert!(decoders.try_acquire(&key).is_err());
-        let third = decoders.try_acquire(&Arc::from("k2")).unwrap();
+        assert!(decoders.try_acquire(&key, true).is_err());
+        let third = decoders.try_acquire(&Arc::from("k2"), true).unwrap();
         let body = ResponseBody::new(Payload::Gunzip {
             gzip: Bytes::new(),
             skip: 0,
@@ -745,19 +806,19 @@ mod tests {
     fn a_key_holds_at_most_its_share_and_others_still_get_places() {
         let decoders = Decoders::new(limits(4, 1));
         let (greedy, other): (Arc<str>, Arc<str>) = (Arc::from("greedy"), Arc::from("other"));
-        let held = decoders.try_acquire(&greedy).unwrap();
+        let held = decoders.try_acquire(&greedy, true).unwrap();
         for _ in 0..3 {
             assert_eq!(
-                decoders.try_acquire(&greedy).unwrap_err(),
+                decoders.try_acquire(&greedy, true).unwrap_err(),
                 DecodeRefused::KeyShare { held: 1 }
             );
         }
         assert_eq!(decoders.refused_for_share.load(Relaxed), 3);
-        let theirs = decoders.try_acquire(&other).unwrap();
+        let theirs = decoders.try_acquire(&other, true).unwrap();
         assert_eq!(decoders.active(), 2);
         drop(held);
         drop(theirs);
-        assert!(decoders.try_acquire(&greedy).is_ok());
+        assert!(decoders.try_acquire(&greedy, true).is_ok());
     }
 
     #[test]
@@ -765,22 +826,22 @@ mod tests {
         let decoders = Decoders::new(limits(2, 1));
         let key = |name: &str| -> Arc<str> { Arc::from(name) };
         let (a, b) = (
-            decoders.try_acquire(&key("a")).unwrap(),
-            decoders.try_acquire(&key("b")).unwrap(),
+            decoders.try_acquire(&key("a"), true).unwrap(),
+            decoders.try_acquire(&key("b"), true).unwrap(),
         );
-        let refused = |name: &str| decoders.try_acquire(&key(name)).unwrap_err();
+        let refused = |name: &str| decoders.try_acquire(&key(name), true).unwrap_err();
         assert_eq!(refused("c"), DecodeRefused::AllTaken { active: 2, turn: 1 });
         assert_eq!(refused("d"), DecodeRefused::AllTaken { active: 2, turn: 2 });
         drop(a);
         // The holder that just let go, and anyone behind c, wait; c gets the place.
         assert_eq!(refused("a"), DecodeRefused::AllTaken { active: 1, turn: 3 });
         assert_eq!(refused("d"), DecodeRefused::AllTaken { active: 1, turn: 2 });
-        let c = decoders.try_acquire(&key("c")).unwrap();
+        let c = decoders.try_acquire(&key("c"), true).unwrap();
         drop(b);
         assert_eq!(refused("a"), DecodeRefused::AllTaken { active: 1, turn: 2 });
-        let d = decoders.try_acquire(&key("d")).unwrap();
+        let d = decoders.try_acquire(&key("d"), true).unwrap();
         drop((c, d));
-        assert!(decoders.try_acquire(&key("a")).is_ok());
+        assert!(decoders.try_acquire(&key("a"), true).is_ok());
     }
 
     #[test]
@@ -790,15 +851,15 @@ mod tests {
             ..limits(4, 1)
         });
         let key: Arc<str> = Arc::from("slow");
-        decoders.try_acquire(&key).unwrap().cut();
+        decoders.try_acquire(&key, true).unwrap().cut();
         assert_eq!(decoders.cut_slow.load(Relaxed), 1);
         assert_eq!(decoders.active(), 0, "its place is free at once");
         assert_eq!(
-            decoders.try_acquire(&key).unwrap_err(),
+            decoders.try_acquire(&key, true).unwrap_err(),
             DecodeRefused::CoolingDown { retry_after: 1 }
         );
-        assert!(decoders.try_acquire(&Arc::from("other")).is_ok());
+        assert!(decoders.try_acquire(&Arc::from("other"), true).is_ok());
         std::thread::sleep(Duration::from_millis(250));
-        assert!(decoders.try_acquire(&key).is_ok(), "after the window");
+        assert!(decoders.try_acquire(&key, true).is_ok(), "after the window");
     }
 }

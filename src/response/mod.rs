@@ -358,17 +358,19 @@ impl Negotiation<'_> {
         decoders: &Decoders,
         key: &Arc<str>,
     ) -> Result<Representation, ApiError> {
-        self.gzip_document(loaded, export, decoders, key, true)
+        // The exports are Enterprise's.
+        self.gzip_document(loaded, export, decoders, (key, true), true)
     }
 
     /// A document stored as gzip only ([`Negotiation::export`]), with byte ranges (`ranges`) or
-    /// always whole (the scored targets, a JSON document, not a download to resume).
+    /// always whole (the scored targets, a JSON document, not a download to resume); `holder`
+    /// is the key that would hold a decoder's place, and whether it is an Enterprise key's.
     pub fn gzip_document(
         &self,
         loaded: &LoadedSnapshot,
         export: &ArchivedExport,
         decoders: &Decoders,
-        key: &Arc<str>,
+        (key, enterprise): (&Arc<str>, bool),
         ranges: bool,
     ) -> Result<Representation, ApiError> {
         let gzip = self.accepts_gzip();
@@ -408,7 +410,7 @@ impl Negotiation<'_> {
             // A HEAD decodes nothing, so it takes no decoder's place.
             let permit = match self.head {
                 true => None,
-                false => Some(decoder_place(decoders, key)?),
+                false => Some(decoder_place(decoders, key, enterprise)?),
             };
             Payload::Gunzip {
                 gzip: loaded.snapshot.body(&export.gzip),
@@ -454,8 +456,8 @@ impl Negotiation<'_> {
 /// One of `decoders`' places for `key`, to decode a stored document for a client without gzip
 /// or to pass over every company's series; or why not, said to the client: 429 past the key's
 /// share or while it cools down after a cut, 503 while every place is taken.
-pub fn decoder_place(decoders: &Decoders, key: &Arc<str>) -> Result<DecodePermit, ApiError> {
-    decoders.try_acquire(key).map_err(|refused| match refused {
+pub fn decoder_place(decoders: &Decoders, key: &Arc<str>, enterprise: bool) -> Result<DecodePermit, ApiError> {
+    decoders.try_acquire(key, enterprise).map_err(|refused| match refused {
         DecodeRefused::KeyShare { held } => ApiError::ExportsAtOnce {
             detail: format!(
                 "this key is already decoding {held} document(s) (an export or the scored targets for a client that does not accept gzip, a ranged series export, an index's constituents), its share of the server's {} decoders; retry when that ends, or send Accept-Encoding: gzip, with which a whole export or the scored targets are always served.",

@@ -61,6 +61,44 @@ impl Membership {
     }
 }
 
+/// Each index's constituents on `as_of` with their published marks (whole dollars) and bands:
+/// what the builder stores as the latest day's constituents (`rules::constituents`).
+#[derive(Debug)]
+pub struct LatestMembers {
+    as_of: Day,
+    /// Per index number: each constituent's company position and its
+    /// `[mark, lower80, upper80, lower95, upper95]`.
+    pub members: Vec<Vec<(usize, [u64; 5])>>,
+}
+
+impl LatestMembers {
+    pub fn new(as_of: Day, indices: usize) -> LatestMembers {
+        LatestMembers {
+            as_of,
+            members: vec![Vec::new(); indices],
+        }
+    }
+
+    /// Counts company `position` in `index` when it is a constituent on `as_of`.
+    pub fn add(&mut self, index: usize, position: usize, series: &[MarkDay], membership: Membership) {
+        let in_on_as_of = membership.first <= self.as_of && self.as_of < membership.until;
+        let Some(point) = series.last().filter(|p| p.day == self.as_of && in_on_as_of) else {
+            return;
+        };
+        let numbers = [
+            point.mark,
+            point.band80.0,
+            point.band80.1,
+            point.band95.0,
+            point.band95.1,
+        ]
+        .map(usd);
+        if let Some(members) = self.members.get_mut(index) {
+            members.push((position, numbers));
+        }
+    }
+}
+
 /// Which index each company counts in beside "all", and from which day each index counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SectorIndices {

@@ -34,12 +34,13 @@ pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// the append-only history in each event's fingerprint (methodology v0.5.0's dataset) and the
 /// publication log; version 8 the pages' content without the frame, which the server draws;
 /// version 9 each company's daily series stored once, as its lines of the series exports
-/// ([`SeriesBody`]), and its backtests and published entries as gzip only.
-pub const FORMAT_VERSION: u32 = 9;
-/// The oldest format this code still reads. Versions 3 to 9 changed the index's layout, so
+/// ([`SeriesBody`]), and its backtests and published entries as gzip only; version 10 each
+/// index's constituents on its latest day ([`LatestConstituents`]).
+pub const FORMAT_VERSION: u32 = 10;
+/// The oldest format this code still reads. Versions 3 to 10 changed the index's layout, so
 /// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
 /// proved nothing about its content anyway).
-pub const OLDEST_READABLE_VERSION: u32 = 9;
+pub const OLDEST_READABLE_VERSION: u32 = 10;
 /// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
 pub const HEADER_LEN: usize = 256;
 /// Alignment of the index archive within the file.
@@ -468,6 +469,21 @@ pub struct IndexEntry {
     pub series_95: Body,
     pub series_80_csv: Body,
     pub series_95_csv: Body,
+    /// The constituents of its latest day, made by the builder (none for an index whose last
+    /// day is not the dataset's `as_of`): the answer a client asks most, served as stored.
+    pub latest_constituents: Option<LatestConstituents>,
+}
+
+/// An index's constituents on its latest day (`rules::constituents`), at each coverage, as JSON
+/// and CSV, each with its gzip variant.
+#[derive(Archive, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct LatestConstituents {
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    pub json_80: Body,
+    pub json_95: Body,
+    pub csv_80: Body,
+    pub csv_95: Body,
 }
 
 /// One word of a company's search names, for finding the companies a query's word starts.

@@ -6,8 +6,10 @@
 //! - [`day`], [`dated`]: the calendar day, and the records of a date range inside a stored
 //!   series, by binary search;
 //! - [`names`]: the slug and name grammar;
-//! - [`weights`]: how an index weighs its constituents (the cap).
+//! - [`weights`]: how an index weighs its constituents (the cap); [`constituents`]: an index's
+//!   constituents on a day, as both sides render them.
 
+pub mod constituents;
 pub mod dated;
 pub mod day;
 pub mod names;
