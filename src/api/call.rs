@@ -9,8 +9,9 @@ use marks_format::rules::tiers::{Scope, Tier};
 use crate::api::query::{self, Params};
 use crate::api::state::State;
 use crate::keys::ring::Caller;
+use crate::response::body::DecodePermit;
 use crate::response::problem::ApiError;
-use crate::response::Negotiation;
+use crate::response::{decoder_place, Negotiation};
 use crate::snapshot::LoadedSnapshot;
 
 /// A metered operation's inputs.
@@ -24,6 +25,18 @@ pub struct Call<'a> {
     /// The `{slug}` of the path, still percent-encoded.
     pub slug: Option<&'a str>,
     pub negotiation: &'a Negotiation<'a>,
+}
+
+/// One of the decoders' places for a request that reads every company's series (a ranged series
+/// export, an index's constituents of a past day), held by the caller's key within its share,
+/// and outside the places kept for Enterprise unless it is an Enterprise key's; none for a HEAD,
+/// which reads nothing.
+pub fn decoder_place_for(call: &Call<'_>) -> Result<Option<DecodePermit>, ApiError> {
+    if call.negotiation.head {
+        return Ok(None);
+    }
+    let enterprise = call.caller.tier == Tier::Enterprise;
+    decoder_place(&call.state.budgets.decoders, &call.caller.key_id, enterprise).map(Some)
 }
 
 /// The coverage of a series operation (80 unless 95 is asked for), and 95 only for a tier that

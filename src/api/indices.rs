@@ -8,15 +8,15 @@ use bytes::Bytes;
 use marks_format::file::layout::{ArchivedBody, ArchivedIndexEntry};
 use marks_format::rules::constituents::{self, last_day, numbers_of, row_on, Member};
 use marks_format::rules::day::Day;
-use marks_format::rules::tiers::{Scope, Tier};
+use marks_format::rules::tiers::Scope;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::api::call::{coverage, require, Call};
+use crate::api::call::{coverage, decoder_place_for, require, Call};
 use crate::api::query::Params;
 use crate::api::rows::{self, Form, SeriesText};
 use crate::response::body::{Payload, Step, Steps};
 use crate::response::problem::ApiError;
-use crate::response::{decoder_place, header_value, Cache, Representation};
+use crate::response::{header_value, Cache, Representation};
 use crate::snapshot::LoadedSnapshot;
 
 /// `GET /v1/indices`.
@@ -129,15 +129,8 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
         .conditional(&etag, header_value(&etag), Cache::Private, Bytes::new);
     if representation.status == http::StatusCode::OK {
         // Another day reads every constituent's series: within the decoders' places, one at a
-        // time for a key (its next gets 429 until this one ends); a HEAD reads nothing.
-        let permit = match call.negotiation.head {
-            true => None,
-            false => Some(decoder_place(
-                &call.state.budgets.decoders,
-                &call.caller.key_id,
-                call.caller.tier == Tier::Enterprise,
-            )?),
-        };
+        // time for a key (its next gets 429 until this one ends).
+        let permit = decoder_place_for(call)?;
         let pass = ConstituentsPass {
             loaded: Arc::clone(loaded),
             index: index_position(loaded, entry),

@@ -14,15 +14,14 @@ use bytes::Bytes;
 use marks_format::file::layout::{ArchivedBody, ArchivedExport, ArchivedSeriesBody};
 use marks_format::rules::dated::{self, DateRange, JSON_POINT};
 use marks_format::rules::day::Day;
-use marks_format::rules::tiers::Tier;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::api::call::Call;
+use crate::api::call::{decoder_place_for, Call};
 use crate::api::query::Params;
 use crate::response::body::{Payload, Step, Steps};
 use crate::response::headers::{CSV, NDJSON};
 use crate::response::problem::ApiError;
-use crate::response::{decoder_place, header_value, Cache, Negotiation, Representation};
+use crate::response::{header_value, Cache, Negotiation, Representation};
 use crate::snapshot::LoadedSnapshot;
 
 /// JSON or CSV, as the client's `Accept` prefers.
@@ -206,15 +205,7 @@ pub fn series_export_range(
     if representation.status != http::StatusCode::OK {
         return Ok(form.dress(loaded, representation));
     }
-    // A HEAD makes nothing, so it takes no place.
-    let permit = match negotiation.head {
-        true => None,
-        false => Some(decoder_place(
-            &call.state.budgets.decoders,
-            &call.caller.key_id,
-            call.caller.tier == Tier::Enterprise,
-        )?),
-    };
+    let permit = decoder_place_for(call)?;
     let text = |day: &Option<[u8; 10]>| day.map(|d| String::from_utf8_lossy(&d).into_owned());
     let first = match form {
         Form::Json => {
