@@ -324,7 +324,10 @@ def test_an_exit_label_never_overprints_an_axis_title(open_page, path, title):
     page, _ = open_page()
     enter_key(page, PRO, path)
     wait_settled(page)
-    boxes = "(ts) => ts.map((t) => { const r = t.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height, text: t.textContent }; })"
+    boxes = (
+        "(ts) => ts.map((t) => { const r = t.getBoundingClientRect();"
+        " return { x: r.x, y: r.y, width: r.width, height: r.height, text: t.textContent }; })"
+    )
     titles = page.locator("#compare-svg text.axis-title").evaluate_all(boxes)
     assert any(t["text"].startswith(title) for t in titles), titles
     exits = page.locator("#compare-svg g.exit").evaluate_all("(gs) => gs.map((g) => g.dataset.key)")
