@@ -405,7 +405,7 @@ async fn metrics_count_requests_latency_and_the_snapshot() {
 #[tokio::test]
 async fn a_forged_archive_is_refused_and_a_repointed_symlink_is_followed() {
     let dir = tempfile::tempdir().unwrap();
-    let versions = build_versions(dir.path(), 2);
+    let versions = build_versions(dir.path(), 3);
     let server = TestServer::start_with(Options {
         snapshot: Some(versions[0].1.clone()),
         ..Options::default()
@@ -449,10 +449,10 @@ async fn a_forged_archive_is_refused_and_a_repointed_symlink_is_followed() {
     };
     link(&versions[1].1);
     server.wait_for_dataset(&versions[1].0).await;
-    link(&versions[0].1);
-    server.wait_for_dataset(&versions[0].0).await;
+    link(&versions[2].1);
+    server.wait_for_dataset(&versions[2].0).await;
     let reply = server.get("/v1/companies/synth-000001", Some(PRO)).await;
-    assert_eq!(reply.json()["meta"]["dataset_version"], versions[0].0);
+    assert_eq!(reply.json()["meta"]["dataset_version"], versions[2].0);
 }
 
 #[tokio::test]
