@@ -33,6 +33,8 @@ const state = {
   busy: 0,
   run: 0,
   constituentsRun: 0,
+  /* The request of a day's companies under way (settled when it ends). */
+  constituentsQueue: Promise.resolve(),
   constituents: null,
 };
 
@@ -258,7 +260,15 @@ async function loadConstituents() {
   }
   let data;
   busy(1);
+  // One day's companies asked at a time: the server makes a past day's within one place per
+  // key, so a second asked before the first ends would be refused. A day chosen while one is
+  // under way waits for it, and only the day chosen last is then asked.
+  const previous = state.constituentsQueue;
+  let release = () => {};
+  state.constituentsQueue = new Promise((resolve) => { release = resolve; });
   try {
+    await previous;
+    if (run !== state.constituentsRun) return;
     data = await api(constituentsPath(date));
   } catch (err) {
     if (run !== state.constituentsRun) return;
@@ -268,6 +278,7 @@ async function loadConstituents() {
     showError(err, `The companies of ${info ? info.name : state.id} on ${date}`, $('constituents-error'));
     return;
   } finally {
+    release();
     busy(-1);
   }
   if (run !== state.constituentsRun) return;
