@@ -126,7 +126,8 @@ def swappable(server: Server, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     shutil.copy(server.workdir / "sample.snap", live)
     # The swap goes back to the previous dataset version: a rollback, which the server allows
     # only when told.
-    with run_server(server.marks_bin, live, server.workdir / "keys.toml", tmp_path, "--allow-rollback") as base_url:
+    keys = server.workdir / "keys.toml"
+    with run_server(server.marks_bin, live, keys, tmp_path, "--allow-rollback") as base_url:
         yield base_url, live
 
 
