@@ -48,7 +48,7 @@ fi
 company_latency() { # url slug
   taskset -c "$LOAD_CPU" wrk -t1 -c4 -d"${DURATION}s" --latency -H "X-API-Key: $pro" "$1/v1/companies/$2" >"$work/wrk.out" 2>&1
   refuse_errors "$work/wrk.out" getCompany
-  awk '$1 == "50.000%" { p50 = $2 } $1 == "99.000%" { p99 = $2 } END { print p50, p99 }' "$work/wrk.out"
+  awk '$1 == "50%" { p50 = $2 } $1 == "99%" { p99 = $2 } END { print p50, p99 }' "$work/wrk.out"
 }
 
 # The median and largest time in ms of REPEAT sequential requests for a path.
