@@ -893,19 +893,18 @@ fn parse_valuation(text: &str, event_type: EventType) -> Result<u64, String> {
     }
     // Digits only, as the number is written everywhere it is shown: no sign, and no leading
     // zero that one reader takes for octal and another drops.
-    let digits = text;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(
             "valuation_usd {} is not a whole number of US dollars, digits only",
             quoted(text)
         ));
     }
-    if digits.len() > 1 && digits.starts_with('0') {
+    if text.len() > 1 && text.starts_with('0') {
         return Err(format!(
             "valuation_usd {text:?} has a leading zero: write the number as it reads"
         ));
     }
-    let value: u64 = digits.parse().map_err(|_| {
+    let value: u64 = text.parse().map_err(|_| {
         format!(
             "valuation_usd {} is above the largest supported value {MAX_VALUATION_USD}",
             quoted(text)
