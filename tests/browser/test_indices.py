@@ -172,6 +172,7 @@ def test_weights_show_the_cap_beside_the_value_share(open_page, server, viewport
     expect(rule).to_be_visible()
     expect(rule).to_contain_text(f"capped at {cap * 100:g}%")
     expect(rule).to_contain_text("fewer than five companies")
+    expect(rule).to_contain_text("marked on the latest day")
     expect(rule).to_contain_text("“other”")
     heads = page.locator("#constituents-table thead th")
     expect(heads.nth(1)).to_have_text("Weight capped")

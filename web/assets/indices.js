@@ -99,8 +99,8 @@ async function showWeightRule() {
     if (typeof cap !== 'number' || !(cap > 0)) return;
     const n = Math.round(1 / cap); // below this many companies the cap cannot bind: equal weights
     $('weights-rule').textContent = `Weights: each company's share of the day's marks, capped at ${Number((cap * 100).toFixed(1))}% `
-      + `(equal weights below ${n} companies); sectors of fewer than five companies in the dataset, listed and failed ones `
-      + 'included, count in “other”.';
+      + `(equal weights below ${n} companies); a sector with fewer than five companies marked on the latest day counts in `
+      + '“other”, and each index starts on the first day from which it has at least five companies every day.';
   } catch { /* the sentence as written */ }
 }
 
