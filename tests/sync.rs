@@ -689,6 +689,17 @@ async fn start_unread_export_at(
     path: &str,
     key: &str,
 ) -> (u16, String, tokio::net::TcpStream) {
+    start_unread_from([127, 0, 0, 1], addr, path, key).await
+}
+
+/// [`start_unread_export_at`] from a chosen loopback address, so one test can be several
+/// clients.
+async fn start_unread_from(
+    local: [u8; 4],
+    addr: std::net::SocketAddr,
+    path: &str,
+    key: &str,
+) -> (u16, String, tokio::net::TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     // A small receive buffer, set before connecting so the window is small from the start: the
     // server can then write only a few kilobytes ahead of a reader that stops, whatever the
@@ -696,6 +707,7 @@ async fn start_unread_export_at(
     // decoded document), so the decode holds its place until the reader goes.
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
+    socket.bind(std::net::SocketAddr::from((local, 0))).unwrap();
     let mut stream = socket.connect(addr).await.unwrap();
     // An empty key sends none: a keyless client.
     let key_line = if key.is_empty() {
@@ -775,6 +787,52 @@ async fn the_scored_targets_are_stored_as_gzip_and_decoded_within_the_shared_dec
     let export = start_unread_export(&server, "/v1/export/series?coverage=95", ENTERPRISE).await;
     assert_eq!(export.0, 200, "{}", export.1);
     drop((stalled, export));
+}
+
+/// When the scored targets are too large to keep decoded (here beside a 1 MiB cache of decoded
+/// texts), a keyless client without gzip decodes them in the one share every keyless client
+/// shares; a keyless reader cut for slowness makes its own address wait, not every keyless
+/// client.
+#[tokio::test]
+async fn a_keyless_reader_cut_for_slowness_makes_only_its_address_wait() {
+    let server = TestServer::start_with(Options::settings(|s| {
+        s.exports.decoded_cache_mib = 1;
+        s.exports.export_decode_floor_kib_per_sec = 1024;
+        s.exports.export_decode_window = std::time::Duration::from_secs(1);
+    }))
+    .await;
+    let path = "/v1/scorecard/targets";
+    let (status, head, stalled) = start_unread_from([127, 0, 0, 2], server.addr, path, "").await;
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(
+        server.state.budgets.decoders.active(),
+        1,
+        "decoded in a place, not kept"
+    );
+    let cut = || async {
+        let text = request(server.addr, http::Method::GET, "/metrics", &[]).await;
+        metric(
+            &String::from_utf8_lossy(&text.body),
+            "marks_export_decodes_cut_slow_total",
+        )
+    };
+    for _ in 0..600 {
+        if cut().await == Some(1.0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(cut().await, Some(1.0), "the stalled keyless reader was never cut");
+    // Its address waits ...
+    let (status, again, _) = start_unread_from([127, 0, 0, 2], server.addr, path, "").await;
+    assert_eq!(status, 429, "{again}");
+    assert!(again.contains("was cut"), "{again}");
+    // ... another keyless client does not, and is served whole.
+    let other = server.get_with(path, &[("accept-encoding", "identity")]).await;
+    assert_eq!(other.status, 200);
+    let gzip = server.get_with(path, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(other.body, gunzip(&gzip.body));
+    drop(stalled);
 }
 
 /// An index's constituents of its latest day are stored by the builder and answered as stored

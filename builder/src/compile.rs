@@ -32,8 +32,8 @@ use marks_format::file::etag::{etag_of, quoted};
 use marks_format::file::gzip::{self, Piece};
 use marks_format::file::layout::{
     compare_rows, mark_is_current, ArchivedIndex, Body, BodyRef, CompanyEntry, EventFingerprint, Export, Exports,
-    Index, IndexEntry, LatestBands, LatestConstituents, ListEntry, PageContent, RowKey, SeriesBody, FREE_UNIVERSE_SIZE,
-    SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
+    Index, IndexEntry, LatestBands, LatestConstituents, ListEntry, PageContent, RowKey, SeriesBody, YearStart,
+    FREE_UNIVERSE_SIZE, SORTS, STATUS_IPO_COMPLETED, STATUS_PRIVATE, UNIVERSE_ALL, UNIVERSE_FREE,
 };
 use marks_format::file::reader::{OpenOptions, Snapshot, SnapshotError};
 use marks_format::rules::tiers::Tier;
@@ -343,6 +343,8 @@ struct RenderedSeries {
     /// Bytes of `text` that are the head.
     head_len: usize,
     rest: Piece,
+    /// Where each year after the first begins in a CSV series' rest (none in a JSON series).
+    years: Vec<YearStart>,
     crc32: u32,
     identity_etag: String,
     gzip_etag: String,
@@ -412,22 +414,40 @@ impl Deflating {
     }
 
     /// A CSV series body with its rows deflated.
+    /// A CSV series body with its rows deflated, flushed where each year begins.
     fn series_csv(&self, body: Vec<u8>) -> std::io::Result<RenderedSeries> {
-        RenderedSeries::of(body, &self.series_csv_header, self.export_level)
+        RenderedSeries::of(body, &self.series_csv_header, self.export_level, true)
     }
 
     /// A JSON series body with its text past the prefix deflated.
     fn series(&self, body: Vec<u8>) -> std::io::Result<RenderedSeries> {
-        RenderedSeries::of(body, &self.series_prefix, self.export_level)
+        RenderedSeries::of(body, &self.series_prefix, self.export_level, false)
     }
 }
 
 impl RenderedSeries {
     /// `text`, which starts with `head` (as text and deflated), with the rest deflated at
-    /// `level`, and the ETags of the text and of the gzip answer made of the two pieces.
-    fn of(text: Vec<u8>, head: &(Vec<u8>, Piece), level: u32) -> std::io::Result<RenderedSeries> {
+    /// `level` (flushed where each year's rows begin when they are CSV `rows`), and the ETags of
+    /// the text and of the gzip answer made of the two pieces.
+    fn of(text: Vec<u8>, head: &(Vec<u8>, Piece), level: u32, rows: bool) -> std::io::Result<RenderedSeries> {
         debug_assert!(text.starts_with(&head.0));
-        let rest = Piece::of(&text[head.0.len()..], level)?;
+        let rest_text = &text[head.0.len()..];
+        let firsts = if rows {
+            first_rows_of_years(rest_text)
+        } else {
+            Vec::new()
+        };
+        let points: Vec<usize> = firsts.iter().map(|&(_, at)| at).collect();
+        let (rest, deflated_at) = Piece::with_entry_points(rest_text, level, &points)?;
+        let years = firsts
+            .iter()
+            .zip(deflated_at)
+            .map(|(&(year, at), deflated_at)| YearStart {
+                year,
+                text_at: at as u64,
+                deflated_at,
+            })
+            .collect();
         let mut crc = flate2::Crc::new();
         crc.combine(&head.1.crc);
         crc.combine(&rest.crc);
@@ -438,6 +458,7 @@ impl RenderedSeries {
         }
         gzip_hash.update(&gzip::trailer(crc32, text.len() as u64));
         Ok(RenderedSeries {
+            years,
             identity_etag: etag_of(&text),
             gzip_etag: quoted(gzip_hash.digest()),
             head_len: head.0.len(),
@@ -460,8 +481,37 @@ impl RenderedSeries {
             identity_len: self.text.len() as u64,
             identity_etag: self.identity_etag.clone(),
             gzip_etag: self.gzip_etag.clone(),
+            years: self.years.clone(),
+            rest_text_len: (self.text.len() - self.head_len) as u64,
         }
     }
+}
+
+/// The year and place of each CSV row (`"slug","YYYY-MM-DD",...` ending in CRLF) that begins a
+/// year after the first row's.
+fn first_rows_of_years(rows: &[u8]) -> Vec<(i32, usize)> {
+    let mut firsts = Vec::new();
+    let mut current = None;
+    let mut at = 0;
+    while at < rows.len() {
+        let end = rows[at..]
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map_or(rows.len(), |i| at + i + 2);
+        let year = rows[at..end]
+            .split(|&b| b == b',')
+            .nth(1)
+            .and_then(|cell| cell.get(1..5))
+            .and_then(|digits| std::str::from_utf8(digits).ok()?.parse::<i32>().ok());
+        if let Some(year) = year {
+            if current.is_some_and(|c| c != year) {
+                firsts.push((year, at));
+            }
+            current = Some(year);
+        }
+        at = end;
+    }
+    firsts
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1402,4 +1452,19 @@ fn check_append_only(dataset: &Dataset, previous: &Snapshot, source: &Path) -> R
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_rows_of_years;
+
+    #[test]
+    fn a_year_begins_where_a_rows_date_is_of_another_year() {
+        let rows =
+            b"\"a\",\"2023-12-30\",1\r\n\"a\",\"2023-12-31\",2\r\n\"a\",\"2024-01-01\",3\r\n\"a\",\"2026-05-01\",4\r\n";
+        let row = |n: usize| rows.split(|&b| b == b'\n').take(n).map(|r| r.len() + 1).sum::<usize>();
+        assert_eq!(first_rows_of_years(rows), vec![(2024, row(2)), (2026, row(3))]);
+        assert_eq!(first_rows_of_years(b""), vec![]);
+        assert_eq!(first_rows_of_years(b"\"a\",\"2024-01-01\",3\r\n"), vec![]);
+    }
 }

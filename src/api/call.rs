@@ -9,7 +9,7 @@ use marks_format::rules::tiers::{Scope, Tier};
 use crate::api::query::{self, Params};
 use crate::api::state::State;
 use crate::keys::ring::Caller;
-use crate::response::body::DecodePermit;
+use crate::response::body::{DecodeHolder, DecodePermit};
 use crate::response::problem::ApiError;
 use crate::response::{decoder_place, Negotiation};
 use crate::snapshot::LoadedSnapshot;
@@ -36,7 +36,8 @@ pub fn decoder_place_for(call: &Call<'_>) -> Result<Option<DecodePermit>, ApiErr
         return Ok(None);
     }
     let enterprise = call.caller.tier == Tier::Enterprise;
-    decoder_place(&call.state.budgets.decoders, &call.caller.key_id, enterprise).map(Some)
+    let holder = DecodeHolder::key(&call.caller.key_id, enterprise);
+    decoder_place(&call.state.budgets.decoders, &holder).map(Some)
 }
 
 /// The coverage of a series operation (80 unless 95 is asked for), and 95 only for a tier that

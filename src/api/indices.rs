@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use marks_format::file::layout::{ArchivedBody, ArchivedIndexEntry};
-use marks_format::rules::constituents::{self, last_day, numbers_of, row_on, Member};
+use marks_format::rules::constituents::{self, last_day, numbers_of, row_among, row_on, Member};
 use marks_format::rules::day::Day;
 use marks_format::rules::tiers::Scope;
 use xxhash_rust::xxh3::Xxh3;
@@ -136,6 +136,7 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
             index: index_position(loaded, entry),
             day,
             julian: asked_julian(day),
+            year: asked_year(day),
             coverage,
             level,
             form,
@@ -156,19 +157,27 @@ fn asked_julian(day: [u8; 10]) -> i32 {
     Day::parse(&String::from_utf8_lossy(&day)).map_or(0, |d| d.0)
 }
 
+/// The year of a day written `YYYY-MM-DD`.
+fn asked_year(day: [u8; 10]) -> i32 {
+    std::str::from_utf8(&day[..4])
+        .ok()
+        .and_then(|y| y.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The position of an index entry among the snapshot's indices.
 fn index_position(loaded: &LoadedSnapshot, entry: &ArchivedIndexEntry) -> usize {
     let indices = loaded.snapshot.index().indices.as_slice();
     indices.iter().position(|i| std::ptr::eq(i, entry)).unwrap_or(0)
 }
 
-/// Companies whose row of the day one step of the pass reads: a step decodes about this many
-/// series, about a millisecond, so no poll holds a worker for long.
-const COMPANIES_A_STEP: usize = 4;
+/// Companies whose row of the day one step of the pass reads: a step inflates a year of this
+/// many series, a fraction of a millisecond, so no poll holds a worker for long.
+const COMPANIES_A_STEP: usize = 8;
 
 /// An index's constituents of a day, made a few companies at a time as the body is polled:
-/// each company's row of that day is read from its decoded CSV series (every constituent's
-/// series is decoded, and none is kept), then the weights and the body at the end.
+/// each company's row of that day is read from the year of its CSV series that holds it (that
+/// year alone is inflated, and not kept), then the weights and the body at the end.
 struct ConstituentsPass {
     loaded: Arc<LoadedSnapshot>,
     /// Position of the index in `Index::indices`.
@@ -176,6 +185,8 @@ struct ConstituentsPass {
     day: [u8; 10],
     /// The same day as a Julian day number, for the companies' index windows.
     julian: i32,
+    /// Its year: the part of each company's series the pass inflates.
+    year: i32,
     coverage: u32,
     level: f64,
     form: Form,
@@ -218,8 +229,8 @@ impl Iterator for ConstituentsPass {
             } else {
                 &c.marks_80_csv
             };
-            // A pass over the index's companies: their texts are read, not kept.
-            let text = match loaded.series_text_passing(series) {
+            // A pass over the index's companies: the year of the day of each is read, not kept.
+            let rows = match loaded.series_rows_of_year_passing(series, self.year) {
                 Ok(text) => text,
                 Err(damaged) => {
                     tracing::error!("{damaged}");
@@ -227,8 +238,8 @@ impl Iterator for ConstituentsPass {
                     return Some(Err(std::io::Error::other(damaged)));
                 }
             };
-            decoded += text.len() as u64;
-            let Some(row) = row_on(&text, c.slug.as_str(), self.day) else {
+            decoded += rows.len() as u64;
+            let Some(row) = row_among(&rows, c.slug.as_str(), self.day) else {
                 continue;
             };
             let numbers = numbers_of(row);

@@ -522,6 +522,7 @@ impl<'a, B> Exchange<'a, B> {
                 Ok(operations::published(
                     route.operation,
                     self.state,
+                    self.peer,
                     &*self.loaded()?,
                     query,
                     &negotiation,

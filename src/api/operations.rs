@@ -26,7 +26,7 @@ use crate::api::query::{ListQuery, Params, LIST_PARAMS};
 use crate::api::routes::Operation;
 use crate::api::rows::{self, Form, SeriesText};
 use crate::api::state::State;
-use crate::response::body::Decoders;
+use crate::response::body::{DecodeHolder, Decoders};
 use crate::response::headers::{DOCS_CSP, JSON, PAGE_CSP};
 use crate::response::problem::ApiError;
 use crate::response::{header_value, Cache, Negotiation, Representation};
@@ -133,7 +133,7 @@ pub fn metered(operation: Operation, call: &Call<'_>) -> Result<Representation, 
                     call.negotiation,
                     targets,
                     decoders,
-                    &call.caller.key_id,
+                    &DecodeHolder::key(&call.caller.key_id, call.caller.tier == Tier::Enterprise),
                     Cache::Private,
                 );
             }
@@ -466,6 +466,7 @@ pub fn binary_page(
 pub fn published(
     operation: Operation,
     state: &State,
+    peer: std::net::IpAddr,
     loaded: &LoadedSnapshot,
     query: Option<&str>,
     negotiation: &Negotiation<'_>,
@@ -476,14 +477,15 @@ pub fn published(
         Operation::SigningKeys => (&index.signing_keys, Cache::Public),
         Operation::ScorecardTargets => {
             // Keyless clients that do not take gzip share one key's share of the decoders, so
-            // together they can never hold the places keyed clients' exports need.
-            let keyless: &Arc<str> = &KEYLESS_DECODER;
+            // together they can never hold the places keyed clients' exports need; a cut for
+            // slowness lands on the address that was cut.
+            let holder = DecodeHolder::keyless(&KEYLESS_DECODER, peer);
             return scored_targets(
                 loaded,
                 negotiation,
                 &index.scorecard_targets,
                 &state.budgets.decoders,
-                keyless,
+                &holder,
                 Cache::Keyless,
             );
         }
@@ -499,18 +501,18 @@ static KEYLESS_DECODER: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("keyless
 /// that accepts gzip, else the JSON decoded once and kept in the cache of decoded texts (so
 /// no client, keyless or of any tier, holds a decoder's place for them, and a slow reader
 /// keeps nothing from anyone); only a document too large for that cache is decoded as it is
-/// sent, in one of `decoders`' places held by `key`.
+/// sent, in one of `decoders`' places held by `holder`.
 fn scored_targets(
     loaded: &LoadedSnapshot,
     negotiation: &Negotiation<'_>,
     targets: &ArchivedExport,
     decoders: &Decoders,
-    key: &Arc<str>,
+    holder: &DecodeHolder,
     cache: Cache,
 ) -> Result<Representation, ApiError> {
     let mut representation = match loaded.keeps_text(targets) {
         true => negotiation.document(loaded, targets)?,
-        false => negotiation.gzip_document(loaded, targets, decoders, (key, false), false)?,
+        false => negotiation.gzip_document(loaded, targets, decoders, holder, false)?,
     };
     representation.content_type = JSON;
     representation.cache = cache;

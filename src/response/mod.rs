@@ -20,7 +20,7 @@ use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, StatusCode};
 use marks_format::file::layout::{ArchivedBody, ArchivedExport, ArchivedSeriesBody};
 
-use crate::response::body::{DecodePermit, DecodeRefused, Decoders, Payload, ResponseBody};
+use crate::response::body::{DecodeHolder, DecodePermit, DecodeRefused, Decoders, Payload, ResponseBody};
 use crate::response::headers::{
     BudgetHeaders, MeteredValues, Vary, BYTES, GZIP, IMMUTABLE, JSON, NDJSON, NOSNIFF, NO_REFERRER, NO_STORE,
     PRIVATE_NO_CACHE, PUBLIC_MAX_AGE_60, PUBLIC_NO_CACHE, RATELIMIT, RATELIMIT_POLICY, VARY_ENCODING,
@@ -359,7 +359,7 @@ impl Negotiation<'_> {
         key: &Arc<str>,
     ) -> Result<Representation, ApiError> {
         // The exports are Enterprise's.
-        self.gzip_document(loaded, export, decoders, (key, true), true)
+        self.gzip_document(loaded, export, decoders, &DecodeHolder::key(key, true), true)
     }
 
     /// A document stored as gzip only ([`Negotiation::export`]), with byte ranges (`ranges`) or
@@ -370,7 +370,7 @@ impl Negotiation<'_> {
         loaded: &LoadedSnapshot,
         export: &ArchivedExport,
         decoders: &Decoders,
-        (key, enterprise): (&Arc<str>, bool),
+        holder: &DecodeHolder,
         ranges: bool,
     ) -> Result<Representation, ApiError> {
         let gzip = self.accepts_gzip();
@@ -410,7 +410,7 @@ impl Negotiation<'_> {
             // A HEAD decodes nothing, so it takes no decoder's place.
             let permit = match self.head {
                 true => None,
-                false => Some(decoder_place(decoders, key, enterprise)?),
+                false => Some(decoder_place(decoders, holder)?),
             };
             Payload::Gunzip {
                 gzip: loaded.snapshot.body(&export.gzip),
@@ -456,8 +456,8 @@ impl Negotiation<'_> {
 /// One of `decoders`' places for `key`, to decode a stored document for a client without gzip
 /// or to pass over every company's series; or why not, said to the client: 429 past the key's
 /// share or while it cools down after a cut, 503 while every place is taken.
-pub fn decoder_place(decoders: &Decoders, key: &Arc<str>, enterprise: bool) -> Result<DecodePermit, ApiError> {
-    decoders.try_acquire(key, enterprise).map_err(|refused| match refused {
+pub fn decoder_place(decoders: &Decoders, holder: &DecodeHolder) -> Result<DecodePermit, ApiError> {
+    decoders.try_acquire(holder).map_err(|refused| match refused {
         DecodeRefused::KeyShare { held } => ApiError::ExportsAtOnce {
             detail: format!(
                 "this key is already decoding {held} document(s) (an export or the scored targets for a client that does not accept gzip, a ranged series export, an index's constituents), its share of the server's {} decoders; retry when that ends, or send Accept-Encoding: gzip, with which a whole export or the scored targets are always served.",

@@ -91,6 +91,38 @@ impl DecodedTexts {
             None => decode(snapshot, series),
         }
     }
+
+    /// The rows of a CSV series that hold `year`'s, for a pass that reads one day of each
+    /// company: past the header of the whole text if the cache has it, else that year's part
+    /// alone, inflated and not kept (a tenth of a ten-year series).
+    pub fn rows_of_year_passing(
+        &self,
+        snapshot: &Snapshot,
+        series: &ArchivedSeriesBody,
+        year: i32,
+    ) -> Result<Bytes, DamagedText> {
+        let rest_text_len = series.rest_text_len.to_native();
+        if let Some(text) = self.cache.get(&series.rest.offset.to_native()) {
+            let head_len = (text.len() as u64).saturating_sub(rest_text_len);
+            return Ok(text.slice(usize::try_from(head_len).unwrap_or(0)..));
+        }
+        let part = series.year_part(year);
+        let rest = snapshot.body_slice(&series.rest);
+        let damaged = |reason: String| DamagedText {
+            offset: series.rest.offset.to_native() + part.deflated.start,
+            len: part.text_len,
+            reason,
+        };
+        let range = usize::try_from(part.deflated.start).unwrap_or(usize::MAX)
+            ..usize::try_from(part.deflated.end).unwrap_or(usize::MAX);
+        let deflated = rest
+            .get(range)
+            .ok_or_else(|| damaged("its year's part lies outside its bytes".into()))?;
+        let len = usize::try_from(part.text_len).map_err(|_| damaged("its year's part is too long".into()))?;
+        marks_format::file::gzip::inflate_part(deflated, len)
+            .map(Bytes::from)
+            .map_err(|error| damaged(error.to_string()))
+    }
 }
 
 impl crate::metric::Report for DecodedTexts {

@@ -73,6 +73,16 @@ impl LoadedSnapshot {
         self.decoded_texts.text(&self.snapshot, series)
     }
 
+    /// The rows of a CSV series holding `year`'s, for a pass that reads one day of every company
+    /// ([`decoded::DecodedTexts::rows_of_year_passing`]).
+    pub fn series_rows_of_year_passing(
+        &self,
+        series: &ArchivedSeriesBody,
+        year: i32,
+    ) -> Result<Bytes, decoded::DamagedText> {
+        self.decoded_texts.rows_of_year_passing(&self.snapshot, series, year)
+    }
+
     /// A series' text for a pass over every company ([`decoded::DecodedTexts::text_passing`]).
     pub fn series_text_passing(&self, series: &ArchivedSeriesBody) -> Result<Bytes, decoded::DamagedText> {
         self.decoded_texts.text_passing(&self.snapshot, series)

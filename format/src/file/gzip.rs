@@ -38,30 +38,72 @@ pub struct Piece {
 impl Piece {
     /// Deflates `text` at `level` (0-9).
     pub fn of(text: &[u8], level: u32) -> io::Result<Piece> {
+        Ok(Piece::with_entry_points(text, level, &[])?.0)
+    }
+
+    /// Deflates `text` at `level` (0-9), flushed also at each of `points` (offsets into `text`,
+    /// ascending), and where each point's text begins among the deflated bytes. A full flush
+    /// refers to nothing before it, so the deflated bytes from one point to the next inflate on
+    /// their own (raw deflate) to the text between them: a reader finds one part of a long text
+    /// without inflating what comes before it.
+    pub fn with_entry_points(text: &[u8], level: u32, points: &[usize]) -> io::Result<(Piece, Vec<u64>)> {
         let mut compress = Compress::new(Compression::new(level.min(9)), false);
         let mut deflated = Vec::with_capacity(text.len() / 3 + 64);
-        loop {
-            let consumed = compress.total_in() as usize;
-            if deflated.capacity() - deflated.len() < 64 {
-                deflated.reserve(deflated.capacity().max(4096));
-            }
-            let status = compress
-                .compress_vec(&text[consumed..], &mut deflated, FlushCompress::Full)
-                .map_err(io::Error::other)?;
-            // A flush is complete once all input is taken and the output did not fill up.
-            let done = compress.total_in() as usize == text.len() && deflated.len() < deflated.capacity();
-            if done || status == Status::StreamEnd {
-                break;
+        let mut entries = Vec::with_capacity(points.len());
+        for &end in points.iter().chain([&text.len()]) {
+            let end = end.clamp(compress.total_in() as usize, text.len());
+            flush_through(&mut compress, &text[..end], &mut deflated)?;
+            if entries.len() < points.len() {
+                entries.push(deflated.len() as u64);
             }
         }
         let mut crc = Crc::new();
         crc.update(text);
-        Ok(Piece {
+        let piece = Piece {
             deflated,
             crc,
             len: text.len() as u64,
-        })
+        };
+        Ok((piece, entries))
     }
+}
+
+/// Deflates what `compress` has not yet taken of `text`, ending with a full flush.
+fn flush_through(compress: &mut Compress, text: &[u8], deflated: &mut Vec<u8>) -> io::Result<()> {
+    loop {
+        let consumed = compress.total_in() as usize;
+        if deflated.capacity() - deflated.len() < 64 {
+            deflated.reserve(deflated.capacity().max(4096));
+        }
+        let status = compress
+            .compress_vec(&text[consumed..], deflated, FlushCompress::Full)
+            .map_err(io::Error::other)?;
+        // A flush is complete once all input is taken and the output did not fill up.
+        let done = compress.total_in() as usize == text.len() && deflated.len() < deflated.capacity();
+        if done || status == Status::StreamEnd {
+            return Ok(());
+        }
+    }
+}
+
+/// The text of deflated bytes that begin at an entry point of a piece
+/// ([`Piece::with_entry_points`]) and end at the next (or at the piece's end): `len` bytes of
+/// text, or an error saying why not.
+pub fn inflate_part(deflated: &[u8], len: usize) -> io::Result<Vec<u8>> {
+    let mut decompress = flate2::Decompress::new(false);
+    let mut text = Vec::with_capacity(len);
+    // A full flush ends on a byte boundary with no final block: the part inflates to its text
+    // and then asks for more, which is its end.
+    decompress
+        .decompress_vec(deflated, &mut text, flate2::FlushDecompress::Sync)
+        .map_err(io::Error::other)?;
+    if text.len() != len || (decompress.total_in() as usize) < deflated.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the part inflates to {} bytes, not {len}", text.len()),
+        ));
+    }
+    Ok(text)
 }
 
 /// The running CRC-32 and length of a gzip member being assembled from pieces.
@@ -142,5 +184,37 @@ mod tests {
         let b = Piece::of(b"second ", 4).unwrap();
         assert_eq!(gunzip(&member(&[&a, &shared])), b"first shared text ");
         assert_eq!(gunzip(&member(&[&b, &shared, &a])), b"second shared text first ");
+    }
+
+    #[test]
+    fn each_entry_point_inflates_on_its_own_to_its_part_of_the_text() {
+        let text: Vec<u8> = (0..3000)
+            .flat_map(|i| format!("\"acme\",\"20{:02}-01-01\",{i}\r\n", i / 300).into_bytes())
+            .collect();
+        let points: Vec<usize> = (1..10).map(|year| text.len() * year / 10).collect();
+        for level in [1, 6, 9] {
+            let (piece, entries) = Piece::with_entry_points(&text, level, &points).unwrap();
+            assert_eq!(entries.len(), points.len());
+            // Still one piece: the member decodes to the whole text.
+            assert_eq!(gunzip(&member(&[&piece])), text, "level {level}");
+            let starts: Vec<usize> = [0].into_iter().chain(points.iter().copied()).collect();
+            let deflated_starts: Vec<u64> = [0].into_iter().chain(entries.iter().copied()).collect();
+            for (i, &start) in starts.iter().enumerate() {
+                let end = starts.get(i + 1).copied().unwrap_or(text.len());
+                let from = deflated_starts[i] as usize;
+                let to = deflated_starts.get(i + 1).map_or(piece.deflated.len(), |&e| e as usize);
+                let part = inflate_part(&piece.deflated[from..to], end - start).unwrap();
+                assert_eq!(part, &text[start..end], "part {i} at level {level}");
+            }
+        }
+        // Bytes that are not a part, or a wrong length, are an error, not a panic.
+        let (piece, entries) = Piece::with_entry_points(&text, 6, &points).unwrap();
+        assert!(inflate_part(&piece.deflated[..entries[0] as usize], 5).is_err());
+        assert!(inflate_part(&piece.deflated[1..entries[0] as usize], points[0]).is_err());
+        // No points: the same bytes as a piece made whole.
+        assert_eq!(
+            Piece::with_entry_points(&text, 6, &[]).unwrap().0.deflated,
+            Piece::of(&text, 6).unwrap().deflated
+        );
     }
 }

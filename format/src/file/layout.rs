@@ -35,12 +35,13 @@ pub const MAGIC: [u8; 8] = *b"VMSNAP\x00\x01";
 /// publication log; version 8 the pages' content without the frame, which the server draws;
 /// version 9 each company's daily series stored once, as its lines of the series exports
 /// ([`SeriesBody`]), and its backtests and published entries as gzip only; version 10 each
-/// index's constituents on its latest day ([`LatestConstituents`]).
-pub const FORMAT_VERSION: u32 = 10;
-/// The oldest format this code still reads. Versions 3 to 10 changed the index's layout, so
+/// index's constituents on its latest day ([`LatestConstituents`]); version 11 where each year
+/// begins in a CSV series' deflated rows ([`YearStart`]).
+pub const FORMAT_VERSION: u32 = 11;
+/// The oldest format this code still reads. Versions 3 to 11 changed the index's layout, so
 /// older files are refused and must be rebuilt from their dataset (a version 1 file's signature
 /// proved nothing about its content anyway).
-pub const OLDEST_READABLE_VERSION: u32 = 10;
+pub const OLDEST_READABLE_VERSION: u32 = 11;
 /// Header size; a multiple of 16 so the regions after it keep the archive's alignment.
 pub const HEADER_LEN: usize = 256;
 /// Alignment of the index archive within the file.
@@ -215,6 +216,22 @@ pub struct SeriesBody {
     pub identity_etag: String,
     /// Strong ETag of the gzip answer (header, head, rest, trailer).
     pub gzip_etag: String,
+    /// Where each year after the first begins in a CSV series' rest, which is flushed there (a
+    /// JSON series has none): one day's row is found by inflating its year alone, a tenth of a
+    /// ten-year series (an index's constituents on a past day read one row of each company).
+    pub years: Vec<YearStart>,
+    /// Bytes of the rest's text (the text past the head).
+    pub rest_text_len: u64,
+}
+
+/// The first row of a year in a CSV series' rest: its place in the text (past the header
+/// row) and in the deflated bytes, where a raw inflate may start
+/// ([`crate::file::gzip::inflate_part`]).
+#[derive(Archive, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct YearStart {
+    pub year: i32,
+    pub text_at: u64,
+    pub deflated_at: u64,
 }
 
 impl ArchivedSeriesBody {
@@ -227,6 +244,34 @@ impl ArchivedSeriesBody {
     pub fn gzip_len(&self) -> u64 {
         (crate::file::gzip::HEADER.len() + 10) as u64 + self.head.len.to_native() + self.rest.len.to_native()
     }
+
+    /// The part of the rest that holds the rows of `year` if it has any: where it lies among the
+    /// rest's deflated bytes and how long its text is. The rows before the first stored start
+    /// are one part, whatever their years.
+    pub fn year_part(&self, year: i32) -> YearPart {
+        let years = self.years.as_slice();
+        let part = years.partition_point(|start| start.year.to_native() <= year);
+        let (deflated_from, text_from) = match part.checked_sub(1).and_then(|i| years.get(i)) {
+            Some(start) => (start.deflated_at.to_native(), start.text_at.to_native()),
+            None => (0, 0),
+        };
+        let (deflated_to, text_to) = match years.get(part) {
+            Some(next) => (next.deflated_at.to_native(), next.text_at.to_native()),
+            None => (self.rest.len.to_native(), self.rest_text_len.to_native()),
+        };
+        YearPart {
+            deflated: deflated_from..deflated_to.max(deflated_from),
+            text_len: text_to.saturating_sub(text_from),
+        }
+    }
+}
+
+/// One year's rows of a CSV series ([`ArchivedSeriesBody::year_part`]): a range of the rest's
+/// deflated bytes, and the length of the text they inflate to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct YearPart {
+    pub deflated: std::ops::Range<u64>,
+    pub text_len: u64,
 }
 
 /// The bands of a company's latest mark, in whole dollars as published: what the next build

@@ -129,6 +129,16 @@ pub fn row_on<'b>(stored: &'b [u8], id: &str, day: [u8; 10]) -> Option<&'b [u8]>
     (!cut.is_empty()).then(|| &stored[cut])
 }
 
+/// The row of day `day` among rows of a CSV series (without its header row), if they have it.
+pub fn row_among<'b>(rows: &'b [u8], id: &str, day: [u8; 10]) -> Option<&'b [u8]> {
+    let range = DateRange {
+        from: Some(day),
+        to: Some(day),
+    };
+    let cut = dated::records(rows, 0..rows.len(), &dated::csv_row_marker(id), &range);
+    (!cut.is_empty()).then(|| &rows[cut])
+}
+
 /// The date of the last row of a stored CSV series.
 pub fn last_day(stored: &[u8], id: &str) -> Option<[u8; 10]> {
     let rows = &stored[dated::csv_rows(stored)];
