@@ -426,3 +426,55 @@ async fn the_sample_indices_are_research_and_above_with_95_for_pro() {
     assert!((weights - 1.0).abs() < 1e-4, "{weights}");
     assert!(constituents["level"].as_f64().unwrap() > 0.0);
 }
+
+/// An index's constituents of a past day are made as their body is polled, and hyper polls an
+/// HTTP/2 body only when its stream has room: streams with a zero window, which read nothing,
+/// run no pass (no constituent's series is read), though each is answered 200 or 429.
+#[tokio::test]
+async fn http2_streams_that_read_nothing_run_no_constituents_pass() {
+    let server = TestServer::start_with(Options::settings(|s| s.listen.http2 = true)).await;
+    let misses = |server: &TestServer| {
+        let addr = server.addr;
+        async move {
+            let text = request(addr, http::Method::GET, "/metrics", &[]).await;
+            metric(&String::from_utf8_lossy(&text.body), "marks_decoded_cache_misses_total").unwrap_or(0.0)
+        }
+    };
+    let past = "/v1/indices/all/constituents?date=2023-12-29";
+    // A pass read through the decoded texts: every constituent not kept is a miss.
+    let before = misses(&server).await;
+    assert_eq!(server.get(past, Some(RESEARCH)).await.status, 200);
+    let one_pass = misses(&server).await - before;
+    assert!(
+        one_pass >= 5.0,
+        "a pass reads its constituents' series ({one_pass} misses)"
+    );
+
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let (mut sender, connection) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, bytes::Bytes>(tcp)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    let before = misses(&server).await;
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        sender = sender.ready().await.unwrap();
+        let request = http::Request::builder()
+            .uri(format!("http://{}{past}", server.addr))
+            .header("x-api-key", PRO)
+            .body(())
+            .unwrap();
+        let (response, _) = sender.send_request(request, true).unwrap();
+        statuses.push(response.await.unwrap().status().as_u16());
+    }
+    assert!(statuses.contains(&200), "{statuses:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        misses(&server).await - before,
+        0.0,
+        "a stream that reads nothing ran a pass"
+    );
+    driver.abort();
+}

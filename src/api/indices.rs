@@ -131,7 +131,7 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
         // Another day reads every constituent's series: within the decoders' places, one at a
         // time for a key (its next gets 429 until this one ends).
         let permit = decoder_place_for(call)?;
-        let pass = ConstituentsPass {
+        let mut pass = ConstituentsPass {
             loaded: Arc::clone(loaded),
             index: index_position(loaded, entry),
             day,
@@ -142,8 +142,13 @@ pub fn constituents(call: &Call<'_>) -> Result<Representation, ApiError> {
             form,
             next: 0,
             members: Vec::new(),
+            opening: Bytes::new(),
             done: false,
         };
+        // The body's first byte, sent before any work: over HTTP/2 hyper holds a frame until
+        // the stream has room for it before it polls the body again, so a stream that reads
+        // nothing runs no pass.
+        pass.opening = pass.render(entry, &[]).slice(..1);
         representation.body = Payload::Made {
             steps: Steps(Box::new(pass)),
             permit,
@@ -194,6 +199,8 @@ struct ConstituentsPass {
     next: usize,
     /// Each constituent so far: its company's position, and its mark and bounds that day.
     members: Vec<(usize, [u64; 3])>,
+    /// The body's first byte until it is sent (the first step), then nothing.
+    opening: Bytes,
     done: bool,
 }
 
@@ -204,6 +211,9 @@ impl Iterator for ConstituentsPass {
         if self.done {
             return None;
         }
+        if !self.opening.is_empty() {
+            return Some(Ok(Step::Text(std::mem::take(&mut self.opening))));
+        }
         let loaded = Arc::clone(&self.loaded);
         let index = loaded.snapshot.index();
         let Some(entry) = index.indices.get(self.index) else {
@@ -213,7 +223,8 @@ impl Iterator for ConstituentsPass {
         let companies = index.companies.as_slice();
         if self.next >= companies.len() {
             self.done = true;
-            return Some(Ok(Step::Text(self.render(entry))));
+            // All but the first byte, sent first.
+            return Some(Ok(Step::Text(self.render(entry, &self.members).slice(1..))));
         }
         let julian = self.julian;
         let sector = entry.sector.to_native();
@@ -252,12 +263,12 @@ impl Iterator for ConstituentsPass {
 }
 
 impl ConstituentsPass {
-    /// The body, once every company has been looked at.
-    fn render(&self, entry: &ArchivedIndexEntry) -> Bytes {
+    /// The body of the day with `members` (every constituent, once every company has been
+    /// looked at; none, for its first byte).
+    fn render(&self, entry: &ArchivedIndexEntry, members: &[(usize, [u64; 3])]) -> Bytes {
         let loaded = &self.loaded;
         let companies = loaded.snapshot.index().companies.as_slice();
-        let members: Vec<Member<'_>> = self
-            .members
+        let members: Vec<Member<'_>> = members
             .iter()
             .map(|&(position, [mark_usd, lower_usd, upper_usd])| {
                 let c = &companies[position];
