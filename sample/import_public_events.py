@@ -24,7 +24,8 @@ Run twice, the import appends nothing and leaves every file byte-identical.
 companies.csv keeps its rows (a name or sector the table spells otherwise is only reported) and
 gains every company a record names that it lacks, with the table's name and sector; the file
 stays sorted by slug. A company's
-`status` is `ipo_completed` once it has a listing (`ipo`, `direct_listing`, `spac_listing`) in
+`status` is `ipo_completed` once it has a closed listing (`ipo`, `direct_listing`,
+`spac_listing` reported `closed`; one `announced` is an agreed deal, one `in_talks` a filing) in
 the effective view (records that a later record supersedes or a retraction withdraws left out),
 else `private`. Its aliases, the names search also finds it by, are the part of its name in
 brackets ("Anysphere (Cursor)" is also Cursor; a `;` there separates two names) and any name a
@@ -33,6 +34,14 @@ a known alias is never dropped, and a bracketed place ("Bolt (Estonia)") is no a
 a company is known by that its name does not carry (TikTok for ByteDance) comes from
 `aliases.csv` beside companies.csv (`slug,alias,evidence`): the alias must appear in the note or
 the source address of the evidence record, one of that company's events, or it is refused.
+
+Each row's `reported_as` is one its event type takes (data v6: a fund mark or an internal
+valuation is an `estimate`, a buyback `closed`; DESIGN section 2), as the builder checks it.
+companies.csv also carries each company's `domain` and `ticker` (data v6), from
+`identifiers.csv` beside it (`slug,domain,ticker,source_url,quote`), each read on a page: the
+domain is the host of the page's address or written in its quote (a bare lower-case host, no
+`www.`, one company's), the ticker is `EXCHANGE:SYMBOL` with the symbol written in the quote,
+and only a company with a closed listing has one.
 
 --dataset-version and --as-of rewrite just those lines of dataset.toml. Bad input is refused
 with `file:line: what is wrong` and exit status 1, before any file is written.
@@ -58,17 +67,38 @@ COLUMNS = [
     "supersedes",
 ]
 NEW_COLUMNS = {"reported_as", "source_grade", "supersedes"}  # the events.csv of v3 lacks them
-COMPANY_COLUMNS = ["slug", "name", "sector", "status", "aliases"]
+COMPANY_COLUMNS = ["slug", "name", "sector", "status", "aliases", "domain", "ticker"]
+IDENTIFIER_COLUMNS = {"domain", "ticker"}  # data v6; a companies.csv of v5 lacks them
 TABLE_COLUMNS = ["slug", "name", "sector", *COLUMNS[2:]]
 IDENTITY = ["slug", "event_type", "occurred_on", "valuation_usd", "source_url"]
 LISTINGS = {"ipo", "direct_listing", "spac_listing"}
+ROUNDS = {"primary_round", "down_round", "tender_offer", "secondary_sale"}
+# The reported_as each event type takes (DESIGN section 2, as the builder checks it); an empty
+# one, on records older than the column, reads as closed.
+REPORTED_AS = {
+    **{kind: frozenset({"closed", "announced", "estimate", "in_talks"}) for kind in ROUNDS},
+    **{kind: frozenset({"estimate"}) for kind in ("fund_mark", "internal_valuation")},
+    **{kind: frozenset({"closed"}) for kind in ("buyback", "acquisition_closed", "acquisition_terminated")},
+    "acquisition": frozenset({"announced", "closed", "in_talks"}),
+    **{kind: frozenset({"closed", "announced", "in_talks"}) for kind in LISTINGS},
+    **{kind: frozenset({"closed", "announced"}) for kind in ("bankruptcy", "wind_down")},
+}
+SECTORS = {"ai", "fintech", "space", "enterprise-software", "consumer", "crypto", "defense", "healthcare"} | {
+    "mobility",
+    "gaming",
+    "developer-tools",
+    "climate-energy",
+    "other",
+}
 ALLOWED = {
-    "event_type": LISTINGS
-    | {"primary_round", "down_round", "tender_offer", "secondary_sale", "fund_mark", "acquisition"}
-    | {"acquisition_closed", "acquisition_terminated", "bankruptcy", "wind_down"},
+    "sector": SECTORS,
+    "event_type": set(REPORTED_AS),
     "reported_as": {"closed", "announced", "in_talks", "estimate"},
     "source_grade": {"A", "B", "C", "D"},
 }
+# companies.csv's identifiers (DESIGN section 2): a bare lower-case host, and EXCHANGE:SYMBOL.
+DOMAIN = re.compile(r"(?!www\.)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+TICKER = re.compile(r"([A-Z][A-Z0-9]{1,9}):([A-Z0-9][A-Z0-9.-]{0,14})")
 # Bracketed words that tell two companies of one name apart rather than name one.
 NOT_NAMES = {"Estonia"}
 BRACKETED = re.compile(r"\(([^()]+)\)")
@@ -132,6 +162,9 @@ def import_events(events, table, table_path, retractions, retractions_path, as_o
         for column, allowed in ALLOWED.items():
             if row[column] not in allowed:
                 raise Refusal(f"{where}: unknown {column} {row[column]!r}")
+        if (row["reported_as"] or "closed") not in REPORTED_AS[row["event_type"]]:
+            takes = ", ".join(sorted(REPORTED_AS[row["event_type"]]))
+            raise Refusal(f"{where}: a {row['event_type']} is reported as one of {takes}, not {row['reported_as']!r}")
         record = {c: row[c] for c in COLUMNS[1:]}
         match = matches.get(key(record, bool(record["supersedes"])))
         if match:
@@ -179,7 +212,13 @@ def update_companies(companies, events, table, table_path):
                 f"note: {slug} keeps {c['name']!r} ({c['sector']}); the table has {name!r} ({sector})", file=sys.stderr
             )
     gone = {r["supersedes"] for r in events if r["supersedes"]}
-    listed = {r["slug"] for r in events if r["event_type"] in LISTINGS and r["event_id"] not in gone}
+    # A listing ends the private period once it closed: one announced (a SPAC merger signed) or
+    # in talks (a filing) does not.
+    listed = {
+        r["slug"]
+        for r in events
+        if r["event_type"] in LISTINGS and r["reported_as"] in ("", "closed") and r["event_id"] not in gone
+    }
     notes = {}
     for r in events:
         if r["event_type"] != "retraction":
@@ -187,7 +226,7 @@ def update_companies(companies, events, table, table_path):
     new = 0
     for slug in sorted(set(notes) - set(companies)):
         name, sector, _ = from_table[slug]
-        companies[slug] = {"slug": slug, "name": name, "sector": sector, "aliases": ""}
+        companies[slug] = {"slug": slug, "name": name, "sector": sector, "aliases": "", "domain": "", "ticker": ""}
         new += 1
     for slug, c in companies.items():
         c["status"] = "ipo_completed" if slug in listed else "private"
@@ -212,6 +251,42 @@ def add_evidenced_aliases(companies, events, path):
         known = [a for a in companies[slug]["aliases"].split(";") if a]
         if alias.lower() not in (a.lower() for a in known):
             companies[slug]["aliases"] = ";".join([*known, alias])
+
+
+def set_identifiers(companies, path):
+    """The domains and tickers of identifiers.csv (`slug,domain,ticker,source_url,quote`), each
+    from a page that was read: the domain is the host of its address or written in its quote, the
+    ticker's symbol is written in its quote, and only a listed company has a ticker."""
+    if not os.path.exists(path):
+        return
+    owner = {c["domain"]: slug for slug, c in companies.items() if c.get("domain")}
+    squeeze = lambda text: re.sub(r"[^a-z0-9.]", "", text.lower())  # noqa: E731
+    for line, row in read_csv(path, ["slug", "domain", "ticker", "source_url", "quote"]):
+        where = f"{path}:{line}"
+        slug, domain, ticker, quote = row["slug"], row["domain"], row["ticker"], row["quote"]
+        if slug not in companies:
+            raise Refusal(f"{where}: unknown slug {slug}")
+        if not row["source_url"].startswith(("https://", "http://")) or not quote.strip():
+            raise Refusal(f"{where}: an identifier needs the page it was read on and a quote from it")
+        if domain:
+            if not DOMAIN.fullmatch(domain):
+                raise Refusal(f"{where}: domain {domain!r} is not a bare lower-case host without www.")
+            host = re.sub(r"^https?://(www\.)?", "", row["source_url"]).split("/")[0].lower()
+            if not (host == domain or host.endswith("." + domain) or domain in squeeze(quote)):
+                raise Refusal(f"{where}: {domain} is neither the host of {row['source_url']} nor in the quote")
+            if owner.get(domain, slug) != slug:
+                raise Refusal(f"{where}: domain {domain} is already {owner[domain]}'s")
+            owner[domain] = slug
+            companies[slug]["domain"] = domain
+        if ticker:
+            match = TICKER.fullmatch(ticker)
+            if not match:
+                raise Refusal(f"{where}: ticker {ticker!r} is not EXCHANGE:SYMBOL (NASDAQ:ABNB)")
+            if not re.search(rf"(?<![A-Za-z0-9]){re.escape(match[2])}(?![A-Za-z0-9])", quote, re.IGNORECASE):
+                raise Refusal(f"{where}: the symbol {match[2]} is not in the quote")
+            if companies[slug]["status"] != "ipo_completed":
+                raise Refusal(f"{where}: {slug} has no closed listing, so no ticker")
+            companies[slug]["ticker"] = ticker
 
 
 def write_csv(path, columns, rows):
@@ -254,11 +329,13 @@ def run(args):
         ids.add(row["event_id"])
         events.append(dict.fromkeys(COLUMNS, "") | row)
     companies_path = os.path.join(args.sample_dir, "companies.csv")
-    companies = {r["slug"]: r for _, r in read_csv(companies_path, COMPANY_COLUMNS)}
+    required = [c for c in COMPANY_COLUMNS if c not in IDENTIFIER_COLUMNS]
+    companies = {r["slug"]: dict.fromkeys(COMPANY_COLUMNS, "") | r for _, r in read_csv(companies_path, required)}
     kept = len(events)
     done = import_events(events, table, table_path, retractions, retractions_path, values["as_of"])
     new = update_companies(companies, events, table, table_path)
     add_evidenced_aliases(companies, events, os.path.join(args.sample_dir, "aliases.csv"))
+    set_identifiers(companies, os.path.join(args.sample_dir, "identifiers.csv"))
 
     write_csv(events_path, COLUMNS, events)
     write_csv(companies_path, COMPANY_COLUMNS, [companies[s] for s in sorted(companies)])

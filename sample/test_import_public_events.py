@@ -61,10 +61,10 @@ e0007,gamma,primary_round,2022-01-01,50,in_talks,https://g.example/6,D,Seed,
 e0008,beta,retraction,2026-01-31,0,,,,The listing was withdrawn,e0003
 """
 IMPORTED_COMPANIES = """\
-slug,name,sector,status,aliases
-acme,Acme,ai,ipo_completed,Acme Labs
-beta,Beta (Beta Inc),fintech,private,Beta Inc
-gamma,Gamma (Gamma Corp),space,private,Gamma Corp
+slug,name,sector,status,aliases,domain,ticker
+acme,Acme,ai,ipo_completed,Acme Labs,,
+beta,Beta (Beta Inc),fintech,private,Beta Inc,,
+gamma,Gamma (Gamma Corp),space,private,Gamma Corp,,
 """
 
 
@@ -158,11 +158,67 @@ class ImportTest(unittest.TestCase):
         self.write("sample/aliases.csv", "slug,alias,evidence\ngamma,G.Example,e0007\n")
         self.import_ok()
         companies = self.read("sample/companies.csv")
-        self.assertIn("gamma,Gamma (Gamma Corp),space,private,Gamma Corp;G.Example\n", companies)
+        self.assertIn("gamma,Gamma (Gamma Corp),space,private,Gamma Corp;G.Example,,\n", companies)
         self.write("sample/aliases.csv", "slug,alias,evidence\ngamma,Rocketco,e0007\n")
         self.assert_refused("sample/aliases.csv", 2, "'Rocketco' is not in the note or source of e0007")
         self.write("sample/aliases.csv", "slug,alias,evidence\ngamma,Seed,e0001\n")
         self.assert_refused("sample/aliases.csv", 2, "evidence e0001 is not an event of gamma")
+
+    def test_refuses_a_reported_as_the_type_does_not_take(self):
+        self.write(
+            "data/public_events.csv",
+            TABLE + "gamma,Gamma (Gamma Corp),space,fund_mark,2022-06-01,40,closed,https://g.example/7,A,Mark,\n",
+        )
+        self.assert_refused("data/public_events.csv", 8, "a fund_mark is reported as one of estimate, not 'closed'")
+        self.write(
+            "data/public_events.csv",
+            TABLE + "gamma,Gamma (Gamma Corp),space,buyback,2022-06-01,40,in_talks,https://g.example/7,A,Buyback,\n",
+        )
+        self.assert_refused("data/public_events.csv", 8, "a buyback is reported as one of closed, not 'in_talks'")
+
+    def test_data_v6_types_and_an_agreed_or_filed_listing_leave_a_company_private(self):
+        rows = (
+            "gamma,Gamma (Gamma Corp),space,buyback,2022-06-01,40,closed,https://g.example/7,A,Staff buyback,\n"
+            "gamma,Gamma (Gamma Corp),space,internal_valuation,2022-07-01,30,estimate,https://g.example/8,A,409A,\n"
+            "gamma,Gamma (Gamma Corp),space,spac_listing,2022-08-01,90,announced,https://g.example/9,B,SPAC merger,\n"
+            "gamma,Gamma (Gamma Corp),space,acquisition_terminated,2023-01-01,90,closed,https://g.example/10,B,Ended,\n"
+            "gamma,Gamma (Gamma Corp),space,ipo,2024-01-01,200,in_talks,https://g.example/11,B,Filing,\n"
+            "delta,Delta,climate-energy,primary_round,2024-01-01,100,closed,https://d.example/1,B,Seed,\n"
+        )
+        self.write("data/public_events.csv", TABLE + rows)
+        self.import_ok()
+        companies = self.read("sample/companies.csv")
+        self.assertIn("gamma,Gamma (Gamma Corp),space,private,Gamma Corp,,\n", companies)
+        self.assertIn("delta,Delta,climate-energy,private,,,\n", companies)
+        self.assertIn("e0009,gamma,internal_valuation,2022-07-01,30,estimate,", self.read("sample/events.csv"))
+
+    def test_identifiers_come_from_their_pages(self):
+        identifiers = "slug,domain,ticker,source_url,quote\n"
+        self.write(
+            "sample/identifiers.csv",
+            identifiers + "acme,acme.ai,NASDAQ:ACME,https://www.acme.ai/about,Acme trades on the Nasdaq as ACME\n"
+            'gamma,gamma.space,,https://news.example/gamma,"Gamma (gamma.space) raised a seed"\n',
+        )
+        self.import_ok()
+        companies = self.read("sample/companies.csv")
+        self.assertIn("acme,Acme,ai,ipo_completed,Acme Labs,acme.ai,NASDAQ:ACME\n", companies)
+        self.assertIn("gamma,Gamma (Gamma Corp),space,private,Gamma Corp,gamma.space,\n", companies)
+        first = self.sample_files()
+        self.import_ok()
+        self.assertEqual(self.sample_files(), first, "run twice, nothing changes")
+        for row, message in [
+            ("beta,beta.com,,https://news.example/beta,Beta raised", "beta.com is neither the host"),
+            ("beta,www.beta.com,,https://www.beta.com/,Beta", "domain 'www.beta.com' is not a bare"),
+            ("beta,acme.ai,,https://acme.ai/beta,Beta", "domain acme.ai is already acme's"),
+            ("beta,,NYSE:BETA,https://news.example/b,Beta trades as BETA", "beta has no closed listing"),
+            ("acme,,ACME,https://news.example/a,ACME", "ticker 'ACME' is not EXCHANGE:SYMBOL"),
+            ("acme,,NYSE:ACM,https://news.example/a,Acme listed", "the symbol ACM is not in the quote"),
+        ]:
+            self.write(
+                "sample/identifiers.csv",
+                identifiers + "acme,acme.ai,NASDAQ:ACME,https://www.acme.ai/about,ACME\n" + row + "\n",
+            )
+            self.assert_refused("sample/identifiers.csv", 3, message)
 
 
 if __name__ == "__main__":

@@ -273,7 +273,7 @@ async fn a_cursor_minted_before_a_swap_continues_after_the_same_row() {
     )
     .unwrap();
     let mut companies = std::fs::read_to_string(source.join("companies.csv")).unwrap();
-    companies.push_str("aaa-first,AAA First,other,private,\nzzz-last,ZZZ Last,other,private,\n");
+    companies.push_str("aaa-first,AAA First,other,private,,,\nzzz-last,ZZZ Last,other,private,,,\n");
     std::fs::write(source.join("companies.csv"), companies).unwrap();
     let mut events = std::fs::read_to_string(source.join("events.csv")).unwrap();
     events.push_str("x0001,aaa-first,primary_round,2025-01-01,1000000000,closed,https://example.com/a,B,,\n");

@@ -70,6 +70,8 @@ string_enum!(
         Gaming = "gaming",
         DeveloperTools = "developer-tools",
         Other = "other",
+        // Data v6; after `other` so that the codes of the others stay as they were.
+        ClimateEnergy = "climate-energy",
     }
 );
 
@@ -100,6 +102,9 @@ string_enum!(
         Bankruptcy = "bankruptcy",
         WindDown = "wind_down",
         Retraction = "retraction",
+        // Data v6: evidence only, never an anchor of v0.5.0's marks.
+        Buyback = "buyback",
+        InternalValuation = "internal_valuation",
     }
 );
 
@@ -114,8 +119,8 @@ impl EventType {
         matches!(self, EventType::Bankruptcy | EventType::WindDown)
     }
 
-    /// Outcomes end the private period: listings, a closed sale, failures. They are scored,
-    /// never inputs to a mark.
+    /// Outcomes end the private period: listings (reported `closed`: [`Event::ends_private_period`]),
+    /// a closed sale, failures. They are scored, never inputs to a mark.
     pub fn is_terminal(self) -> bool {
         self.is_listing() || self.is_failure() || self == EventType::AcquisitionClosed
     }
@@ -159,6 +164,25 @@ string_enum!(
         Estimate = "estimate",
     }
 );
+
+impl EventType {
+    /// The `reported_as` a record of this type may carry (docs/design.md section 2); an empty
+    /// value, on records older than the column, reads as `closed`.
+    pub fn reported_as_allowed(self) -> &'static [ReportedAs] {
+        use ReportedAs::*;
+        match self {
+            EventType::PrimaryRound | EventType::DownRound | EventType::TenderOffer | EventType::SecondarySale => {
+                &[Closed, Announced, Estimate, InTalks]
+            }
+            EventType::FundMark | EventType::InternalValuation => &[Estimate],
+            EventType::Buyback | EventType::AcquisitionClosed | EventType::AcquisitionTerminated => &[Closed],
+            EventType::Acquisition => &[Announced, Closed, InTalks],
+            EventType::Ipo | EventType::DirectListing | EventType::SpacListing => &[Closed, Announced, InTalks],
+            EventType::Bankruptcy | EventType::WindDown => &[Closed, Announced],
+            EventType::Retraction => &[],
+        }
+    }
+}
 
 string_enum!(
     /// The grade of an event's source: A a primary document, B a major news organisation, C
@@ -235,6 +259,36 @@ pub struct Event {
 }
 
 impl Event {
+    /// How firm its figure is: an empty `reported_as` (a record older than the column) reads as
+    /// `closed`.
+    pub fn reported(&self) -> ReportedAs {
+        self.reported_as.unwrap_or(ReportedAs::Closed)
+    }
+
+    /// Whether it ends the private period: a closed listing, a closed sale, a failure. A
+    /// listing `announced` is an agreed deal that may yet be terminated, one `in_talks` a
+    /// filing or a target.
+    pub fn ends_private_period(&self) -> bool {
+        self.event_type.is_terminal() && (!self.event_type.is_listing() || self.reported() == ReportedAs::Closed)
+    }
+
+    /// An agreed listing (a SPAC merger or direct listing signed, not completed): an anchor
+    /// that holds its price while pending, as an agreed sale does, until a later
+    /// `acquisition_terminated` cancels it.
+    pub fn is_agreed_listing(&self) -> bool {
+        self.event_type.is_listing() && self.reported() == ReportedAs::Announced
+    }
+
+    /// An agreed deal, sale or listing, pending until it closes or is terminated.
+    pub fn is_agreed_deal(&self) -> bool {
+        self.event_type == EventType::Acquisition || self.is_agreed_listing()
+    }
+
+    /// An observation of value a mark may start from: an anchor type, or an agreed listing.
+    pub fn is_anchor(&self) -> bool {
+        self.event_type.is_anchor() || self.is_agreed_listing()
+    }
+
     /// Part of the effective view (docs/design.md section 2): neither corrected nor withdrawn
     /// by a later record, and not itself a retraction. The methodology, the lists and the
     /// pages read only these; getMarkEvents returns every record.
@@ -252,6 +306,12 @@ pub struct Company {
     pub aliases: Vec<String>,
     pub sector: Sector,
     pub status: Status,
+    /// Its own web host (`stripe.com`), from the optional `domain` column: lower case, no
+    /// scheme, no `www.`, unique in the dataset (data v6).
+    pub domain: Option<String>,
+    /// `EXCHANGE:SYMBOL` of its listing (`NASDAQ:ABNB`), from the optional `ticker` column: a
+    /// company with a closed listing may carry one, and keeps it once sold or delisted.
+    pub ticker: Option<String>,
     /// In date order; events of one day keep their order in events.csv.
     pub events: Vec<Event>,
     pub line: u64,
@@ -266,7 +326,7 @@ impl Company {
     /// The effective outcome that ended the private period, if any: a listing, a closed sale,
     /// a bankruptcy or a wind-down (the dataset checks allow at most one).
     pub fn terminal(&self) -> Option<&Event> {
-        self.effective().find(|e| e.event_type.is_terminal())
+        self.effective().find(|e| e.ends_private_period())
     }
 
     /// The effective listing, if the private period ended in one.
@@ -565,11 +625,16 @@ fn is_valid_event_id(id: &str) -> bool {
 }
 
 fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
-    let table = CsvTable::open(path, &["slug", "name", "sector", "status"], &["aliases"])?;
+    let table = CsvTable::open(
+        path,
+        &["slug", "name", "sector", "status"],
+        &["aliases", "domain", "ticker"],
+    )?;
     let mut companies = Vec::new();
     let mut seen: HashMap<String, u64> = HashMap::new();
+    let mut domains: HashMap<String, (String, u64)> = HashMap::new();
     table.for_each_row(|line, fields| {
-        let [slug, name, sector, status, aliases_text] = fields else {
+        let [slug, name, sector, status, aliases_text, domain, ticker] = fields else {
             return Err("wrong number of fields".into());
         };
         if !is_valid_slug(slug) {
@@ -618,12 +683,23 @@ fn read_companies(path: &Path) -> Result<Vec<Company>, DatasetError> {
                 long.len()
             ));
         }
+        let domain = (!domain.is_empty()).then(|| check_domain(domain)).transpose()?;
+        if let Some(domain) = &domain {
+            if let Some((other, first)) = domains.insert(domain.clone(), (slug.to_string(), line)) {
+                return Err(format!(
+                    "domain {domain:?} of {slug:?} is already {other:?}'s (line {first}): a domain names one company"
+                ));
+            }
+        }
+        let ticker = (!ticker.is_empty()).then(|| check_ticker(ticker)).transpose()?;
         companies.push(Company {
             slug: slug.to_string(),
             name: name.trim().to_string(),
             aliases,
             sector,
             status,
+            domain,
+            ticker,
             events: Vec::new(),
             line,
         });
@@ -709,6 +785,7 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
         }
         check_text(&format!("note of event {event_id}"), note, Joiners::InsideWords)?;
         let reported_as = optional(reported_as, ReportedAs::parse, "reported_as", ReportedAs::expected)?;
+        check_reported_as(event_type, reported_as)?;
         let source_grade = optional(source_grade, SourceGrade::parse, "source_grade", SourceGrade::expected)?;
         let supersedes = match *supersedes {
             "" if event_type == EventType::Retraction => {
@@ -782,6 +859,84 @@ fn read_events(path: &Path, info: &DatasetInfo, companies: &mut [Company]) -> Re
         company.events.sort_by_key(|e| e.occurred_on);
     }
     Ok(())
+}
+
+/// A company's own web host as companies.csv writes it: lower case letters, digits and `-` in
+/// dot-separated labels (at least two; none empty or starting or ending with `-`), with no
+/// scheme, path, port or `www.` (the same company at any of its hosts resolves by this one).
+fn check_domain(text: &str) -> Result<String, String> {
+    let refuse = |why: &str| Err(format!("domain {} {why}", quoted(text)));
+    if text.contains("://") || text.contains('/') || text.contains(':') {
+        return refuse("is not a bare host: write it without a scheme, port or path (stripe.com)");
+    }
+    if text.starts_with("www.") {
+        return refuse("starts with www.: write the host without it");
+    }
+    if text.len() > 253 {
+        return refuse("is longer than 253 characters");
+    }
+    let labels: Vec<&str> = text.split('.').collect();
+    let label_ok = |label: &&str| {
+        (1..=63).contains(&label.len())
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    if labels.len() < 2 || !labels.iter().all(label_ok) {
+        return refuse("is not a host: lower-case labels of a-z, 0-9 and '-', separated by dots");
+    }
+    Ok(text.to_string())
+}
+
+/// A listed company's ticker as companies.csv writes it: `EXCHANGE:SYMBOL`, the exchange's
+/// common code in capitals (NASDAQ, NYSE, LSE, HKEX, ...) and the symbol as the exchange writes
+/// it (`0700`, `BRK.B`).
+fn check_ticker(text: &str) -> Result<String, String> {
+    let shape = || {
+        format!(
+            "ticker {} is not EXCHANGE:SYMBOL (NASDAQ:ABNB, HKEX:0700): an exchange code of 2 to 10 capitals \
+             or digits, a colon, a symbol of 1 to 15 capitals, digits, '.' or '-'",
+            quoted(text)
+        )
+    };
+    let (exchange, symbol) = text.split_once(':').ok_or_else(shape)?;
+    let exchange_ok = (2..=10).contains(&exchange.len())
+        && exchange.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        && exchange.bytes().next().is_some_and(|b| b.is_ascii_uppercase());
+    let symbol_ok = (1..=15).contains(&symbol.len())
+        && symbol
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+        && symbol.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric());
+    if exchange_ok && symbol_ok {
+        Ok(text.to_string())
+    } else {
+        Err(shape())
+    }
+}
+
+/// A record's `reported_as` is one its type takes (docs/design.md section 2); empty reads as
+/// `closed`, and a retraction reports nothing.
+fn check_reported_as(event_type: EventType, reported_as: Option<ReportedAs>) -> Result<(), String> {
+    let allowed = event_type.reported_as_allowed();
+    let names = || allowed.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ");
+    match reported_as {
+        Some(_) if event_type == EventType::Retraction => {
+            Err("a retraction reports no value: its reported_as is empty".to_string())
+        }
+        None if event_type == EventType::Retraction => Ok(()),
+        Some(given) if !allowed.contains(&given) => Err(format!(
+            "reported_as {given} is not one a {event_type} takes (expected {})",
+            names()
+        )),
+        None if !allowed.contains(&ReportedAs::Closed) => Err(format!(
+            "a {event_type} record needs its reported_as ({}): an empty one reads as closed",
+            names()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A retraction withdraws a record that reported something: never another retraction (withdraw
@@ -951,7 +1106,7 @@ fn check_histories(companies_path: &Path, events_path: &Path, companies: &[Compa
                 format!("every event of {slug:?} is superseded or retracted: it has nothing to mark"),
             ));
         };
-        let outcomes: Vec<&Event> = company.effective().filter(|e| e.event_type.is_terminal()).collect();
+        let outcomes: Vec<&Event> = company.effective().filter(|e| e.ends_private_period()).collect();
         if let [outcome, second, ..] = outcomes.as_slice() {
             return Err(event_error(
                 second,
@@ -962,6 +1117,14 @@ fn check_histories(companies_path: &Path, events_path: &Path, companies: &[Compa
             ));
         }
         let listing = company.listing();
+        if let (Some(ticker), None) = (&company.ticker, listing) {
+            return Err(company_error(
+                company,
+                format!(
+                    "ticker {ticker:?} of {slug:?}, which has no closed ipo, direct_listing or spac_listing: a ticker is a listed company's"
+                ),
+            ));
+        }
         match (company.status, listing) {
             (Status::Private, Some(listing)) => {
                 return Err(company_error(
@@ -983,7 +1146,7 @@ fn check_histories(companies_path: &Path, events_path: &Path, companies: &[Compa
             _ => {}
         }
         if let Some(outcome) = outcomes.first() {
-            if first.event_type.is_terminal() || first.occurred_on >= outcome.occurred_on {
+            if first.ends_private_period() || first.occurred_on >= outcome.occurred_on {
                 return Err(event_error(
                     outcome,
                     format!(

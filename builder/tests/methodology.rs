@@ -61,9 +61,17 @@ fn write_dataset(dir: &Path, as_of: &str, companies: &str, events: &[&str]) -> D
     for row in events {
         let fields: Vec<&str> = row.split(',').collect();
         let supersedes = fields.get(5).copied().unwrap_or("");
+        // As firm as the type takes (docs/design.md section 2), unless the type says
+        // (`spac_listing/announced`).
+        let (kind, reported_as) = match fields[2].split_once('/') {
+            Some((kind, reported_as)) => (kind, reported_as),
+            None if fields[2] == "fund_mark" => ("fund_mark", "estimate"),
+            None if fields[2] == "retraction" => ("retraction", ""),
+            None => (fields[2], "closed"),
+        };
         text.push_str(&format!(
-            "{},{},{},{},{},closed,https://example.com/{},B,,{supersedes}\n",
-            fields[0], fields[1], fields[2], fields[3], fields[4], fields[0]
+            "{},{},{kind},{},{},{reported_as},https://example.com/{},B,,{supersedes}\n",
+            fields[0], fields[1], fields[3], fields[4], fields[0]
         ));
     }
     std::fs::write(dir.join("events.csv"), text).unwrap();
@@ -226,6 +234,66 @@ fn an_agreed_sale_holds_its_price_and_a_terminated_one_anchors_nothing() {
     let round_based = fit.marked(history, day("2024-03-01"), true).unwrap();
     assert_eq!(round_based.anchor.log_value, 1.0e9f64.ln());
     assert!(close(on_day, round_based.x.exp(), 1e-15));
+}
+
+/// A SPAC merger `announced` is an agreed listing (data v6): it holds its price while pending
+/// and the company stays private (outcome listing_agreed); a later `acquisition_terminated`
+/// cancels it, a later round marks the company, which stays private with no outcome; an IPO
+/// `in_talks` (a filing) is evidence only, and a buyback or internal valuation anchors nothing.
+#[test]
+fn an_announced_spac_merger_holds_until_terminated_and_a_filing_ends_nothing() {
+    use marks_builder::render::facts::{outcome_of, OutcomeKind};
+    let (_dir, pending) = dataset(
+        "2021-06-30",
+        "s,S,fintech,private\n",
+        &[
+            "s1,s,primary_round,2019-01-01,1000000000",
+            "s2,s,spac_listing/announced,2021-03-01,4000000000",
+        ],
+    );
+    let method = Method::new(&pending);
+    assert!(close(mark_on(&method.fit, &pending, "s", "2021-06-30"), 4.0e9, 1e-14));
+    let company = &pending.companies[position(&pending, "s")];
+    assert!(company.terminal().is_none(), "an agreed listing ends nothing");
+    assert_eq!(
+        outcome_of(company).map(|(kind, _)| kind),
+        Some(OutcomeKind::ListingAgreed)
+    );
+
+    let (_dir, later) = dataset(
+        "2024-06-30",
+        "s,S,fintech,private\n",
+        &[
+            "s1,s,primary_round,2019-01-01,1000000000",
+            "s2,s,spac_listing/announced,2021-03-01,4000000000",
+            "s3,s,acquisition_terminated,2022-01-15,0",
+            "s4,s,ipo/in_talks,2022-06-01,9000000000",
+            "s5,s,buyback,2022-09-01,500000000",
+            "s6,s,internal_valuation/estimate,2022-10-01,700000000",
+            "s7,s,primary_round,2023-05-01,2000000000",
+        ],
+    );
+    let method = Method::new(&later);
+    let at = position(&later, "s");
+    let company = &later.companies[at];
+    assert!(company.terminal().is_none());
+    assert_eq!(
+        outcome_of(company).map(|(kind, _)| kind),
+        None,
+        "terminated, then priced again"
+    );
+    let history = &method.fit.histories[at];
+    let anchors: Vec<f64> = history.anchors.iter().map(|a| a.log_value.exp().round()).collect();
+    assert_eq!(
+        anchors,
+        vec![1.0e9, 2.0e9],
+        "the cancelled deal, the filing, the buyback and the 409A anchor nothing"
+    );
+    // Between the termination and the round the mark runs from the first round.
+    let marked = method.fit.marked(history, day("2022-12-01"), true).unwrap();
+    assert_eq!(marked.anchor.log_value, 1.0e9f64.ln());
+    let latest = method.fit.marks(at, company).latest().map(|l| l.day);
+    assert_eq!(latest, Some(day("2024-06-30")), "marked to as_of: still private");
 }
 
 #[test]

@@ -68,6 +68,30 @@ fn with_new_columns(text: String, rows: &str) -> String {
     out + rows
 }
 
+/// companies.csv with the `domain` and `ticker` columns (empty) and `slug`'s set.
+fn with_identifiers(text: String, slug: &str, domain: &str, ticker: &str) -> String {
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let has = line.split(',').count() >= 6;
+        let row = if has {
+            line.to_string()
+        } else if i == 0 {
+            format!("{line},domain,ticker")
+        } else {
+            format!("{line},,")
+        };
+        if line.starts_with(&format!("{slug},")) {
+            let cells: Vec<&str> = row.split(',').collect();
+            let kept = &cells[..cells.len() - 2];
+            out.push_str(&format!("{},{domain},{ticker}\n", kept.join(",")));
+        } else {
+            out.push_str(&row);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Every malformed-dataset case of docs/design.md section 2: refused with `file:line: reason`, a
 /// non-zero result, and no file written.
 #[test]
@@ -389,6 +413,77 @@ fn bad_datasets_are_refused_with_file_line_and_reason() {
                 })
             },
             "events.csv:115: retraction x1 on 2019-01-01 is dated before e0001 on 2020-04-06",
+        ),
+        (
+            "a fund's mark reported closed",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,stripe,fund_mark,2024-01-01,100,https://e.com,,closed,B,\n")
+                })
+            },
+            "events.csv:115: reported_as closed is not one a fund_mark takes (expected estimate)",
+        ),
+        (
+            "an internal valuation with no reported_as",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,stripe,internal_valuation,2024-01-01,100,https://e.com,,,A,\n")
+                })
+            },
+            "events.csv:115: a internal_valuation record needs its reported_as (estimate): an empty one reads as closed",
+        ),
+        (
+            "a buyback in talks",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,stripe,buyback,2024-01-01,100,https://e.com,,in_talks,A,\n")
+                })
+            },
+            "events.csv:115: reported_as in_talks is not one a buyback takes (expected closed)",
+        ),
+        (
+            "a retraction with a reported_as",
+            |d| {
+                edit(&d.join("events.csv"), |t| {
+                    with_new_columns(t, "x1,airbnb,retraction,2024-01-01,0,,wrong,closed,,e0001\n")
+                })
+            },
+            "events.csv:115: a retraction reports no value: its reported_as is empty",
+        ),
+        (
+            "a domain with a scheme",
+            |d| edit(&d.join("companies.csv"), |t| with_identifiers(t, "stripe", "https://stripe.com", "")),
+            "companies.csv:38: domain \"https://stripe.com\" is not a bare host",
+        ),
+        (
+            "a domain with www.",
+            |d| edit(&d.join("companies.csv"), |t| with_identifiers(t, "stripe", "www.stripe.com", "")),
+            "companies.csv:38: domain \"www.stripe.com\" starts with www.",
+        ),
+        (
+            "a domain in capitals",
+            |d| edit(&d.join("companies.csv"), |t| with_identifiers(t, "stripe", "Stripe.com", "")),
+            "companies.csv:38: domain \"Stripe.com\" is not a host",
+        ),
+        (
+            "a domain of two companies",
+            |d| {
+                edit(&d.join("companies.csv"), |t| {
+                    let t = with_identifiers(t, "airbnb", "stripe.com", "NASDAQ:ABNB");
+                    with_identifiers(t, "stripe", "stripe.com", "")
+                })
+            },
+            "companies.csv:38: domain \"stripe.com\" of \"stripe\" is already \"airbnb\"'s (line 2)",
+        ),
+        (
+            "a ticker without its exchange",
+            |d| edit(&d.join("companies.csv"), |t| with_identifiers(t, "airbnb", "", "ABNB")),
+            "companies.csv:2: ticker \"ABNB\" is not EXCHANGE:SYMBOL",
+        ),
+        (
+            "a ticker of a private company",
+            |d| edit(&d.join("companies.csv"), |t| with_identifiers(t, "stripe", "", "NYSE:STRP")),
+            "companies.csv:38: ticker \"NYSE:STRP\" of \"stripe\", which has no closed ipo",
         ),
         (
             "event ids that differ only in case",

@@ -89,18 +89,22 @@ pub struct ListQuery<'a> {
 pub const LIST_PARAMS: &[&str] = &["limit", "cursor", "sector", "status", "sort", "q", "outcome"];
 
 /// `outcome`: a comma-separated set of `none`, `listed`, `sold`, `sale_agreed`, `bankrupt`,
-/// `wound_down`, as a bit set over the outcome codes.
+/// `wound_down`, `listing_agreed`, as a bit set over the outcome codes; `all` (as the pages
+/// write it) or none given: any.
 fn outcomes(params: &Params<'_>) -> Result<u8, ApiError> {
     let Some(text) = params.get("outcome") else {
         return Ok(0);
     };
+    if text == "all" {
+        return Ok(0);
+    }
     let mut set = 0u8;
     for name in text.split(',') {
         let code = OUTCOME_NAMES.iter().position(|known| *known == name).ok_or_else(|| {
             ApiError::invalid_parameter(
                 "outcome",
                 &format!(
-                    "must be one or more of {}, separated by commas",
+                    "must be all, or one or more of {}, separated by commas",
                     OUTCOME_NAMES.join(", ")
                 ),
             )

@@ -46,7 +46,7 @@ pub struct ListCompaniesArgs {
     )]
     pub sort: Option<String>,
     #[schemars(
-        description = "Only these outcomes, comma-separated: none, listed, sold, sale_agreed, bankrupt, wound_down (none,sale_agreed: the companies whose marks are current)"
+        description = "Only these outcomes, comma-separated: none, listed, sold, sale_agreed, bankrupt, wound_down, listing_agreed (none,sale_agreed,listing_agreed: the companies whose marks are current)"
     )]
     pub outcome: Option<String>,
 }
@@ -233,9 +233,9 @@ impl MarksTools {
                        company also has last_event (the last reported valuation, with its source_grade: A primary \
                        document, B major news organisation, C other outlet, D blog or copy), days_since_last_event, \
                        delta_30d_pct (with delta_30d_basis: events when a value was reported within the 30 days, profile \
-                       when only the method's drift moved) and outcome with its kind (listed, sold, sale_agreed, bankrupt, \
-                       wound_down; null while private with no sale agreed); latest_mark.current is false for a company \
-                       whose private period ended (its last private mark, not a value today). outcome=none,sale_agreed \
+                       when only the method's drift moved) and outcome with its kind (listed, sold, sale_agreed, listing_agreed, \
+                       bankrupt, wound_down; null while private with no deal agreed); latest_mark.current is false for a company \
+                       whose private period ended (its last private mark, not a value today). outcome=none,sale_agreed,listing_agreed \
                        lists the current marks only. Returns {meta, companies, page: {next_cursor, has_more}}; pass \
                        page.next_cursor as cursor, with the same sort and filters, for the next page. meta says the data \
                        is illustrative, from a backtest: indicative, not transactable prices."
@@ -271,11 +271,11 @@ impl MarksTools {
                        probability), next_reported (the forecast of the next reported valuation, beside the mark, not \
                        today's value; null once the private period ended), the last reported valuation (last_event, with \
                        its source_grade A-D) and how many days ago, the mark against it in percent \
-                       (latest_mark.vs_last_event_pct), the outcome by kind (listed, sold, sale_agreed, bankrupt, \
-                       wound_down), and the observations: the event the mark starts from, what the method adds for the \
+                       (latest_mark.vs_last_event_pct), the outcome by kind (listed, sold, sale_agreed, listing_agreed, \
+                       bankrupt, wound_down), and the observations: the event the mark starts from, what the method adds for the \
                        days since, and the outcome that ended the private period (the mark is then the last private one, \
                        not a value today), each with an explanation in words; and the explanation: {case (recently_priced, \
-                       quiet, sale_agreed, listed, sold, bankrupt, wound_down), summary}, the mark in words built for its \
+                       quiet, sale_agreed, listing_agreed, listed, sold, bankrupt, wound_down), summary}, the mark in words built for its \
                        case. latest_mark.current is false once the private period ended; delta_30d_basis says whether the \
                        30-day change rests on new events or only on the method's drift. Returns {meta, slug, name, \
                        aliases, sector, status, latest_mark, delta_30d_pct, delta_30d_basis, last_event, \

@@ -23,7 +23,7 @@ from playwright.sync_api import expect
 
 # The list's default view: the companies whose marks are current (still private, or a sale
 # agreed and pending).
-CURRENT = "none,sale_agreed"
+CURRENT = "none,sale_agreed,listing_agreed"
 
 
 def effective(events, profile=None):

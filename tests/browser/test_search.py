@@ -149,7 +149,7 @@ def test_sector_menu_lists_the_sectors_of_the_keys_universe(open_page, server, t
     page.get_by_role("button", name="Apply").click()
     page.wait_for_url("**/explore?sector=fintech")
     slugs = listed_slugs(page)
-    assert slugs == server.walk_companies(PRO, sector="fintech", outcome="none,sale_agreed")[0]
+    assert slugs == server.walk_companies(PRO, sector="fintech", outcome="none,sale_agreed,listing_agreed")[0]
     page.get_by_label("Show").select_option("all")
     page.get_by_role("button", name="Apply").click()
     page.wait_for_url("**/explore?sector=fintech&outcome=all")

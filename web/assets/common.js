@@ -165,6 +165,8 @@ export const EVENT_WORDS = {
   bankruptcy: 'Bankruptcy',
   wind_down: 'Wind-down',
   retraction: 'Retraction',
+  buyback: 'Buyback',
+  internal_valuation: 'Internal valuation (409A)',
 };
 export const eventWords = (type) => EVENT_WORDS[type] || words(type);
 
@@ -182,24 +184,29 @@ export const REPORTED_WORDS = { in_talks: 'in talks', estimate: 'estimate', anno
 /** The outcome's kind in a few words. */
 export const OUTCOME_WORDS = {
   listed: 'Listed', sold: 'Sold', sale_agreed: 'Sale agreed', bankrupt: 'Bankrupt', wound_down: 'Wound down',
+  listing_agreed: 'Listing agreed',
 };
+
+/** Whether an outcome is an agreed deal, sale or listing, still pending. */
+export const pending = (o) => Boolean(o && (o.kind === 'sale_agreed' || o.kind === 'listing_agreed'));
 
 /** Whether a company's private period ended (its latest mark is its last private one). */
 export function ended(c) {
   const m = c.latest_mark || {};
   if (typeof m.current === 'boolean') return !m.current;
-  return Boolean(c.outcome && c.outcome.kind !== 'sale_agreed');
+  return Boolean(c.outcome && !pending(c.outcome));
 }
 
 /**
- * Whether a company's mark holds the price of a pending agreed sale: a sale agreed at a disclosed
- * price and not closed. Its mark is that price and adds nothing while the sale is pending (the
- * API's explanation, case sale_agreed), so its 30-day change is no drift: it is the price held.
- * A sale agreed at an undisclosed price holds nothing: its mark runs from the last value reported.
+ * Whether a company's mark holds the price of a pending agreed deal: a sale or listing agreed at
+ * a disclosed price and not closed. Its mark is that price and adds nothing while the deal is
+ * pending (the API's explanation, case sale_agreed or listing_agreed), so its 30-day change is no
+ * drift: it is the price held. A deal agreed at an undisclosed price holds nothing: its mark runs
+ * from the last value reported.
  */
 export function holdsAgreedPrice(c) {
   const o = c.outcome;
-  return Boolean(o && o.kind === 'sale_agreed' && o.valuation_usd > 0 && !ended(c));
+  return Boolean(pending(o) && o.valuation_usd > 0 && !ended(c));
 }
 
 /**
@@ -217,8 +224,9 @@ export function outcomeParts(o) {
       return [`${kind} ${o.occurred_on}${listing} at `, money(v)];
     case 'sold':
     case 'sale_agreed':
-      return v > 0 ? [`${kind} ${o.occurred_on} for `, money(v), o.kind === 'sale_agreed' ? ', pending' : '']
-        : [`${kind} ${o.occurred_on}, price not disclosed${o.kind === 'sale_agreed' ? ', pending' : ''}`];
+    case 'listing_agreed':
+      return v > 0 ? [`${kind} ${o.occurred_on}${o.kind === 'listing_agreed' ? `${listing} at ` : ' for '}`, money(v), pending(o) ? ', pending' : '']
+        : [`${kind} ${o.occurred_on}, price not disclosed${pending(o) ? ', pending' : ''}`];
     case 'bankrupt':
     case 'wound_down':
       return v > 0 ? [`${kind} ${o.occurred_on}, equity reported at `, money(v)]
@@ -241,7 +249,7 @@ export function outcomeText(o) {
 export function fateWords(c) {
   const o = c.outcome;
   if (!o) return c.status === 'ipo_completed' ? OUTCOME_WORDS.listed : '';
-  return `${OUTCOME_WORDS[o.kind] || eventWords(o.event_type)} ${o.occurred_on}${o.kind === 'sale_agreed' ? ', pending' : ''}`;
+  return `${OUTCOME_WORDS[o.kind] || eventWords(o.event_type)} ${o.occurred_on}${pending(o) ? ', pending' : ''}`;
 }
 
 /**

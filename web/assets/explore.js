@@ -14,7 +14,7 @@
 import {
   $, el, svgEl, say, facts, sourceLink, hostOf,
   usd, usdFull, band, an, pct, pctCell, displayName, money, moneyBand, initExactToggles,
-  eventWords, GRADE_WORDS, REPORTED_WORDS, OUTCOME_WORDS, ended, outcomeParts, outcomeText, holdsAgreedPrice,
+  eventWords, GRADE_WORDS, REPORTED_WORDS, OUTCOME_WORDS, ended, pending, outcomeParts, outcomeText, holdsAgreedPrice,
   companyOption,
   getKey, api, problemWords, showError, keyThenView, allows, needsTier, initKeyPanel, showMeta,
   dayNumber, nearestIn, timeTicks, chartWidth, redrawOnResize, DAY_MS, MONTHS,
@@ -33,9 +33,9 @@ let nextCursor = null;
 let sectorsFor = null; // the key the sector menu was filled for
 const LIST_PARAMS = ['q', 'sort', 'sector', 'status', 'outcome'];
 const DOWNLOAD_PAGE = 100; // the list's CSV is fetched 100 rows a page, following X-Next-Cursor
-/* The list's default view: the companies whose marks are current (still private, or a sale
-   agreed and pending); outcome=all in the address shows every company. */
-const CURRENT = 'none,sale_agreed';
+/* The list's default view: the companies whose marks are current (still private, or a sale or
+   listing agreed and pending); outcome=all in the address shows every company. */
+const CURRENT = 'none,sale_agreed,listing_agreed';
 
 /** The list's parameters as the page's address holds them. */
 function listParams() {
@@ -589,7 +589,7 @@ function renderProfile(result) {
       ['30-day change', changeWords(p)],
     ]);
   } else {
-    say($('outcome-note'), o && o.kind === 'sale_agreed'
+    say($('outcome-note'), pending(o)
       ? `${outcomeText(o)}: the private period goes on.` : '');
     $('headline-figures').replaceChildren(
       figureCard('Today\'s value estimate', money(m.value_usd), `on ${m.as_of_date}`, 'estimate'),

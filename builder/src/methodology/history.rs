@@ -4,12 +4,13 @@
 //!
 //! Built from the effective view only (corrected and retracted records left out), in date order
 //! and file order within a day:
-//! - anchors: rounds, down rounds, tenders, secondaries, an agreed sale (`acquisition`), fund
-//!   marks; a value of 0 is no observation, except a fund's mark of 0, floored at 1% of the
-//!   anchor before it (a stake written off);
-//! - an `acquisition_terminated` removes the company's agreed-sale anchors (the failed deal
+//! - anchors: rounds, down rounds, tenders, secondaries, an agreed sale (`acquisition`) or
+//!   listing (one `announced`), fund marks; a value of 0 is no observation, except a fund's
+//!   mark of 0, floored at 1% of the anchor before it (a stake written off); a buyback, an
+//!   internal valuation and a listing `in_talks` are evidence, not anchors;
+//! - an `acquisition_terminated` removes the company's agreed-deal anchors (the failed deal
 //!   anchors nothing; if nothing else is left, they stay);
-//! - the first listing, closed sale, bankruptcy or wind-down is the outcome, and ends the
+//! - the first closed listing, closed sale, bankruptcy or wind-down is the outcome, and ends the
 //!   history: later records are not read.
 
 use crate::dataset::{Company, EventType};
@@ -28,9 +29,11 @@ pub struct Anchor {
 }
 
 impl Anchor {
-    /// An agreed sale holds its price: no drift while it is pending.
+    /// An agreed deal holds its price: no drift while it is pending. An agreed sale, or an
+    /// agreed listing (a listing among the anchors is one `announced`: a closed one is the
+    /// outcome).
     pub fn holds(&self) -> bool {
-        self.kind == EventType::Acquisition
+        self.kind == EventType::Acquisition || self.kind.is_listing()
     }
 }
 
@@ -140,7 +143,7 @@ impl History {
                 continue;
             }
             let kind = event.event_type;
-            if kind.is_terminal() {
+            if event.ends_private_period() {
                 history.outcome = Some(Outcome {
                     day: event.occurred_on,
                     kind,
@@ -155,7 +158,7 @@ impl History {
                 }
                 continue;
             }
-            if !kind.is_anchor() {
+            if !event.is_anchor() {
                 continue;
             }
             let mut value = event.valuation_usd as f64;

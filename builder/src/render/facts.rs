@@ -37,15 +37,17 @@ pub enum OutcomeKind {
     SaleAgreed,
     Bankrupt,
     WoundDown,
+    ListingAgreed,
 }
 
 impl OutcomeKind {
-    pub const ALL: [OutcomeKind; 5] = [
+    pub const ALL: [OutcomeKind; 6] = [
         OutcomeKind::Listed,
         OutcomeKind::Sold,
         OutcomeKind::SaleAgreed,
         OutcomeKind::Bankrupt,
         OutcomeKind::WoundDown,
+        OutcomeKind::ListingAgreed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +57,7 @@ impl OutcomeKind {
             OutcomeKind::SaleAgreed => "sale_agreed",
             OutcomeKind::Bankrupt => "bankrupt",
             OutcomeKind::WoundDown => "wound_down",
+            OutcomeKind::ListingAgreed => "listing_agreed",
         }
     }
 
@@ -68,12 +71,18 @@ impl OutcomeKind {
             Some(OutcomeKind::SaleAgreed) => l::OUTCOME_SALE_AGREED,
             Some(OutcomeKind::Bankrupt) => l::OUTCOME_BANKRUPT,
             Some(OutcomeKind::WoundDown) => l::OUTCOME_WOUND_DOWN,
+            Some(OutcomeKind::ListingAgreed) => l::OUTCOME_LISTING_AGREED,
         }
     }
 
-    /// Whether the private period is over (a pending sale is not yet).
+    /// Whether the private period is over (a pending sale or listing is not yet).
     pub fn ended(self) -> bool {
-        self != OutcomeKind::SaleAgreed
+        !self.pending()
+    }
+
+    /// An agreed deal, sale or listing, still pending.
+    pub fn pending(self) -> bool {
+        matches!(self, OutcomeKind::SaleAgreed | OutcomeKind::ListingAgreed)
     }
 }
 
@@ -134,10 +143,10 @@ impl<'a> EventFacts<'a> {
     }
 }
 
-/// A company's outcome in its effective view: its listing, closed sale, bankruptcy or
-/// wind-down, or else an agreed sale that is still pending: no later record terminated it and
-/// no later value was reported (a company that raised again after an agreement, as Flipkart
-/// after Walmart's, is no longer waiting on it).
+/// A company's outcome in its effective view: its closed listing, closed sale, bankruptcy or
+/// wind-down, or else an agreed sale or listing that is still pending: no later record
+/// terminated it and no later value was reported (a company that raised again after an
+/// agreement, as Flipkart after Walmart's, is no longer waiting on it).
 pub fn outcome_of(company: &Company) -> Option<(OutcomeKind, &Event)> {
     if let Some(end) = company.terminal() {
         let kind = match end.event_type {
@@ -152,9 +161,12 @@ pub fn outcome_of(company: &Company) -> Option<(OutcomeKind, &Event)> {
         .effective()
         .rfind(|e| {
             e.event_type == EventType::AcquisitionTerminated
-                || (e.event_type.is_anchor() && e.valuation_usd > 0)
-                || e.event_type == EventType::Acquisition
+                || (e.is_anchor() && e.valuation_usd > 0)
+                || e.is_agreed_deal()
         })
-        .filter(|e| e.event_type == EventType::Acquisition)
-        .map(|e| (OutcomeKind::SaleAgreed, e))
+        .filter(|e| e.is_agreed_deal())
+        .map(|e| match e.event_type {
+            EventType::Acquisition => (OutcomeKind::SaleAgreed, e),
+            _ => (OutcomeKind::ListingAgreed, e),
+        })
 }

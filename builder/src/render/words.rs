@@ -68,6 +68,8 @@ fn event_words(kind: EventType) -> &'static str {
         EventType::Bankruptcy => "bankruptcy",
         EventType::WindDown => "wind-down",
         EventType::Retraction => "retraction",
+        EventType::Buyback => "buyback by the company",
+        EventType::InternalValuation => "internal (409A or board) valuation",
     }
 }
 
@@ -103,6 +105,7 @@ pub enum Case {
     Sold,
     Bankrupt,
     WoundDown,
+    ListingAgreed,
 }
 
 /// The mark in words, for its case.
@@ -211,20 +214,28 @@ pub fn explanation(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'
                 Case::WoundDown,
             )
         }
-        Some(OutcomeKind::SaleAgreed) => {
+        Some(kind @ (OutcomeKind::SaleAgreed | OutcomeKind::ListingAgreed)) => {
             let o = outcome?;
+            let (deal, agreed, case) = match kind {
+                OutcomeKind::SaleAgreed => ("sale", "A sale was agreed", Case::SaleAgreed),
+                _ => (
+                    "listing",
+                    "A listing was agreed (a merger with a listed SPAC, or a direct listing, signed and not completed)",
+                    Case::ListingAgreed,
+                ),
+            };
             let summary = if basis.holds {
                 format!(
-                    "A sale was agreed on {} at {} and is pending: the mark holds the agreed price, {mark}, and adds \
+                    "{agreed} on {} at {} and is pending: the mark holds the agreed price, {mark}, and adds \
                      nothing while it is pending. Its 80% band, {low} to {high}, is the spread of values reported next \
-                     after such marks; for an agreed sale it mostly says the deal may still fail.{}",
+                     after such marks; for an agreed {deal} it mostly says the deal may still fail.{}",
                     o.occurred_on,
                     usd_words(o.valuation_usd),
                     track(marks.confidence)
                 )
             } else {
                 format!(
-                    "A sale was agreed on {} at a price not disclosed and is pending; the mark runs from the last \
+                    "{agreed} on {} at a price not disclosed and is pending; the mark runs from the last \
                      reported value, a {last} ({} ago): today's value estimate is {mark} ({drift_pct:+.1}%), with an \
                      80% band of {low} to {high}.{}{}",
                     o.occurred_on,
@@ -233,10 +244,7 @@ pub fn explanation(company: &Company, marks: &CompanyMarks, facts: &EventFacts<'
                     track(marks.confidence)
                 )
             };
-            Explanation {
-                case: Case::SaleAgreed,
-                summary,
-            }
+            Explanation { case, summary }
         }
         None => {
             let beside = next_words(next.as_deref());

@@ -546,13 +546,23 @@ pub const OUTCOME_SOLD: u8 = 2;
 pub const OUTCOME_SALE_AGREED: u8 = 3;
 pub const OUTCOME_BANKRUPT: u8 = 4;
 pub const OUTCOME_WOUND_DOWN: u8 = 5;
+/// A listing agreed and pending (a SPAC merger or direct listing `announced`): data v6.
+pub const OUTCOME_LISTING_AGREED: u8 = 6;
 /// The names the API gives them, by value.
-pub const OUTCOME_NAMES: [&str; 6] = ["none", "listed", "sold", "sale_agreed", "bankrupt", "wound_down"];
+pub const OUTCOME_NAMES: [&str; 7] = [
+    "none",
+    "listed",
+    "sold",
+    "sale_agreed",
+    "bankrupt",
+    "wound_down",
+    "listing_agreed",
+];
 
-/// Whether a company's latest mark is a value today: no outcome, or a sale agreed and pending
-/// (a listed, sold or failed company's latest mark is its last private one).
+/// Whether a company's latest mark is a value today: no outcome, or a sale or listing agreed and
+/// pending (a listed, sold or failed company's latest mark is its last private one).
 pub fn mark_is_current(outcome: u8) -> bool {
-    matches!(outcome, OUTCOME_NONE | OUTCOME_SALE_AGREED)
+    matches!(outcome, OUTCOME_NONE | OUTCOME_SALE_AGREED | OUTCOME_LISTING_AGREED)
 }
 
 /// What the append-only check compares: a record's identity and its published facts, compactly.

@@ -357,9 +357,9 @@ class Client:
         Tools"``; ``sectors()`` names them). ``sort`` is ``slug``, ``name``, ``value_usd``,
         ``delta_30d_pct``, ``last_event_on`` or ``outcome_on``, with a leading ``-`` for
         descending (nulls last either way). ``outcome`` keeps the companies with these outcomes:
-        ``none`` (private, no sale agreed), ``listed``, ``sold``, ``sale_agreed``, ``bankrupt``,
-        ``wound_down``, one or several (a list, or a comma-separated ``str``);
-        ``["none", "sale_agreed"]`` lists the companies whose marks are current.
+        ``none`` (private, no deal agreed), ``listed``, ``sold``, ``sale_agreed``, ``bankrupt``,
+        ``wound_down``, ``listing_agreed``, one or several (a list, or a comma-separated ``str``);
+        ``["none", "sale_agreed", "listing_agreed"]`` lists the companies whose marks are current.
         """
 
         def fetch(cursor: Optional[str]) -> CompaniesPage:

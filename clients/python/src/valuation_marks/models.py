@@ -336,7 +336,8 @@ class LastEvent:
     raw: JSON = _raw()
 
 
-#: The outcome kinds that end a company's private period (``sale_agreed`` does not).
+#: The outcome kinds that end a company's private period (``sale_agreed`` and ``listing_agreed``
+#: do not).
 ENDED_KINDS = frozenset({"listed", "sold", "bankrupt", "wound_down"})
 
 
@@ -348,8 +349,10 @@ class CompanyOutcome:
       ``acquisition_closed``), ``bankrupt`` (a ``bankruptcy``), ``wound_down`` (a ``wind_down``):
       the private period ended; the latest mark is the last private one (the day before) and
       ``latest_mark.next_reported`` is ``None``;
-    - ``sale_agreed`` (an ``acquisition`` no later record closed or terminated): the mark holds
-      the agreed price while the sale is pending.
+    - ``sale_agreed`` (an ``acquisition`` no later record closed or terminated) and
+      ``listing_agreed`` (a listing ``announced``, a SPAC merger or direct listing signed, that no
+      later record completed or terminated): the mark holds the agreed price while the deal is
+      pending.
 
     ``valuation_usd`` is as reported: 0 for a write-off or a sale at an undisclosed price.
     """
@@ -363,7 +366,7 @@ class CompanyOutcome:
 
     @property
     def ended(self) -> bool:
-        """True when the outcome ended the private period (every kind but ``sale_agreed``)."""
+        """True when the outcome ended the private period (every kind but the agreed, pending ones)."""
         return self.kind in ENDED_KINDS
 
 
@@ -507,8 +510,8 @@ Observation = Union[ObservationEvent, ObservationDrift, ObservationOutcome]
 @dataclasses.dataclass(frozen=True)
 class Explanation:
     """The latest mark in words, built for its ``case``: ``recently_priced`` (last reported 90
-    days ago or less), ``quiet`` (longer ago), ``sale_agreed`` (a sale agreed and pending), or how
-    the private period ended (``listed``, ``sold``, ``bankrupt``, ``wound_down``). Every figure
+    days ago or less), ``quiet`` (longer ago), ``sale_agreed`` or ``listing_agreed`` (a deal
+    agreed and pending), or how the private period ended (``listed``, ``sold``, ``bankrupt``, ``wound_down``). Every figure
     in ``summary`` is one the profile carries, in three significant figures."""
 
     case: str
