@@ -253,6 +253,20 @@ def add_evidenced_aliases(companies, events, path):
             companies[slug]["aliases"] = ";".join([*known, alias])
 
 
+def domain_shown(domain, url, quote):
+    """Whether a page shows a company's domain: it is the page's host (or the host is under it),
+    or the quote writes it."""
+    host = re.sub(r"^https?://(www\.)?", "", url).split("/")[0].split(":")[0].rstrip(".").lower()
+    return host == domain or host.endswith("." + domain) or domain in re.sub(r"[^a-z0-9.]", "", quote.lower())
+
+
+def ticker_shown(symbol, quote):
+    """Whether a quote writes a ticker's symbol: as a word in any case, or as the exchange writes
+    it (a filing's table runs cells together: "per shareHOODThe Nasdaq")."""
+    bounded = rf"(?<![A-Za-z0-9]){re.escape(symbol)}(?![A-Za-z0-9])"
+    return bool(re.search(bounded, quote, re.IGNORECASE)) or symbol in quote
+
+
 def set_identifiers(companies, path):
     """The domains and tickers of identifiers.csv (`slug,domain,ticker,source_url,quote`), each
     from a page that was read: the domain is the host of its address or written in its quote, the
@@ -260,7 +274,6 @@ def set_identifiers(companies, path):
     if not os.path.exists(path):
         return
     owner = {c["domain"]: slug for slug, c in companies.items() if c.get("domain")}
-    squeeze = lambda text: re.sub(r"[^a-z0-9.]", "", text.lower())  # noqa: E731
     for line, row in read_csv(path, ["slug", "domain", "ticker", "source_url", "quote"]):
         where = f"{path}:{line}"
         slug, domain, ticker, quote = row["slug"], row["domain"], row["ticker"], row["quote"]
@@ -271,8 +284,7 @@ def set_identifiers(companies, path):
         if domain:
             if not DOMAIN.fullmatch(domain):
                 raise Refusal(f"{where}: domain {domain!r} is not a bare lower-case host without www.")
-            host = re.sub(r"^https?://(www\.)?", "", row["source_url"]).split("/")[0].lower()
-            if not (host == domain or host.endswith("." + domain) or domain in squeeze(quote)):
+            if not domain_shown(domain, row["source_url"], quote):
                 raise Refusal(f"{where}: {domain} is neither the host of {row['source_url']} nor in the quote")
             if owner.get(domain, slug) != slug:
                 raise Refusal(f"{where}: domain {domain} is already {owner[domain]}'s")
@@ -282,7 +294,7 @@ def set_identifiers(companies, path):
             match = TICKER.fullmatch(ticker)
             if not match:
                 raise Refusal(f"{where}: ticker {ticker!r} is not EXCHANGE:SYMBOL (NASDAQ:ABNB)")
-            if not re.search(rf"(?<![A-Za-z0-9]){re.escape(match[2])}(?![A-Za-z0-9])", quote, re.IGNORECASE):
+            if not ticker_shown(match[2], quote):
                 raise Refusal(f"{where}: the symbol {match[2]} is not in the quote")
             if companies[slug]["status"] != "ipo_completed":
                 raise Refusal(f"{where}: {slug} has no closed listing, so no ticker")

@@ -14,6 +14,8 @@ cargo test --workspace --locked
 
 step "sample importer: python3 -m unittest sample/test_import_public_events.py"
 python3 -m unittest sample/test_import_public_events.py
+step "sample evidence: python3 -m unittest sample/test_evidence.py"
+python3 -m unittest sample/test_evidence.py
 
 step "methodology v0.6.0 research harness: python -m unittest tools/test_methodology_v060.py"
 if [ ! -x target/research-venv/bin/python ] || ! target/research-venv/bin/python -c "import numpy, scipy" 2>/dev/null; then

@@ -500,6 +500,7 @@ fn every_target_of_the_sample_is_scored() {
         column("occurred_on").unwrap(),
         column("valuation_usd").unwrap(),
     );
+    let reported_as = column("reported_as");
     let supersedes = column("supersedes");
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     let gone: std::collections::HashSet<String> = rows
@@ -512,10 +513,19 @@ fn every_target_of_the_sample_is_scored() {
         if gone.contains(&row[id]) || &row[kind] == "retraction" {
             continue;
         }
+        // Data v6: a listing announced is an agreed deal (counted with the agreed sales), one
+        // in talks evidence only.
+        let firmness = reported_as.map_or("", |c| &row[c]);
+        let listing = matches!(&row[kind], "ipo" | "direct_listing" | "spac_listing");
+        let kind = match (listing, firmness) {
+            (true, "in_talks") => continue,
+            (true, "announced") => "acquisition".to_string(),
+            _ => row[kind].to_string(),
+        };
         by_company.entry(row[slug].to_string()).or_default().push((
             row[on].to_string(),
             i,
-            row[kind].to_string(),
+            kind,
             row[value].parse().unwrap(),
         ));
     }

@@ -71,12 +71,12 @@ fn first_checkpoint_line(lines: &[String]) -> usize {
     lines.iter().position(|l| l.starts_with("{\"checkpoint\"")).unwrap()
 }
 
-/// Four versions, each built with `--previous` of the one before: every checkpoint verifies,
+/// Five versions, each built with `--previous` of the one before: every checkpoint verifies,
 /// each later tree extends every earlier one, the log the sample ships is exactly what the
-/// first three versions publish (so anyone can rebuild it), and a rebuild of the last version
+/// first four versions publish (so anyone can rebuild it), and a rebuild of the last version
 /// appends nothing.
 #[test]
-fn a_log_carried_through_four_versions_verifies_and_the_sample_ships_its_first_three() {
+fn a_log_carried_through_five_versions_verifies_and_the_sample_ships_its_first_four() {
     let dir = tempfile::tempdir().unwrap();
     let mut previous: Option<PathBuf> = None;
     let mut sizes = Vec::new();
@@ -84,6 +84,7 @@ fn a_log_carried_through_four_versions_verifies_and_the_sample_ships_its_first_t
         golden("sample-v1"),
         golden("sample-v2"),
         golden("sample-v3"),
+        golden("sample-v5"),
         bundled_sample(),
     ]
     .iter()
@@ -112,11 +113,11 @@ fn a_log_carried_through_four_versions_verifies_and_the_sample_ships_its_first_t
                 earlier.dataset_version
             );
         }
-        if n == 2 {
+        if n == 3 {
             assert_eq!(
                 std::fs::read_to_string(out.with_extension("jsonl")).unwrap(),
                 std::fs::read_to_string(bundled_sample().join("publication-log.jsonl")).unwrap(),
-                "sample/publication-log.jsonl is not what the first three versions publish"
+                "sample/publication-log.jsonl is not what the first four versions publish"
             );
         }
         previous = Some(out);
@@ -227,18 +228,15 @@ fn a_tampered_or_forked_log_is_refused_where_it_fails() {
     // A dataset older than the log's last version would publish out of order.
     let older = sample_copy(dir.path(), "older");
     let toml = std::fs::read_to_string(older.join("dataset.toml")).unwrap();
-    let toml = toml.replace("dataset_version = \"2026-11-28\"", "dataset_version = \"2026-11-21\"");
-    std::fs::write(
-        older.join("dataset.toml"),
-        toml.replace("as_of = \"2026-11-27\"", "as_of = \"2026-11-21\""),
-    )
-    .unwrap();
+    let older_toml = toml.replace("dataset_version = \"2026-12-07\"", "dataset_version = \"2026-11-27\"");
+    assert_ne!(older_toml, toml, "the sample's version is where the test expects it");
+    std::fs::write(older.join("dataset.toml"), older_toml).unwrap();
     let err = build(&older, None).unwrap_err();
-    assert!(err.contains("later than this dataset's 2026-11-21"), "{err}");
+    assert!(err.contains("later than this dataset's 2026-11-27"), "{err}");
 
     // The untouched copy builds, and says what it carried.
     let words = build(&sample_copy(dir.path(), "untouched"), None).unwrap();
-    assert!(words.contains("3 versions") && words.contains("appended"), "{words}");
+    assert!(words.contains("4 versions") && words.contains("appended"), "{words}");
 }
 
 /// A publisher with a key of its own carries the sample's log when the dataset names the key
@@ -251,14 +249,14 @@ fn another_signing_key_carries_the_log_only_with_the_key_that_signed_it() {
     let mut o = options(&sample_copy(dir.path(), "named"), &dir.path().join("named.snap"));
     o.signing_key = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
     let words = marks_builder::build(&o).unwrap().log;
-    assert!(words.contains("3 versions") && words.contains("appended"), "{words}");
+    assert!(words.contains("4 versions") && words.contains("appended"), "{words}");
     let log = PublicationLog::parse(
         &std::fs::read_to_string(dir.path().join("named.jsonl")).unwrap(),
         &[demo_key().verifying_key(), o.signing_key.verifying_key()],
         "log",
     )
     .unwrap();
-    assert_eq!(log.checkpoints.len(), 4);
+    assert_eq!(log.checkpoints.len(), 5);
     let snapshot = marks_format::Snapshot::open(&dir.path().join("named.snap"), &Default::default()).unwrap();
     let jwks = snapshot.body_slice(&snapshot.index().signing_keys.identity);
     let published: Vec<_> = signing::parse_jwks(jwks).into_iter().map(|(_, key)| key).collect();

@@ -974,10 +974,10 @@ fn publisher_signatures_are_required_when_configured() {
 }
 
 /// Each version of the sample appends to the one before: the second builds with `--previous`
-/// of the first, the third with `--previous` of the second, and the bundled one (the fifth
-/// version of the public-events table imported onto the third: corrections appended, never
-/// edited in place) with `--previous` of the third; each passes the append-only check, and the
-/// change log carries every version.
+/// of the first, the third with `--previous` of the second, the fifth (the fifth version of the
+/// public-events table imported onto the third) with `--previous` of the third, and the bundled
+/// one (data v6: the corrections collected from pages, appended) with `--previous` of the
+/// fifth; each passes the append-only check, and the change log carries every version.
 #[test]
 fn each_sample_version_is_built_on_the_one_before() {
     let dir = tempfile::tempdir().unwrap();
@@ -987,7 +987,8 @@ fn each_sample_version_is_built_on_the_one_before() {
     for (n, source, counts) in [
         (2, golden.join("sample-v2"), (85, 261)),
         (3, golden.join("sample-v3"), (182, 480)),
-        (4, bundled_sample(), (247, 1112)),
+        (4, golden.join("sample-v5"), (247, 1112)),
+        (5, bundled_sample(), (247, 1166)),
     ] {
         let out = dir.path().join(format!("v{n}.snap"));
         let mut o = options(&source, &out);
@@ -1000,7 +1001,10 @@ fn each_sample_version_is_built_on_the_one_before() {
     let index = snapshot.index();
     assert_eq!(index.companies.len(), 247);
     let versions: Vec<&str> = index.changes.versions.iter().map(|v| v.as_str()).collect();
-    assert_eq!(versions, ["2026-11-20", "2026-11-24", "2026-11-25", "2026-11-28"]);
+    assert_eq!(
+        versions,
+        ["2026-11-20", "2026-11-24", "2026-11-25", "2026-11-28", "2026-12-07"]
+    );
     // Companies whose history was corrected are in the changes since the third version.
     let changed: Vec<&str> = index
         .changes_since("2026-11-25")
@@ -1012,6 +1016,16 @@ fn each_sample_version_is_built_on_the_one_before() {
         changed.contains(&"windsurf") && changed.contains(&"stripe"),
         "{changed:?}"
     );
+    // And those whose history the collected pages corrected, since the fifth.
+    let changed: Vec<&str> = index
+        .changes_since("2026-11-28")
+        .unwrap()
+        .iter()
+        .map(|row| index.companies[row.company.to_native() as usize].slug.as_str())
+        .collect();
+    for corrected in ["revolut", "instacart", "cruise", "woowa-brothers"] {
+        assert!(changed.contains(&corrected), "{corrected}: {changed:?}");
+    }
 }
 
 /// A v5-style correction appended to the bundled sample passes the append-only check; the same

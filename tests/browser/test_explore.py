@@ -506,7 +506,8 @@ def test_confidence_reads_as_its_track_record(open_page, server, slug):
         ("airbnb", "Listed 2020-12-10 at $47B", "Listed on 2020-12-10"),
         ("wiz", "Sold 2026-03-11 for $32B", "Sold on 2026-03-11"),
         ("ftx", "Bankrupt 2022-11-11, equity reported at $0", "Bankrupt on 2022-11-11"),
-        ("cruise", "Wound down 2024-12-10, equity reported at $0", "Wound down on 2024-12-10"),
+        ("tier-mobility", "Wound down 2024-01-10, equity reported at $0", "Wound down on 2024-01-10"),
+        ("cruise", "Sold 2025-02-01, price not disclosed", "Sold on 2025-02-01"),
     ],
 )
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])

@@ -158,6 +158,18 @@ pub fn sample_histories() -> std::collections::BTreeMap<String, SampleHistory> {
             let mut pending: Option<Record> = None;
             for record in records {
                 let kind = record["event_type"].as_str();
+                let listing = matches!(kind, "ipo" | "direct_listing" | "spac_listing");
+                // Data v6: a listing ends the private period once closed; one announced is an
+                // agreed deal, one in talks (a filing) evidence only.
+                let firmness = record.get("reported_as").map_or("", String::as_str);
+                if listing && firmness == "in_talks" {
+                    continue;
+                }
+                if listing && firmness == "announced" {
+                    pending = Some(record.clone());
+                    history.anchors.push(record);
+                    continue;
+                }
                 let ended = match kind {
                     "ipo" | "direct_listing" | "spac_listing" => Some("listed"),
                     "acquisition_closed" => Some("sold"),
@@ -174,8 +186,13 @@ pub fn sample_histories() -> std::collections::BTreeMap<String, SampleHistory> {
                 match kind {
                     "acquisition_terminated" => {
                         pending = None;
-                        if history.anchors.iter().any(|a| a["event_type"] != "acquisition") {
-                            history.anchors.retain(|a| a["event_type"] != "acquisition");
+                        let agreed = |a: &Record| {
+                            a["event_type"] == "acquisition"
+                                || a.get("reported_as").is_some_and(|r| r == "announced")
+                                    && matches!(a["event_type"].as_str(), "ipo" | "direct_listing" | "spac_listing")
+                        };
+                        if history.anchors.iter().any(|a| !agreed(a)) {
+                            history.anchors.retain(|a| !agreed(a));
                         }
                     }
                     "acquisition" => pending = Some(record.clone()),
@@ -187,8 +204,13 @@ pub fn sample_histories() -> std::collections::BTreeMap<String, SampleHistory> {
                     history.anchors.push(record);
                 }
             }
-            if let Some(sale) = pending {
-                history.outcome = Some(("sale_agreed", sale));
+            if let Some(deal) = pending {
+                let kind = if deal["event_type"] == "acquisition" {
+                    "sale_agreed"
+                } else {
+                    "listing_agreed"
+                };
+                history.outcome = Some((kind, deal));
             }
             (slug, history)
         })
