@@ -13,7 +13,8 @@ and a second run appends nothing. In order:
    except that a "listed as 1+" row, a floor of $1B rather than a valuation, is an `estimate`;
 3. the lead companies verified on pages (`leads/`): a row whose `supersedes` names a lead row as
    `L:<slug>:<event_type>:<occurred_on>` corrects the record that lead row became in step 2;
-4. the companies collected beyond the list (`newcos/`).
+4. the companies collected beyond the list (`newcos/`, `newcos2/`), then the closings of the
+   sales they agreed (`closings1/`, `closings2/`).
 The tables as imported are written to sample/data/tables/ (the record of what was landed, the
 leads' references resolved to event ids), the quotes of every collected row to
 sample/evidence.tsv, and every identifier, with its page and quote, to sample/identifiers.csv.
@@ -35,6 +36,8 @@ IMPORTER = os.path.join(HERE, "import_public_events.py")
 TABLE_COLUMNS = importer.TABLE_COLUMNS
 EVIDENCE_COLUMNS = ["slug", "occurred_on", "event_type", "valuation_usd", "source_url", "quote"]
 FLOOR = "listed as 1+"
+# Collection passes landed with step 4, after the new companies, in this order.
+LATER_PASSES = ("newcos2", "closings1", "closings2")
 
 
 def rows_of(path, delimiter=","):
@@ -156,8 +159,14 @@ def land_leads(shared, table, through):
     leads = rows_of(os.path.join(shared, "leads", "unicorn_list.csv"))
     verified = rows_of(os.path.join(COLLECTED, "leads", "rows.csv"))
     newcos = rows_of(os.path.join(COLLECTED, "newcos", "rows.csv"))
-    unmarkable = unmarkable_companies(leads + verified + newcos)
-    late = late_rows(leads, verified + newcos)
+    later = {
+        folder: rows_of(os.path.join(COLLECTED, folder, "rows.csv"))
+        for folder in LATER_PASSES
+        if os.path.exists(os.path.join(COLLECTED, folder, "rows.csv"))
+    }
+    every_later = [row for rows in later.values() for row in rows]
+    unmarkable = unmarkable_companies(leads + verified + newcos + every_later)
+    late = late_rows(leads, verified + newcos + every_later)
     write(
         os.path.join(TABLES, "left-out.csv"),
         ["slug", "event_type", "occurred_on", "reason"],
@@ -192,16 +201,22 @@ def land_leads(shared, table, through):
 
     if through < 4:
         return
-    # 4. Companies beyond the list.
+    # 4. Companies beyond the list, then the closings of sales the new companies agreed.
     run_importer(table("5-newcos.csv", newcos))
+    for number, folder in enumerate(LATER_PASSES, start=6):
+        if folder in later:
+            rows = [row for row in later[folder] if row["slug"] not in unmarkable and id(row) not in dropped]
+            run_importer(table(f"{number}-{folder}.csv", rows))
 
 
 def write_evidence_and_identifiers(through):
     """The quotes of every collected row landed, and every identifier of a company landed, with
     its page; the identifiers land with one more run of the first table (which appends
     nothing)."""
-    landed = {1: ["fates", "resource", "resource2"], 2: [], 3: ["leads"], 4: ["newcos"]}
-    folders = sorted(f for step in range(1, through + 1) for f in landed[step])
+    landed = {1: ["fates", "resource", "resource2"], 2: [], 3: ["leads"], 4: ["newcos", *LATER_PASSES]}
+    folders = sorted(
+        f for step in range(1, through + 1) for f in landed[step] if os.path.isdir(os.path.join(COLLECTED, f))
+    )
     evidence = []
     for folder in folders:
         path = os.path.join(COLLECTED, folder, "evidence.tsv")

@@ -1,6 +1,6 @@
 """Unit tests of the v0.6.0 research harness (tools/methodology_v060.py), on synthetic datasets.
 
-The bundled sample has no buyback, internal_valuation or announced listing yet, so these tests
+The bundled sample has buybacks and internal valuations but no announced listing, so these tests
 build a small dataset that has every kind of record, and check what section 2 of the harness's
 docstring says each one does, the filter and the fit, and the two properties the design promises:
 point in time (the series on day t is what the records dated up to t give) and isolation (a

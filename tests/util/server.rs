@@ -137,9 +137,13 @@ impl TestServer {
         std::fs::rename(&temp, &self.snapshot_path).expect("rename snapshot into place");
     }
 
-    /// Waits until the server serves `dataset_version` (the watcher polls every 50 ms).
+    /// Waits until the server serves `dataset_version` (the watcher polls every 50 ms). A load
+    /// takes a time that depends on the machine (a debug build checking a 46 MB file on a busy
+    /// runner took over 5 s), so the wait is long; a refusal does not end it (a file copied in
+    /// slowly is refused until it is whole), and the last one is said if it runs out.
     pub async fn wait_for_dataset(&self, dataset_version: &str) {
-        for _ in 0..200 {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while std::time::Instant::now() < deadline {
             if self
                 .state
                 .snapshot()
@@ -149,7 +153,8 @@ impl TestServer {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        panic!("server never served dataset {dataset_version}");
+        let last = self.state.snapshots.last_refusal().map(|r| r.reason);
+        panic!("server never served dataset {dataset_version} (last refusal: {last:?})");
     }
 
     pub async fn stop(mut self) -> bool {
