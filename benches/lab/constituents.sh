@@ -53,6 +53,19 @@ company_latency() { # url slug
   awk '$1 == "50%" { p50 = $2 } $1 == "99%" { p99 = $2 } END { print p50, p99 }' "$work/wrk.out"
 }
 
+# A pro key's getCompany p50 and p99 under wrk while h2load sends a key's 60 requests for a path
+# over HTTP/1.1 on CONNECTIONS connections; prints the table's row, with the status codes.
+http1_burst() { # label key path connections
+  (sleep 1; timeout 60 taskset -c "$LOAD_CPU" h2load --h1 -n60 -c"$4" -m1 -H "X-API-Key: $2" "$url$3" \
+    >"$work/burst-h1.txt" 2>&1 || true) &
+  local burst=$! p50 p99 codes
+  read -r p50 p99 <<<"$(company_latency "$url" "$slug")"
+  wait "$burst"
+  codes=$(awk '/^status codes:/ { print $3, $4, $7, $8 }' "$work/burst-h1.txt")
+  echo "| $dataset | pro getCompany, research key's 60 constituents of the $1 (HTTP/1.1: $codes) | $p50 | $p99 |" |
+    tee -a "$results"
+}
+
 # The median and largest time in ms of REPEAT sequential requests for a path.
 times_ms() { # url path key
   for _ in $(seq 1 "$REPEAT"); do
@@ -86,27 +99,11 @@ for dataset in sample "synth-$SYNTH"; do
   # HTTP/1.1: the research key's 60 at once, on 60 connections of one h2load process (60 curl
   # processes would load wrk's own CPU and be measured as the server's latency), while wrk
   # measures; first the latest day's (stored: no pass), the same burst as a reference, then a
-  # past day's.
-  for which in latest past; do
-    path=/v1/indices/all/constituents
-    [ "$which" = past ] && path=$past_path
-    (sleep 1; timeout 20 taskset -c "$LOAD_CPU" h2load --h1 -n60 -c60 -m1 -H "X-API-Key: $research" "$url$path" \
-      >"$work/burst-h1-$which.txt" 2>&1 || true) &
-    burst=$!
-    read -r p50 p99 <<<"$(company_latency "$url" "$slug")"
-    wait "$burst"
-    codes=$(awk '/^status codes:/ { print $3, $4, $7, $8 }' "$work/burst-h1-$which.txt")
-    echo "| $dataset | pro getCompany, research key's 60 constituents of the $which day at once (HTTP/1.1: $codes) | $p50 | $p99 |" | tee -a "$results"
-  done
-  # The same 60 of a past day one after another on one connection: each is served, so passes
-  # run back to back for as long as wrk measures (the most one key's budget can make).
-  (sleep 1; timeout 60 taskset -c "$LOAD_CPU" h2load --h1 -n60 -c1 -m1 -H "X-API-Key: $research_sequential" "$url$past_path" \
-    >"$work/burst-h1-sequential.txt" 2>&1 || true) &
-  burst=$!
-  read -r p50 p99 <<<"$(company_latency "$url" "$slug")"
-  wait "$burst"
-  codes=$(awk '/^status codes:/ { print $3, $4, $7, $8 }' "$work/burst-h1-sequential.txt")
-  echo "| $dataset | pro getCompany, research key's 60 constituents of the past day one after another (HTTP/1.1: $codes) | $p50 | $p99 |" | tee -a "$results"
+  # past day's; then a second research key's 60 of a past day one after another on one
+  # connection: each is served, so passes run back to back (the most one key's budget makes).
+  http1_burst "latest day at once" "$research" /v1/indices/all/constituents 60
+  http1_burst "past day at once" "$research" "$past_path" 60
+  http1_burst "past day one after another" "$research_sequential" "$past_path" 1
 
   # HTTP/2, one connection, 60 streams with a zero window: nothing is read.
   (sleep 1; timeout 20 taskset -c "$LOAD_CPU" h2load -n60 -c1 -m60 -w0 -H "X-API-Key: $research" "$url$past_path" \

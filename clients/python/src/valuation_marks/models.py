@@ -511,8 +511,9 @@ Observation = Union[ObservationEvent, ObservationDrift, ObservationOutcome]
 class Explanation:
     """The latest mark in words, built for its ``case``: ``recently_priced`` (last reported 90
     days ago or less), ``quiet`` (longer ago), ``sale_agreed`` or ``listing_agreed`` (a deal
-    agreed and pending), or how the private period ended (``listed``, ``sold``, ``bankrupt``, ``wound_down``). Every figure
-    in ``summary`` is one the profile carries, in three significant figures."""
+    agreed and pending), or how the private period ended (``listed``, ``sold``, ``bankrupt``,
+    ``wound_down``). Every figure in ``summary`` is one the profile carries, in three significant
+    figures."""
 
     case: str
     summary: str
