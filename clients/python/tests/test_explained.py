@@ -57,12 +57,19 @@ def source_events(server: Server) -> dict[str, list[Row]]:
     return effective_view(served_events(server.events_csv))
 
 
+def ends_private_period(event: Row) -> bool:
+    """An outcome record: a listing only once closed (one announced is an agreed deal, one in talks
+    a filing: data v6), a closed sale, a bankruptcy or a wind-down."""
+    agreed_or_filed = event["reported_as"] in ("announced", "in_talks")
+    return event["event_type"] in OUTCOME_KINDS and not (event["event_type"] in LISTINGS and agreed_or_filed)
+
+
 def expected_outcome(events: list[Row]) -> Optional[tuple[str, Row]]:
     """The first listing, closed sale, bankruptcy or wind-down; else the last acquisition, if no
     later acquisition_terminated undid it and no value was reported after it (sale_agreed: a
     company that raised again after an agreement, as Flipkart after Walmart's, is no longer
     waiting on it); else none."""
-    ending = next((e for e in events if e["event_type"] in OUTCOME_KINDS), None)
+    ending = next((e for e in events if ends_private_period(e)), None)
     if ending is not None:
         return OUTCOME_KINDS[ending["event_type"]], ending
     deals = [
@@ -80,12 +87,14 @@ def expected_last_event(events: list[Row]) -> Optional[Row]:
     """The last observation of value before the outcome's day (a sale agreed on its closing day
     is no part of it): a terminated sale removes the agreed sale (unless nothing else is left),
     a value of 0 observes nothing (a fund's mark of 0 after an earlier value excepted)."""
-    ending = next((e["occurred_on"] for e in events if e["event_type"] in OUTCOME_KINDS), None)
+    ending = next((e["occurred_on"] for e in events if ends_private_period(e)), None)
     anchors: list[Row] = []
     for event in events:
         kind = event["event_type"]
-        if kind in OUTCOME_KINDS or (ending is not None and event["occurred_on"] >= ending):
+        if ends_private_period(event) or (ending is not None and event["occurred_on"] >= ending):
             break
+        if kind in LISTINGS:  # a listing in talks (a filing) observes no value; none is announced here
+            continue
         if kind == "acquisition_terminated":
             if any(a["event_type"] != "acquisition" for a in anchors):
                 anchors = [a for a in anchors if a["event_type"] != "acquisition"]

@@ -201,12 +201,12 @@ def as_records(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_the_samples_log_replays() -> None:
     lines = log_lines()
     verified = verify_log(lines, PEM)
-    assert (verified.entries, verified.tree_size) == (308, 308)
-    assert verified.dataset_versions == ("2026-11-20", "2026-11-24", "2026-11-25")
+    assert (verified.entries, verified.tree_size) == (555, 555)
+    assert verified.dataset_versions == ("2026-11-20", "2026-11-24", "2026-11-25", "2026-11-28")
     assert verify_log(lines, PEM, kept=notes()[0]).kept == Checkpoint.parse(notes()[0])
     read = read_publication_log(LOG)
-    assert read.origin == "valuation-marks.example/publications" and len(read) == 308
-    assert [c.tree_size for c in read.checkpoints] == [41, 126, 308]
+    assert read.origin == "valuation-marks.example/publications" and len(read) == 555
+    assert [c.tree_size for c in read.checkpoints] == [41, 126, 308, 555]
     assert read.entries[0].band_95.digest == read.entries[0].leaf.band_95_digest
     assert read.verify(str(PEM)).root_hash == Checkpoint.parse(notes()[-1]).root_hash
 
