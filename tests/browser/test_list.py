@@ -56,6 +56,7 @@ def test_every_company_or_one_outcome_is_a_choice_away(open_page, server):
         "all",
         "none",
         "sale_agreed",
+        "listing_agreed",
         "listed,sold,bankrupt,wound_down",
         "listed",
         "sold",
