@@ -119,14 +119,9 @@ pub fn numbers_of(row: &[u8]) -> Vec<f64> {
         .collect()
 }
 
-/// The row of day `day` in a stored CSV series, if it has that day.
+/// The row of day `day` in a stored CSV series (its header row first), if it has that day.
 pub fn row_on<'b>(stored: &'b [u8], id: &str, day: [u8; 10]) -> Option<&'b [u8]> {
-    let range = DateRange {
-        from: Some(day),
-        to: Some(day),
-    };
-    let cut = dated::records(stored, dated::csv_rows(stored), &dated::csv_row_marker(id), &range);
-    (!cut.is_empty()).then(|| &stored[cut])
+    row_among(&stored[dated::csv_rows(stored)], id, day)
 }
 
 /// The row of day `day` among rows of a CSV series (without its header row), if they have it.
